@@ -1,0 +1,82 @@
+"""Helpers shared by the command modules: consoles, error mapping, JSON output.
+
+* tables and results go to stdout; messages, warnings and progress to stderr;
+* colour is off when the stream is not a terminal or ``NO_COLOR`` is set
+  (rich honours both);
+* ``--json`` prints exactly one JSON document on stdout and nothing else there;
+* a :class:`planner.errors.PlannerError` becomes one line per problem on stderr
+  and its exit code; nothing else is caught.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from functools import lru_cache
+from typing import Any, Callable, TypeVar
+
+import typer
+
+from planner.errors import PlannerError
+
+T = TypeVar("T")
+
+
+@lru_cache(maxsize=None)
+def _console(stderr: bool):
+    from rich.console import Console
+
+    return Console(stderr=stderr, highlight=False, soft_wrap=False)
+
+
+def out():
+    """The stdout console (tables, results)."""
+    return _console(False)
+
+
+def err():
+    """The stderr console (messages, warnings, progress)."""
+    return _console(True)
+
+
+def message(text: str) -> None:
+    """A plain message on stderr (no markup interpretation)."""
+    err().print(text, markup=False)
+
+
+def warn(text: str) -> None:
+    err().print(f"warning: {text}", markup=False, style="yellow")
+
+
+def fail(exc: PlannerError) -> typer.Exit:
+    lines = exc.lines()
+    for i, line in enumerate(lines):
+        prefix = "error: " if i == 0 else "  "
+        sys.stderr.write(prefix + line.replace("\n", " ") + "\n")
+    sys.stderr.flush()
+    return typer.Exit(code=exc.exit_code)
+
+
+def call(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """Call a library function, mapping :class:`PlannerError` to an exit code."""
+    try:
+        return fn(*args, **kwargs)
+    except PlannerError as exc:
+        raise fail(exc) from None
+
+
+def print_json(obj: Any) -> None:
+    """Write exactly one JSON document to stdout."""
+    from planner.jsonable import jsonable
+
+    sys.stdout.write(json.dumps(jsonable(obj), indent=2, ensure_ascii=False) + "\n")
+    sys.stdout.flush()
+
+
+def progress(total: int | None, description: str, *, disable: bool = False):
+    """A rich progress bar on stderr. Use as a context manager; returns (progress, task_id)."""
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, MofNCompleteColumn
+
+    p = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                 TimeElapsedColumn(), console=err(), transient=True, disable=disable)
+    return p

@@ -1,0 +1,26 @@
+"""Entry point: registers every command module on the Typer app.
+
+Command modules import only typer and the standard library at module level;
+library modules (and through them numpy/scipy/pymc) are imported inside the
+command functions, so ``planner --help`` stays fast and never imports pymc.
+"""
+
+from cli.app import app
+
+# Order here is the order in `planner --help`.
+from cli import size as _size  # noqa: F401,E402  (size, significance)
+from cli import allocate as _allocate  # noqa: F401,E402
+from cli import study as _study  # noqa: F401,E402  (init, ingest, status)
+from cli import next_batch as _next_batch  # noqa: F401,E402
+from cli import report as _report  # noqa: F401,E402
+from cli import decide as _decide  # noqa: F401,E402
+from cli import simulate as _simulate  # noqa: F401,E402
+from cli import demo as _demo  # noqa: F401,E402
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

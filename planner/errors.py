@@ -1,0 +1,64 @@
+"""The one error family that crosses the library/CLI boundary.
+
+Every error the library raises on purpose is a :class:`PlannerError`. The CLI
+catches it, prints ``str(error)`` as one line on stderr and exits with
+``error.exit_code``:
+
+* :class:`DataError` (exit 1): input data failed validation (bad rows, unknown
+  ids, duplicates, already-ingested files). ``problems`` may hold up to 20
+  one-line messages, each naming ``file:line``.
+* :class:`UsageError` (exit 2): a bad option value (out of range, unknown
+  choice, inconsistent combination).
+"""
+
+from __future__ import annotations
+
+
+class PlannerError(Exception):
+    """Base class of all deliberate planner errors."""
+
+    exit_code = 1
+
+    def __init__(self, message: str, problems: list[str] | tuple[str, ...] = ()):
+        super().__init__(message)
+        self.message = message
+        self.problems = tuple(problems)
+
+    def lines(self) -> list[str]:
+        """The message followed by each listed problem (at most 20)."""
+        out = [self.message]
+        out.extend(self.problems[:20])
+        if len(self.problems) > 20:
+            out.append(f"... and {len(self.problems) - 20} more problems")
+        return out
+
+
+class DataError(PlannerError, ValueError):
+    """Input data failed validation. Exit code 1."""
+
+    exit_code = 1
+
+
+class UsageError(PlannerError, ValueError):
+    """An option value is out of range or inconsistent. Exit code 2."""
+
+    exit_code = 2
+
+
+def check_range(name: str, value: float, low: float, high: float, *,
+                low_open: bool = True, high_open: bool = True) -> float:
+    """Raise :class:`UsageError` unless ``value`` lies in the given interval.
+
+    The message names the option, the value and the allowed range, e.g.
+    ``--effect (0.7) must be in (0, 0.5)``.
+    """
+    import math
+
+    ok = not (isinstance(value, float) and math.isnan(value))
+    if ok:
+        ok = (value > low if low_open else value >= low) and (value < high if high_open else value <= high)
+    if not ok:
+        lb = "(" if low_open else "["
+        rb = ")" if high_open else "]"
+        raise UsageError(f"{name} ({value:g}) must be in {lb}{low:g}, {high:g}{rb}")
+    return value
