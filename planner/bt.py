@@ -37,6 +37,24 @@ def to_elo(beta):
     return ELO_BASE + ELO_SCALE * np.asarray(beta, dtype=float)
 
 
+def expected_score(r_a, r_b):
+    """Elo expected score of a player rated ``r_a`` against one rated ``r_b``.
+
+    ``E = 1 / (1 + 10**((r_b - r_a) / 400))`` (Elo 1978); equal to the
+    Bradley–Terry win probability for ``beta = (R - 1500) / ELO_SCALE``.
+    """
+    diff = np.asarray(r_b, dtype=float) - np.asarray(r_a, dtype=float)
+    return 1.0 / (1.0 + 10.0 ** (diff / 400.0))
+
+
+def elo_update(r_a, r_b, score, k: float = 32.0):
+    """New rating of ``a`` after one game against ``b``: ``R_a + k (S - E)``.
+
+    ``score`` is 1 for a win, 0.5 for a draw, 0 for a loss.
+    """
+    return np.asarray(r_a, dtype=float) + k * (np.asarray(score, dtype=float) - expected_score(r_a, r_b))
+
+
 def outcome_probs(delta, nu: float = 0.0):
     """Davidson outcome probabilities ``(P(A), P(B), P(tie))`` for logit gaps ``delta``.
 
