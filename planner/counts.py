@@ -155,3 +155,18 @@ class Counts:
         mat = np.zeros((m, m), dtype=np.int64)
         np.add.at(mat, (self.a, self.b), self.usable)
         return mat + mat.T
+
+
+def half_tie_score(wins, losses, ties) -> float | None:
+    """Half-tie score ``(wins + ties/2) / (wins + losses + ties)``.
+
+    Invalid judgments are not an argument: they are never part of the score
+    (report them next to it). Returns ``None`` — never an invented 0 — when
+    there is no usable judgment (``wins + losses + ties == 0``). A score of 0.5
+    means "even"; only ties also give 0.5.
+    """
+    w, l, t = float(wins), float(losses), float(ties)
+    n = w + l + t
+    if n <= 0:
+        return None
+    return (w + 0.5 * t) / n
