@@ -1,1 +1,239 @@
-"""(command module; filled in by its issue)"""
+"""`planner size` (power analysis) and `planner significance` (is a result a win?).
+
+Only typer and the standard library at module level; ``planner.power`` (numpy,
+scipy) is imported inside the command functions and rich inside the renderers.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from cli.app import app
+from cli.common import call, message, out, print_json
+
+
+@app.command("size")
+def size(
+    effect: Annotated[Optional[float], typer.Option(
+        help="Effect: absolute win-rate difference from 50% among decisive judgments, 0 < D < 0.5 "
+             "(0.04 = 54% vs 50%).")] = None,
+    win_rate: Annotated[Optional[float], typer.Option(
+        help="Alternatively the win rate P of the better system among decisive judgments, 0.5 < P < 1.")] = None,
+    alpha: Annotated[float, typer.Option(help="Family-wise significance level, 0 < alpha < 1.")] = 0.05,
+    power: Annotated[float, typer.Option(help="Target power, 0 < power < 1.")] = 0.8,
+    alternative: Annotated[str, typer.Option(help="two-sided | greater.")] = "two-sided",
+    tie_rate: Annotated[float, typer.Option(help="Share of judgments that are ties, 0 <= T < 1.")] = 0.0,
+    ties: Annotated[str, typer.Option(
+        help="drop (test decisive judgments only) | half (a tie scores half a win).")] = "drop",
+    invalid_rate: Annotated[float, typer.Option(
+        help="Share of unusable judgments, 0 <= R < 1; inflates what to collect by 1/(1-R).")] = 0.0,
+    both_orders: Annotated[bool, typer.Option(
+        "--both-orders", help="Judge each comparison twice with positions swapped.")] = False,
+    per_prompt: Annotated[int, typer.Option(help="K judgments share a prompt (K >= 1).")] = 1,
+    icc: Annotated[float, typer.Option(
+        help="Intra-prompt correlation rho in [0, 1]; design effect 1 + (K-1) rho.")] = 0.0,
+    systems: Annotated[int, typer.Option(help="Number of systems M >= 2.")] = 2,
+    design: Annotated[str, typer.Option(
+        help="anchor (M-1 candidates vs one anchor) | round-robin (all M(M-1)/2 pairs); "
+             "Holm-Bonferroni, each pair sized at alpha/pairs.")] = "anchor",
+    budget: Annotated[Optional[int], typer.Option(
+        help="Total judgments available: report the minimum detectable effect.")] = None,
+    power_at: Annotated[Optional[int], typer.Option(
+        help="Total judgments: report the power achieved for the effect.")] = None,
+    table: Annotated[bool, typer.Option("--table", help="Effect-size table, both methods.")] = False,
+    plot: Annotated[Optional[Path], typer.Option(
+        help="Write power against comparisons to this .png or .svg file.")] = None,
+    looks: Annotated[int, typer.Option(
+        help="Number of equally spaced analyses (group-sequential design), K >= 1.")] = 1,
+    boundary: Annotated[str, typer.Option(
+        help="obrien-fleming | pocock (classical constant-shape boundaries) for --looks.")] = "obrien-fleming",
+    pass_rate: Annotated[Optional[float], typer.Option(
+        help="Expected pass rate of acceptability items, 0 <= P <= 1 (use with --precision).")] = None,
+    precision: Annotated[Optional[float], typer.Option(
+        help="Half-width of the 95% pass-rate interval, 0 < H < 0.5 (with --pass-rate).")] = None,
+    json_: Annotated[bool, typer.Option("--json", help="Print the result as one JSON document.")] = False,
+) -> None:
+    """How many comparisons a study needs to detect a win-rate difference (normal and exact binomial).
+
+    Headline = exact binomial test: the smallest n from which on every larger n
+    also reaches the target power. Also answers --budget (minimum detectable
+    effect), --power-at, --table, --looks (group-sequential) and --pass-rate
+    with --precision (acceptability items).
+
+    Example: planner size --effect 0.04
+    """
+    from planner import power as pw
+    from planner.errors import UsageError
+
+    if pass_rate is not None or precision is not None:
+        if pass_rate is None or precision is None:
+            missing = "--precision" if precision is None else "--pass-rate"
+            call(_raise, UsageError(f"{missing} is required with "
+                                    f"{'--pass-rate' if precision is None else '--precision'}"))
+        result = call(pw.pass_rate_size, pass_rate, precision, invalid_rate=invalid_rate)
+        if json_:
+            print_json(result)
+        else:
+            _render_pass_rate(result)
+        return
+    if effect is not None and win_rate is not None:
+        call(_raise, UsageError("give either --effect or --win-rate, not both"))
+    if win_rate is not None:
+        effect = call(pw.effect_from_win_rate, win_rate)
+    d = pw.Design(alpha=alpha, power=power, alternative=alternative, tie_rate=tie_rate, ties=ties,
+                  invalid_rate=invalid_rate, both_orders=both_orders, per_prompt=per_prompt, icc=icc,
+                  systems=systems, design=design)
+    result = call(pw.size, effect, d, budget=budget, power_at=power_at, table=table,
+                  looks=looks, boundary=boundary)
+    if plot is not None:
+        call(pw.plot_power, result, d, str(plot))
+        message(f"wrote {plot}")
+    if json_:
+        print_json(result)
+        return
+    _render_size(result)
+
+
+def _raise(exc: Exception) -> None:
+    raise exc
+
+
+def _render_size(r) -> None:
+    from rich.table import Table
+
+    unit = "decisive comparisons" if r.ties == "drop" else "comparisons (ties count half)"
+    if r.rows:
+        t = Table(title=f"Effect table: alpha {r.alpha:g} ({r.alternative}), power {r.power:g}; {unit} per pair")
+        for col in ("effect", "win rate", "n normal", "n exact", "exact power", "judgments"):
+            t.add_column(col, justify="right")
+        for row in r.rows:
+            t.add_row(f"{row.effect:.2f}", f"{row.win_rate:.0%}", f"{row.comparisons_normal:,}",
+                      f"{row.comparisons_exact:,}", f"{row.achieved_power_exact:.3f}", f"{row.judgments:,}")
+        out().print(t)
+    t = Table(title=f"Sample size: {r.win_rate:.1%} vs 50%")
+    t.add_column("")
+    t.add_column("normal approx.", justify="right")
+    t.add_column("exact binomial", justify="right")
+    t.add_row(f"{unit} per pair", f"{r.comparisons_normal:,}", f"{r.comparisons_exact:,}")
+    t.add_row("power at that n", f"{r.achieved_power_normal:.3f}", f"{r.achieved_power_exact:.3f}")
+    t.add_row("exact power at the normal n", f"{r.exact_power_at_normal_n:.3f}", "")
+    t.add_row("smallest n reaching power (saw-tooth)", "", f"{r.comparisons_exact_first:,}")
+    t.add_row("judgments to collect (total)", f"{r.judgments_normal:,}", f"{r.judgments:,}")
+    if r.budget is not None:
+        t.add_row(f"minimum detectable effect with {r.budget:,} judgments",
+                  f"{r.mde_normal:.4f}", f"{r.mde:.4f}")
+    if r.power_at is not None:
+        t.add_row(f"power with {r.power_at:,} judgments", f"{r.power_at_normal:.3f}", f"{r.power_at_exact:.3f}")
+    out().print(t)
+    s = r.sequential
+    if s is not None:
+        t = Table(title=f"{s.looks} looks, {s.boundary} boundary (two-sided alpha {s.alpha:g} per pair)"
+                  if s.alternative == "two-sided" else f"{s.looks} looks, {s.boundary} boundary")
+        for col in ("look", "judgments per pair", "|z| boundary", "nominal p", "alpha spent"):
+            t.add_column(col, justify="right")
+        for k in range(s.looks):
+            t.add_row(str(k + 1), f"{s.n_per_look * (k + 1):,}", f"{s.z_boundaries[k]:.3f}",
+                      f"{s.nominal_alpha[k]:.3g}", f"{s.alpha_spent[k]:.3g}")
+        out().print(t)
+    out().print(sentence(r), markup=False)
+
+
+def sentence(r) -> str:
+    """The one plain sentence under the table."""
+    pct = f"{r.power:.0%}"
+    unit = "decisive comparisons" if r.ties == "drop" else "judged comparisons (ties count half)"
+    s = (f"To detect {r.win_rate:.0%} vs 50% with {pct} power at α = {r.alpha:g} you need "
+         f"{r.comparisons_exact:,} {unit} (normal approximation: {r.comparisons_normal:,})")
+    extras = []
+    if r.tie_rate and r.ties == "drop":
+        extras.append(f"a {r.tie_rate:.0%} tie rate")
+    if r.invalid_rate:
+        extras.append(f"a {r.invalid_rate:.0%} invalid rate")
+    if r.design_effect != 1:
+        extras.append(f"design effect {r.design_effect:g}")
+    if r.both_orders:
+        extras.append(f"both orders ({r.comparisons_per_pair:,} comparisons shown twice)")
+    if r.pairs > 1:
+        extras.append(f"{r.pairs} pairs ({r.design}, Holm–Bonferroni, each at α = {r.alpha_per_pair:.4g})")
+    if extras or r.judgments != r.comparisons_exact:
+        s += f"; with {', '.join(extras) if extras else 'this design'} collect {r.judgments:,} judgments"
+    s += "."
+    if r.budget is not None:
+        s += (f" With {r.budget:,} judgments you can detect about d = {r.mde:.3f} "
+              f"(normal approximation {r.mde_normal:.3f}).")
+    if r.sequential is not None:
+        q = r.sequential
+        s += (f" With {q.looks} looks ({q.boundary}) the maximum is {q.inflation:.3f}× a single look: "
+              f"{q.n_max:,} judgments per pair, {q.n_per_look:,} per look.")
+    return s
+
+
+def _render_pass_rate(r) -> None:
+    from rich.table import Table
+
+    t = Table(title=f"Acceptability items for a pass rate of {r.pass_rate:.0%} ± {r.precision:.1%}")
+    t.add_column("method")
+    t.add_column("items", justify="right")
+    t.add_row("Wilson (headline)", f"{r.items_wilson:,}")
+    t.add_row("normal (Wald)", f"{r.items_normal:,}")
+    out().print(t)
+    extra = f" ({r.items:,} after a {r.invalid_rate:.0%} invalid rate)" if r.invalid_rate else ""
+    out().print(f"To estimate a {r.pass_rate:.0%} pass rate to ±{r.precision:.1%} ({r.confidence:.0%} Wilson "
+                f"interval) you need {r.items_wilson:,} acceptability items{extra}.", markup=False)
+
+
+@app.command("significance")
+def significance(
+    wins: Annotated[int, typer.Option(help="Judgments the candidate won (>= 0).")],
+    losses: Annotated[int, typer.Option(help="Judgments the candidate lost (>= 0).")],
+    ties: Annotated[int, typer.Option(help="Tied judgments (>= 0).")] = 0,
+    ties_convention: Annotated[str, typer.Option(
+        help="drop (win rate among decisive judgments) | half (ties score half a win).")] = "drop",
+    confidence: Annotated[float, typer.Option(
+        help="Interval level, 0 < c < 1; the test level is 1 - c.")] = 0.95,
+    alternative: Annotated[str, typer.Option(help="two-sided | greater.")] = "two-sided",
+    look: Annotated[Optional[int], typer.Option(
+        help="This is analysis number k of --looks (group-sequential); default: the last.")] = None,
+    looks: Annotated[int, typer.Option(help="Planned equally spaced analyses K >= 1.")] = 1,
+    boundary: Annotated[str, typer.Option(help="obrien-fleming | pocock (with --looks).")] = "obrien-fleming",
+    json_: Annotated[bool, typer.Option("--json", help="Print the result as one JSON document.")] = False,
+) -> None:
+    """Is an observed win rate distinguishable from 50%? Exact binomial test; Wald, Wilson, Clopper–Pearson.
+
+    With --looks K --look k the decision uses the matching group-sequential
+    boundary instead of the naive p-value.
+
+    Example: planner significance --wins 54 --losses 46
+    """
+    from planner import power as pw
+
+    r = call(pw.significance, wins, losses, ties, ties_convention=ties_convention, confidence=confidence,
+             alternative=alternative, look=look, looks=looks, boundary=boundary)
+    if json_:
+        print_json(r)
+        return
+    from rich.table import Table
+
+    def pct(v):
+        return "—" if v is None else f"{v:.1%}"
+
+    t = Table(title=f"{wins} wins, {losses} losses, {ties} ties (ties: {ties_convention})")
+    t.add_column("")
+    t.add_column("value", justify="right")
+    t.add_row("win rate" if ties_convention == "drop" else "half-tie score", pct(r.win_rate))
+    t.add_row("exact binomial p-value", "—" if r.pvalue is None else f"{r.pvalue:.4g}")
+    lvl = f"{confidence:.0%}"
+    t.add_row(f"Wald {lvl}", f"[{pct(r.wald.low)}, {pct(r.wald.high)}]")
+    t.add_row(f"Wilson {lvl}", f"[{pct(r.wilson.low)}, {pct(r.wilson.high)}]")
+    t.add_row(f"Clopper–Pearson {lvl}", f"[{pct(r.clopper_pearson.low)}, {pct(r.clopper_pearson.high)}]")
+    if r.looks:
+        t.add_row(f"z at look {r.look}/{r.looks}", "—" if r.z is None else f"{r.z:.3f}")
+        t.add_row(f"{r.boundary} boundary |z| ≥", f"{r.z_boundary:.3f}")
+    out().print(t)
+    if ties_convention == "half" and ties:
+        message("note: Wilson and Clopper–Pearson intervals apply to a binary win rate; "
+                "with --ties-convention half only the Wald interval of the score is shown.")
+    out().print(r.conclusion, markup=False)
