@@ -1,1 +1,146 @@
-"""(command module; filled in by its issue)"""
+"""`planner init`, `planner ingest`, `planner status`: the study store commands."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from cli.app import app
+from cli.common import call, message, out, print_json, progress
+
+
+def _fmt_score(v) -> str:
+    return "—" if v is None else f"{v:.3f}"
+
+
+@app.command("init")
+def init_cmd(
+    study: Annotated[Path, typer.Argument(help="Study directory to create.")],
+    systems: Annotated[Optional[str], typer.Option(help="Comma-separated system names (default: inferred from --responses).")] = None,
+    anchor: Annotated[Optional[str], typer.Option(help="Reference system (one of the systems).")] = None,
+    prompts: Annotated[Optional[Path], typer.Option(help="Prompts CSV/JSONL: id, text, optional stratum, weight, difficulty, frozen.")] = None,
+    responses: Annotated[Optional[Path], typer.Option(help="Responses JSONL: prompt, system, text (optional acceptable).")] = None,
+    reasons: Annotated[str, typer.Option(help="Comma-separated reason codes.")] = "accuracy,completeness,format,concision,safety",
+    seed: Annotated[int, typer.Option(help="Study seed (used by next-batch).")] = 0,
+    max_words: Annotated[int, typer.Option(help="Default maximum words per response shown to annotators.")] = 400,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the result as one JSON document.")] = False,
+) -> None:
+    """Create a study: a directory with study.json and an SQLite store.
+
+    Example: planner init my-study --prompts vicuna80/prompts.jsonl --responses vicuna80/responses.jsonl --anchor gpt-4
+    """
+    from planner.study import init_study
+
+    names = [s for s in systems.split(",")] if systems else None
+    codes = tuple(r.strip() for r in reasons.split(",") if r.strip())
+    info = call(init_study, study, systems=names, anchor=anchor, prompts_file=prompts, responses_file=responses,
+                reasons=codes, seed=seed, max_words=max_words)
+    if json_out:
+        print_json(info)
+        return
+    out().print(f"Created study {info.path}: {len(info.systems)} systems, {info.prompts} prompts "
+                f"in {len(info.strata)} strata, {info.responses} responses.", markup=False)
+    out().print(f"Systems: {', '.join(info.systems)}" + (f" (anchor {info.anchor})" if info.anchor else ""),
+                markup=False)
+    if info.missing_responses:
+        message(f"note: {info.missing_responses} (prompt, system) pairs have no response")
+
+
+@app.command("ingest")
+def ingest_cmd(
+    study: Annotated[Path, typer.Argument(help="Study directory.")],
+    files: Annotated[list[Path], typer.Argument(help="Judgment files (JSONL, CSV, JSON exports).")],
+    format: Annotated[Optional[str], typer.Option("--format", help="Force a reader: positions, normalized, label-studio, mt-bench, arena-hard, alpaca-eval (default: detect).")] = None,
+    baseline: Annotated[Optional[str], typer.Option(help="Baseline system for arena-hard-auto lines without a baseline field.")] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Validate and show what would be stored; store nothing.")] = False,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the result as one JSON document.")] = False,
+) -> None:
+    """Take judgments back into a study, all-or-nothing per file.
+
+    Example: planner ingest my-study verdicts-batch1.jsonl
+    """
+    from rich.table import Table
+
+    from planner.study import ingest
+
+    bar = progress(None, "ingest")
+    tasks: dict[int, object] = {}
+
+    def tick(k: int, done: int, total: int) -> None:
+        if k not in tasks:
+            tasks[k] = bar.add_task(files[k].name, total=total or None)
+        bar.update(tasks[k], completed=done)
+
+    with bar:
+        res = call(ingest, study, files, format=format, dry_run=dry_run, progress=tick, baseline=baseline)
+    if json_out:
+        print_json(res)
+        return
+    t = Table(title="would be stored (dry run)" if dry_run else "ingested")
+    for col in ("file", "format", "rows", "A", "B", "tie", "invalid", "pass", "fail", "no reason"):
+        t.add_column(col, justify="left" if col in ("file", "format") else "right")
+    for f in res.files:
+        t.add_row(Path(f.path).name, f.format, *(f"{v:,}" for v in (f.rows, f.A, f.B, f.tie, f.invalid,
+                                                                     f.passed, f.failed, f.no_reason)))
+    out().print(t)
+
+
+@app.command("status")
+def status_cmd(
+    study: Annotated[Path, typer.Argument(help="Study directory.")],
+    json_out: Annotated[bool, typer.Option("--json", help="Print the result as one JSON document.")] = False,
+) -> None:
+    """Issued, returned and pending items per batch; counts per pair, system and annotator.
+
+    Example: planner status my-study
+    """
+    from rich.table import Table
+
+    from planner.study import status
+
+    st = call(status, study)
+    if json_out:
+        print_json(st)
+        return
+    c = out()
+    tot = st.totals
+    c.print(f"{st.path}: {st.judgments:,} judgments from {st.files} file(s); counted A {tot['A']:,} / "
+            f"B {tot['B']:,} / tie {tot['tie']:,} / invalid {tot['invalid']:,}", markup=False)
+    if st.batches:
+        t = Table(title="batches")
+        for col in ("batch", "created", "issued", "returned", "pending"):
+            t.add_column(col, justify="right")
+        for b in st.batches:
+            t.add_row(str(b.id), b.created, str(b.issued), str(b.returned), str(b.pending))
+        c.print(t)
+    t = Table(title="systems (half-tie score = (wins + ties/2) / (wins + losses + ties))")
+    for col in ("system", "wins", "losses", "ties", "invalid", "score"):
+        t.add_column(col, justify="left" if col == "system" else "right")
+    for s in st.per_system:
+        t.add_row(s.system, str(s.wins), str(s.losses), str(s.ties), str(s.invalid), _fmt_score(s.score))
+    c.print(t)
+    if st.pairs:
+        t = Table(title="pairs (score of the first system)")
+        for col in ("pair", "wins", "losses", "ties", "invalid", "score"):
+            t.add_column(col, justify="left" if col == "pair" else "right")
+        for p in st.pairs:
+            t.add_row(f"{p.x} vs {p.y}", str(p.x_wins), str(p.y_wins), str(p.ties), str(p.invalid),
+                      _fmt_score(p.score))
+        c.print(t)
+    if st.annotators:
+        t = Table(title="annotators")
+        for col in ("annotator", "judgments", "A", "B", "tie", "invalid", "pass", "fail"):
+            t.add_column(col, justify="left" if col == "annotator" else "right")
+        for a in st.annotators:
+            t.add_row(a.annotator or "(none)", *(str(v) for v in (a.judgments, a.A, a.B, a.tie, a.invalid,
+                                                                    a.passed, a.failed)))
+        c.print(t)
+    if st.acceptability:
+        t = Table(title="acceptability")
+        for col in ("system", "pass", "fail", "invalid", "pass rate"):
+            t.add_column(col, justify="left" if col == "system" else "right")
+        for s, v in st.acceptability.items():
+            t.add_row(s, str(v["pass"]), str(v["fail"]), str(v["invalid"]), _fmt_score(v["pass_rate"]))
+        c.print(t)

@@ -45,7 +45,7 @@ from typing import Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
-from planner.counts import DEFAULT_STRATUM, Counts
+from planner.counts import DEFAULT_STRATUM, Counts, half_tie_score  # noqa: F401 (re-exported)
 from planner.errors import DataError, UsageError
 
 SCHEMA_VERSION = 1
@@ -102,16 +102,6 @@ MIGRATIONS: dict[int, str] = {}
 
 def _now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat()
-
-
-def half_tie_score(wins: int, losses: int, ties: int) -> float | None:
-    """Half-tie score ``(wins + ties/2) / (wins + losses + ties)``; ``None`` if no usable judgment.
-
-    Invalid judgments are not usable and do not enter. Seed fixture (issue 3):
-    A=1, B=1, tie=1 → 0.5; nothing usable → ``None``; only a tie → 0.5.
-    """
-    n = wins + losses + ties
-    return None if n == 0 else (wins + 0.5 * ties) / n
 
 
 # ------------------------------------------------------------------- records
@@ -712,6 +702,8 @@ def init_study(path, systems: Sequence[str] | None = None, anchor: str | None = 
                          "(or give --responses to infer them)")
     if anchor is not None and anchor not in names:
         raise UsageError(f"--anchor ({anchor}) must be one of the systems: {', '.join(names)}")
+    if int(max_words) < 1:
+        raise UsageError(f"--max-words ({max_words}) must be >= 1")
     if tie_convention != "half":
         raise UsageError(f"tie convention ({tie_convention!r}) must be 'half'")
     rates = dict(DEFAULT_QC)
@@ -798,6 +790,21 @@ def _hash_file(path: Path) -> tuple[str, int]:
     return h.hexdigest(), lines
 
 
+class _Problems(list):
+    """A problem list that keeps the first 20 messages and counts the rest (bounded memory)."""
+
+    KEEP = 20
+
+    def __init__(self):
+        super().__init__()
+        self.total = 0
+
+    def append(self, msg: str) -> None:
+        self.total += 1
+        if len(self) < self.KEEP:
+            super().append(msg)
+
+
 class _Validator:
     """Turns reader records into judgment rows for one file, collecting problems."""
 
@@ -875,7 +882,7 @@ def _explain_conflict(con, row, where: str, file_id: int, exc: Exception) -> str
 
 def _ingest_file(con, sys_id, path: Path, reader, file_index: int, dry_run: bool, progress, options) -> tuple:
     sha, total_lines = _hash_file(path)
-    problems: list[str] = []
+    problems = _Problems()
     counts = {"A": 0, "B": 0, "tie": 0, "invalid": 0, "pass": 0, "fail": 0}
     no_reason = 0
     rows = 0
@@ -993,7 +1000,7 @@ def ingest(path, files: Sequence, format: str | None = None, dry_run: bool = Fal
     readers = [detect_format(p, format) for p in paths]
     options = {"baseline": baseline}
     results: list[FileIngest] = []
-    refused: list[tuple[Path, list[str]]] = []
+    refused: list[tuple[Path, _Problems]] = []
     with Study.open(path) as study:
         con = study._con
         for k, (p, reader) in enumerate(zip(paths, readers)):
@@ -1010,9 +1017,9 @@ def ingest(path, files: Sequence, format: str | None = None, dry_run: bool = Fal
     if refused:
         stored = [f"{Path(r.path).name} ({r.rows} rows)" for r in results if r.stored]
         msg = (f"{len(refused)} of {len(paths)} file(s) refused, nothing stored from "
-               f"{', '.join(p.name for p, _ in refused)}"
+               + ", ".join(f"{p.name} ({ps.total} problem{'s' if ps.total != 1 else ''})" for p, ps in refused)
                + (f"; stored: {', '.join(stored)}" if stored else ""))
-        problems = [q for _, ps in refused for q in ps]
+        problems = [q for _, ps in refused for q in ps][:_Problems.KEEP]
         raise DataError(msg, problems)
     return IngestResult(tuple(results), dry_run)
 
