@@ -890,10 +890,10 @@ def allocate_files(*, budget: int, prompts: str | os.PathLike | None = None,
             from planner.study import Study
         except ImportError:
             raise UsageError("--study is not available yet in this version; use --prompts FILE") from None
-        st = Study.open(study)
-        rows = list(st.prompts())
-        if method == "neyman" and pilot is None and hasattr(st, "judgments"):
-            judgments = [_as_dict(j) for j in st.judgments()]
+        with Study.open(study) as st:
+            rows = list(st.prompts())
+            if method == "neyman" and pilot is None:
+                judgments = [_as_dict(j) for j in st.judgments() if getattr(j, "b", None) is not None]
     else:
         rows = read_prompts(prompts)
     known = {p.id for p in rows}
