@@ -834,8 +834,7 @@ def write_prompts(result: Allocation, path: str | os.PathLike, *, force: bool = 
                 w = csv.DictWriter(fh, fieldnames=OUT_FIELDS, lineterminator="\n")
                 w.writeheader()
                 for r in rows:
-                    w.writerow({k: ("" if v is None else repr(v) if isinstance(v, float) else v)
-                                for k, v in r.items()})
+                    w.writerow({k: _cell(v) for k, v in r.items()})
             else:
                 for r in rows:
                     fh.write(json.dumps(r, ensure_ascii=False) + "\n")
@@ -844,6 +843,14 @@ def write_prompts(result: Allocation, path: str | os.PathLike, *, force: bool = 
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+def _cell(v: Any) -> str:
+    if v is None:
+        return ""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return repr(v) if isinstance(v, float) else str(v)
 
 
 def _check_out(path: str | os.PathLike, force: bool) -> Path:
