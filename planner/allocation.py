@@ -42,7 +42,7 @@ import json
 import math
 import os
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -915,7 +915,7 @@ def allocate_files(*, budget: int, prompts: str | os.PathLike | None = None,
                       pointwise=gaps, gap=gap if contested_only else None, sd=sd, seed=seed, **options)
     if out is not None:
         write_prompts(result, out, force=force)
-        result = Allocation(**{**result.__dict__, "out": str(out)})
+        result = replace(result, out=str(out))
     return result
 
 

@@ -140,3 +140,22 @@ def test_study_input(shared_data, tmp_path):
     doc = json.loads(r.stdout)
     assert sum(s["allocated"] for s in doc["strata"]) == 18
     assert any("fell back to proportional" in n for n in doc["notes"])  # no judgments yet
+
+    from planner.study import ingest
+
+    ingest(path, [shared_data / "judgments" / "qlora_vicuna80_gpt4.jsonl"])
+    r = run("--study", str(path), "--budget", "18", "--method", "neyman", "--json")
+    doc = json.loads(r.stdout)
+    assert r.exit_code == 0 and doc["notes"] == []
+    # every category has GPT-4 verdicts with both outcomes, so every S_h is in (0, 0.5]
+    # (a half-tie score in [0, 1] has SD at most 0.5, up to the n/(n-m) small-sample factor)
+    assert all(0 < s["sd"] <= 0.55 for s in doc["strata"])
+
+
+def test_missing_files_and_bad_out(tmp_path, vicuna):
+    r = run("--prompts", str(tmp_path / "nope.csv"), "--budget", "1")
+    assert r.exit_code == 2 and f"--prompts ({tmp_path / 'nope.csv'}): no such file" in r.stderr
+    r = run("--prompts", vicuna, "--budget", "1", "--out", str(tmp_path / "x.txt"))
+    assert r.exit_code == 2 and "must end in .csv or .jsonl" in r.stderr
+    r = run("--budget", "1")
+    assert r.exit_code == 2 and "exactly one of --prompts FILE or --study STUDY" in r.stderr
