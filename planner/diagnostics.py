@@ -255,6 +255,20 @@ def pair_table(counts: Counts, p_better: np.ndarray | None = None) -> PairTable:
     return PairTable(counts.systems, tuple(rows))
 
 
+def p_better_from_draws(draws: np.ndarray) -> np.ndarray:
+    """``P[i, j]`` = share of posterior draws with ``beta_i > beta_j`` (diagonal 0.5).
+
+    ``draws`` has shape (n_draws, M), e.g. the model's ``beta_draws``; the
+    result is the ``p_better`` argument of :func:`pair_table`.
+    """
+    d = np.asarray(draws, dtype=float)
+    if d.ndim != 2 or d.shape[0] == 0:
+        raise UsageError(f"draws shape ({d.shape}) must be (n_draws > 0, M)")
+    p = (d[:, :, None] > d[:, None, :]).mean(axis=0)
+    np.fill_diagonal(p, 0.5)
+    return p
+
+
 # -------------------------------------------------------------- anchor tests
 @dataclass(frozen=True)
 class AnchorRow:

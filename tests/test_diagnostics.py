@@ -509,3 +509,9 @@ def test_anchor_half_rounds_toward_null():
     row = dg.anchor_tests(_counts(recs), "x", ties="half").rows[0]
     assert row.win_rate == pytest.approx(6.5 / 9, abs=EXACT)
     assert row.pvalue == pytest.approx(binomtest(6, 9).pvalue, rel=1e-12)
+
+
+def test_p_better_from_draws():
+    # hand: system 0 above system 1 in draws 1, 3 and 4 -> 3/4; the reverse 1/4
+    p = dg.p_better_from_draws(np.array([[1.0, 0.0], [0.0, 1.0], [2.0, 1.0], [3.0, 0.0]]))
+    assert p.tolist() == [[0.5, 0.75], [0.25, 0.5]]
