@@ -791,7 +791,11 @@ def _hash_file(path: Path) -> tuple[str, int]:
 
 
 class _Problems(list):
-    """A problem list that keeps the first 20 messages and counts the rest (bounded memory)."""
+    """Problem messages of one file: keeps the first 20 and counts the rest (bounded memory).
+
+    Conflicts (duplicate ids) surface when a chunk is flushed, after later
+    rows were checked; :meth:`ordered` sorts the kept messages by line.
+    """
 
     KEEP = 20
 
@@ -803,6 +807,12 @@ class _Problems(list):
         self.total += 1
         if len(self) < self.KEEP:
             super().append(msg)
+
+    def ordered(self) -> list[str]:
+        def line(m: str) -> int:
+            head = m.split(": ", 1)[0].rsplit(":", 1)
+            return int(head[1]) if len(head) == 2 and head[1].isdigit() else 0
+        return sorted(self, key=line)
 
 
 class _Validator:
@@ -864,19 +874,20 @@ _INSERT = ("INSERT INTO judgments (id, item, prompt, a, b, verdict, a_position, 
 
 
 def _explain_conflict(con, row, where: str, file_id: int, exc: Exception) -> str:
+    """Say which earlier judgment a rejected row collides with."""
     jid, item, annotator = row[0], row[1], row[8]
-    hit = con.execute("SELECT j.file, f.name FROM judgments j JOIN files f ON f.id = j.file WHERE j.id = ?",
-                      (jid,)).fetchone()
-    if hit:
-        place = "earlier in this file" if hit[0] == file_id else f"already in the study (from {hit[1]})"
-        return f"{where}: duplicate judgment id {jid!r} ({place}); expected unique ids"
+    sql = "SELECT j.file, f.name FROM judgments j JOIN files f ON f.id = j.file WHERE "
+    checks = []
     if item is not None:
-        hit = con.execute("SELECT j.file, f.name FROM judgments j JOIN files f ON f.id = j.file WHERE j.item = ? "
-                          "AND coalesce(j.annotator, '') = coalesce(?, '')", (item, annotator)).fetchone()
+        checks.append((sql + "j.item = ? AND coalesce(j.annotator, '') = coalesce(?, '')", (item, annotator),
+                       f"annotator {annotator!r} already judged item {item!r}",
+                       "one judgment per annotator and item (planned repeats have their own item ids)"))
+    checks.append((sql + "j.id = ?", (jid,), f"duplicate judgment id {jid!r}", "expected unique ids"))
+    for q, args, what, expected in checks:
+        hit = con.execute(q, args).fetchone()
         if hit:
             place = "earlier in this file" if hit[0] == file_id else f"already in the study (from {hit[1]})"
-            return (f"{where}: annotator {annotator!r} already judged item {item!r} ({place}); "
-                    "one judgment per annotator and item (planned repeats have their own item ids)")
+            return f"{where}: {what} ({place}); {expected}"
     return f"{where}: rejected by the store ({exc})"
 
 
@@ -931,8 +942,6 @@ def _ingest_file(con, sys_id, path: Path, reader, file_index: int, dry_run: bool
             counts[v] += 1
             if v not in ("tie", "invalid") and not row[9]:
                 no_reason += 1
-            if problems:
-                continue  # the file is refused; keep validating, stop storing
             buf.append(row)
             lines.append(line)
             if len(buf) >= CHUNK:
@@ -1019,7 +1028,7 @@ def ingest(path, files: Sequence, format: str | None = None, dry_run: bool = Fal
         msg = (f"{len(refused)} of {len(paths)} file(s) refused, nothing stored from "
                + ", ".join(f"{p.name} ({ps.total} problem{'s' if ps.total != 1 else ''})" for p, ps in refused)
                + (f"; stored: {', '.join(stored)}" if stored else ""))
-        problems = [q for _, ps in refused for q in ps][:_Problems.KEEP]
+        problems = [q for _, ps in refused for q in ps.ordered()][:_Problems.KEEP]
         raise DataError(msg, problems)
     return IngestResult(tuple(results), dry_run)
 
