@@ -680,37 +680,24 @@ _FALSE = {"false", "0", "no", "n", "f", ""}
 
 
 def _records(path: str | os.PathLike, option: str) -> list[tuple[str, dict]]:
-    """Rows of a CSV or JSONL file as ``(file:line, dict)``; BOM accepted."""
+    """Rows of a CSV or JSONL file as ``("name:line", dict)`` via the shared readers.
+
+    Unreadable lines (malformed JSON/CSV, not UTF-8) raise :class:`DataError`
+    naming ``file:line``; empty CSV cells are ``None``.
+    """
+    from planner.formats.readers import iter_table
+
     p = Path(path)
     if not p.is_file():
         raise UsageError(f"{option} ({path}): no such file")
-    rows: list[tuple[str, dict]] = []
-    try:
-        with open(p, encoding="utf-8-sig", newline="") as fh:
-            if p.suffix.lower() == ".csv":
-                reader = csv.DictReader(fh)
-                start = 2
-                for rec in reader:
-                    rows.append((f"{p}:{start}", rec))
-                    start = reader.line_num + 1
-            else:
-                problems = []
-                for i, line in enumerate(fh, 1):
-                    if not line.strip():
-                        continue
-                    try:
-                        rec = json.loads(line)
-                    except json.JSONDecodeError as exc:
-                        problems.append(f"{p}:{i}: not valid JSON ({exc.msg})")
-                        continue
-                    if not isinstance(rec, dict):
-                        problems.append(f"{p}:{i}: expected a JSON object, got {type(rec).__name__}")
-                        continue
-                    rows.append((f"{p}:{i}", rec))
-                if problems:
-                    raise _bad(problems, "unreadable lines")
-    except UnicodeDecodeError as exc:
-        raise DataError(f"{p}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    rows, problems = [], []
+    for line, rec, problem in iter_table(p):
+        if problem:
+            problems.append(problem)
+        else:
+            rows.append((f"{p.name}:{line}", rec))
+    if problems:
+        raise _bad(problems, "unreadable lines")
     return rows
 
 

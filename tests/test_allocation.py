@@ -300,6 +300,7 @@ def test_read_prompts_csv_with_bom_and_bad_rows(tmp_path):
     bad.write_text("id,text,weight\np1,x,-1\np1,y,1\np3,z,abc\n", encoding="utf-8")
     with pytest.raises(DataError) as exc:
         read_prompts(bad)
+    bad = bad.name  # problems name the file by its name, as the shared readers do
     assert exc.value.lines() == [
         f"{bad}:2: weight ('-1') must be a finite number >= 0 (and 2 more bad prompt rows below)",
         f"{bad}:3: duplicate prompt id 'p1' (first at {bad}:2)",
@@ -314,7 +315,7 @@ def test_read_pilot_rejects_unknown_and_bad_verdicts(tmp_path):
                  + json.dumps({"prompt": "p1", "a": "x", "b": "y", "verdict": "left"}) + "\n", encoding="utf-8")
     with pytest.raises(DataError) as exc:
         read_pilot(f, {"p1"})
-    assert [p.split(": ", 1)[0] for p in exc.value.lines()] == [f"{f}:2", f"{f}:3"]
+    assert [p.split(": ", 1)[0] for p in exc.value.lines()] == ["pilot.jsonl:2", "pilot.jsonl:3"]
 
 
 def test_write_prompts_refuses_overwrite_and_writes_both_formats(tmp_path):
