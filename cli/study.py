@@ -41,9 +41,9 @@ def init_cmd(
         print_json(info)
         return
     out().print(f"Created study {info.path}: {len(info.systems)} systems, {info.prompts} prompts "
-                f"in {len(info.strata)} strata, {info.responses} responses.", markup=False)
+                f"in {len(info.strata)} strata, {info.responses} responses.", markup=False, soft_wrap=True)
     out().print(f"Systems: {', '.join(info.systems)}" + (f" (anchor {info.anchor})" if info.anchor else ""),
-                markup=False)
+                markup=False, soft_wrap=True)
     if info.missing_responses:
         message(f"note: {info.missing_responses} (prompt, system) pairs have no response")
 
@@ -107,7 +107,7 @@ def status_cmd(
     c = out()
     tot = st.totals
     c.print(f"{st.path}: {st.judgments:,} judgments from {st.files} file(s); counted A {tot['A']:,} / "
-            f"B {tot['B']:,} / tie {tot['tie']:,} / invalid {tot['invalid']:,}", markup=False)
+            f"B {tot['B']:,} / tie {tot['tie']:,} / invalid {tot['invalid']:,}", markup=False, soft_wrap=True)
     if st.batches:
         t = Table(title="batches")
         for col in ("batch", "created", "issued", "returned", "pending"):
