@@ -1,0 +1,506 @@
+"""Batch writers: turn a :class:`planner.batch.Batch` into annotator-facing files.
+
+Formats (see docs/formats.md, "Batch files"):
+
+* ``jsonl`` (default) — one object per item: ``{"item", "prompt", "left",
+  "right"}``; acceptability items ``{"item", "prompt", "response", "question"}``.
+* ``csv`` — columns ``item, prompt, left, right, response, question, verdict,
+  reason`` (the last two empty, to be filled in); cells that begin with
+  ``= + - @``, a tab or a carriage return are prefixed with ``'`` (OWASP CSV
+  injection).
+* ``label-studio`` — a tasks JSON array (``data`` holds only ``item_id``,
+  ``prompt``, ``left``, ``right``) and the labeling config XML
+  (``<stem>.label-config.xml``). Acceptability items go to a second project:
+  ``<stem>[.<annotator>].acceptability.json`` with
+  ``<stem>.acceptability.label-config.xml`` (Label Studio checks every task
+  against the config's ``$variables``, so the two item shapes cannot share one
+  project).
+* ``argilla`` — a JSON array of record dicts ``{"id", "fields", "metadata":
+  {"item_id"}}`` and the dataset settings (``<stem>.argilla-settings.json``)
+  with a ``verdict`` LabelQuestion; acceptability items in a second dataset as
+  for Label Studio.
+* ``judge`` — OpenAI-batch-style JSONL, one chat-completions request per item
+  (each order of a comparison is its own item), ``custom_id`` = item id.
+
+Annotator-facing files hold only item ids, prompt and response texts and the
+questions: no system name, no kind (attention and repeat items look like any
+other item), no expected verdict.
+
+With annotators, every annotator gets ``<stem>.<annotator><ext>``; shared files
+(configs, settings) are written once. Existing files are refused unless
+``force``; all files are first written as temporary files in the target
+directory and then renamed (``os.replace``) together.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import io
+import json
+import os
+import re
+import string
+import tempfile
+from pathlib import Path
+from typing import Iterator, Sequence
+from xml.sax.saxutils import quoteattr
+
+from planner.errors import DataError, UsageError
+
+FORMATS = ("jsonl", "csv", "label-studio", "argilla", "judge")
+DEFAULT_EXT = {"jsonl": ".jsonl", "csv": ".csv", "label-studio": ".json", "argilla": ".json", "judge": ".jsonl"}
+PAIRWISE_VERDICTS = ("left", "right", "tie", "invalid")
+ACCEPTABILITY_VERDICTS = ("pass", "fail", "invalid")
+ACCEPTABILITY_QUESTION = "Would you be happy to send this response to a customer? (pass / fail)"
+CSV_COLUMNS = ("item", "prompt", "left", "right", "response", "question", "verdict", "reason")
+CSV_DANGEROUS = ("=", "+", "-", "@", "\t", "\r")
+DEFAULT_JUDGE_MODEL = "gpt-4o"
+_REASON_RE = re.compile(r"^[A-Za-z0-9_-]+$")
+
+JUDGE_SYSTEM_MESSAGE = "You are a careful and impartial evaluator of AI assistant responses."
+
+# MT-bench-style pairwise judging prompt (Zheng et al. 2023, "Judging
+# LLM-as-a-Judge with MT-Bench and Chatbot Arena", NeurIPS D&B), with a reason
+# code line added. Placeholders: {prompt} {left} {right} {reasons}.
+DEFAULT_PAIRWISE_TEMPLATE = """\
+Please act as an impartial judge and compare the two responses below to the user question.
+Decide which response follows the user's instructions and answers the question better, considering
+correctness, helpfulness, relevance, depth and clarity. The order in which the responses are shown
+must not influence you, and neither must their length. Do not favour a style or a name.
+
+[User Question]
+{prompt}
+
+[The Start of Assistant A's Answer]
+{left}
+[The End of Assistant A's Answer]
+
+[The Start of Assistant B's Answer]
+{right}
+[The End of Assistant B's Answer]
+
+First explain your comparison briefly. Then write one line "Reason: <code>" with the main reason for your
+decision, where <code> is one of: {reasons}.
+Finally give your verdict on the last line, exactly in this format: "[[A]]" if assistant A is better,
+"[[B]]" if assistant B is better, and "[[C]]" for a tie.
+"""
+
+# Single-response acceptability prompt. Placeholders: {prompt} {response} {reasons}.
+DEFAULT_ACCEPTABILITY_TEMPLATE = """\
+Please act as an impartial judge of the response below to the user question.
+Would you be happy to send this response to a customer as it is?
+
+[User Question]
+{prompt}
+
+[The Start of the Response]
+{response}
+[The End of the Response]
+
+First explain your judgment briefly. If the response is not acceptable, write one line "Reason: <code>"
+with the main problem, where <code> is one of: {reasons}.
+Finally give your verdict on the last line, exactly in this format: "[[PASS]]" if the response is
+acceptable, "[[FAIL]]" if it is not.
+"""
+
+PAIRWISE_FIELDS = frozenset({"prompt", "left", "right", "reasons"})
+ACCEPTABILITY_FIELDS = frozenset({"prompt", "response", "reasons"})
+
+
+# ---------------------------------------------------------------- templates
+def check_template(template: str, *, allowed: frozenset[str] = PAIRWISE_FIELDS,
+                   required: Sequence[str] = ("prompt", "left", "right"), option: str = "--template") -> str:
+    """Validate a ``str.format`` template; :class:`UsageError` names the bad placeholder."""
+    try:
+        parsed = list(string.Formatter().parse(template))
+    except ValueError as exc:
+        raise UsageError(f"{option}: not a valid template ({exc}); write literal braces as {{{{ and }}}}") from None
+    seen = set()
+    for _, name, spec, conv in parsed:
+        if name is None:
+            continue
+        if name not in allowed:
+            shown = "{" + name + "}"
+            raise UsageError(f"{option}: unknown placeholder {shown}; allowed: "
+                             + ", ".join("{" + a + "}" for a in sorted(allowed)))
+        if spec or conv:
+            raise UsageError(f"{option}: placeholder {{{name}}} must not carry a format spec or conversion")
+        seen.add(name)
+    missing = [r for r in required if r not in seen]
+    if missing:
+        raise UsageError(f"{option}: the template lacks the placeholder {{{missing[0]}}}")
+    return template
+
+
+def _check_reasons(reasons: Sequence[str]) -> tuple[str, ...]:
+    codes = tuple(reasons)
+    if not codes:
+        raise UsageError("reason codes: the study defines none (at least one is needed)")
+    for c in codes:
+        if not isinstance(c, str) or not _REASON_RE.match(c):
+            raise UsageError(f"reason code {c!r} must be letters, digits, '_' or '-'")
+    if len(set(codes)) != len(codes):
+        raise UsageError("reason codes must be unique")
+    return codes
+
+
+# ------------------------------------------------------------ file layout
+def _annotator_path(path: Path, annotator: str | None, extra: str = "") -> Path:
+    """``<stem>[.<annotator>][<extra>]<ext>``."""
+    parts = [path.stem]
+    if annotator is not None:
+        parts.append(annotator)
+    if extra:
+        parts.append(extra)
+    return path.with_name(".".join(parts) + path.suffix)
+
+
+def _shared_path(path: Path, name: str) -> Path:
+    return path.with_name(f"{path.stem}.{name}")
+
+
+def _groups(batch) -> list[tuple[str | None, list]]:
+    out: dict[str | None, list] = {}
+    for it in batch.items:
+        out.setdefault(it.annotator, []).append(it)
+    return list(out.items())
+
+
+def _jsonl(records: Sequence[dict]) -> bytes:
+    return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records).encode("utf-8")
+
+
+def _json(obj) -> bytes:
+    return (json.dumps(obj, ensure_ascii=False, indent=2) + "\n").encode("utf-8")
+
+
+# ------------------------------------------------------------------ formats
+def _records_jsonl(items) -> list[dict]:
+    out = []
+    for it in items:
+        if it.is_pairwise:
+            out.append({"item": it.item_id, "prompt": it.prompt, "left": it.left_text, "right": it.right_text})
+        else:
+            out.append({"item": it.item_id, "prompt": it.prompt, "response": it.left_text,
+                        "question": ACCEPTABILITY_QUESTION})
+    return out
+
+
+def neutralize_cell(value: str) -> str:
+    """Prefix ``'`` to a cell beginning with ``= + - @``, tab or CR (OWASP CSV injection)."""
+    return "'" + value if value.startswith(CSV_DANGEROUS) else value
+
+
+def _csv_bytes(items) -> bytes:
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\r\n")
+    w.writerow(CSV_COLUMNS)
+    for rec in _records_jsonl(items):
+        row = [rec.get(c, "") or "" for c in CSV_COLUMNS]
+        w.writerow([neutralize_cell(str(v)) for v in row])
+    return buf.getvalue().encode("utf-8")
+
+
+def _ls_questions(to_name: str, verdicts: Sequence[str], reasons: Sequence[str], question: str,
+                  reason_header: str, reason_when: Sequence[str]) -> str:
+    """The ``verdict`` and conditional ``reason`` Choices shared by both configs."""
+    codes = _check_reasons(reasons)
+    verdict_xml = "\n".join(f"    <Choice value={quoteattr(v)}/>" for v in verdicts)
+    reason_xml = "\n".join(f"    <Choice value={quoteattr(c)}/>" for c in codes)
+    when = ",".join(reason_when)
+    return f"""  <Header value={quoteattr(question)}/>
+  <Choices name="verdict" toName="{to_name}" choice="single-radio" required="true" showInline="true">
+{verdict_xml}
+  </Choices>
+  <Header value={quoteattr(reason_header)}/>
+  <Choices name="reason" toName="{to_name}" choice="single-radio" required="true" showInline="true"
+           visibleWhen="choice-selected" whenTagName="verdict" whenChoiceValue="{when}">
+{reason_xml}
+  </Choices>
+"""
+
+
+def label_studio_config(reasons: Sequence[str]) -> str:
+    """Labeling config XML for pairwise items.
+
+    ``verdict`` (left/right/tie/invalid) is required; ``reason`` (the study's
+    codes) is shown and required only when the verdict is not ``tie``
+    (``visibleWhen="choice-selected"`` on ``verdict`` with
+    ``whenChoiceValue="left,right,invalid"``; Label Studio validates a
+    ``required`` control only while it is visible).
+    """
+    questions = _ls_questions("prompt", PAIRWISE_VERDICTS, reasons, "Which response is better?", "Main reason",
+                              ("left", "right", "invalid"))
+    return f"""<View>
+  <Header value="Prompt"/>
+  <Text name="prompt" value="$prompt"/>
+  <View style="display: flex; gap: 1em;">
+    <View style="flex: 1;">
+      <Header value="Left"/>
+      <Text name="left" value="$left"/>
+    </View>
+    <View style="flex: 1;">
+      <Header value="Right"/>
+      <Text name="right" value="$right"/>
+    </View>
+  </View>
+{questions}</View>
+"""
+
+
+def label_studio_acceptability_config(reasons: Sequence[str]) -> str:
+    """Labeling config XML for acceptability items (``verdict`` pass/fail/invalid; reason on fail/invalid)."""
+    questions = _ls_questions("response", ACCEPTABILITY_VERDICTS, reasons, ACCEPTABILITY_QUESTION,
+                              "Main problem", ("fail", "invalid"))
+    return f"""<View>
+  <Header value="Prompt"/>
+  <Text name="prompt" value="$prompt"/>
+  <Header value="Response"/>
+  <Text name="response" value="$response"/>
+{questions}</View>
+"""
+
+
+def _ls_tasks(items) -> list[dict]:
+    out = []
+    for it in items:
+        if it.is_pairwise:
+            out.append({"data": {"item_id": it.item_id, "prompt": it.prompt, "left": it.left_text,
+                                 "right": it.right_text}})
+        else:
+            out.append({"data": {"item_id": it.item_id, "prompt": it.prompt, "response": it.left_text}})
+    return out
+
+
+def argilla_settings(reasons: Sequence[str], *, acceptability: bool = False) -> dict:
+    """Dataset settings (mirrors ``rg.Settings(fields=..., questions=..., metadata=...)``)."""
+    codes = list(_check_reasons(reasons))
+    if acceptability:
+        fields = [{"name": "prompt", "title": "Prompt", "type": "text", "required": True, "use_markdown": False},
+                  {"name": "response", "title": "Response", "type": "text", "required": True,
+                   "use_markdown": False}]
+        questions = [
+            {"name": "verdict", "title": ACCEPTABILITY_QUESTION, "type": "label_selection",
+             "labels": list(ACCEPTABILITY_VERDICTS), "required": True},
+            {"name": "reason", "title": "Main problem (required when the verdict is fail or invalid)",
+             "type": "label_selection", "labels": codes, "required": False},
+        ]
+        guidelines = "Judge the single response: would you send it to a customer as it is?"
+    else:
+        fields = [{"name": n, "title": n.capitalize(), "type": "text", "required": True, "use_markdown": False}
+                  for n in ("prompt", "left", "right")]
+        questions = [
+            {"name": "verdict", "title": "Which response is better?", "type": "label_selection",
+             "labels": list(PAIRWISE_VERDICTS), "required": True},
+            {"name": "reason", "title": "Main reason (required when the verdict is not tie)",
+             "type": "label_selection", "labels": codes, "required": False},
+        ]
+        guidelines = ("Compare the left and the right response to the prompt; choose left, right, tie, or "
+                      "invalid when the item cannot be judged. Give the main reason unless it is a tie.")
+    return {"guidelines": guidelines, "fields": fields, "questions": questions,
+            "metadata": [{"name": "item_id", "type": "terms", "title": "Item"}],
+            "allow_extra_metadata": False}
+
+
+def _argilla_records(items) -> list[dict]:
+    out = []
+    for it in items:
+        if it.is_pairwise:
+            fields = {"prompt": it.prompt, "left": it.left_text, "right": it.right_text}
+        else:
+            fields = {"prompt": it.prompt, "response": it.left_text}
+        out.append({"id": it.item_id, "fields": fields, "metadata": {"item_id": it.item_id}})
+    return out
+
+
+def judge_requests(items, *, reasons: Sequence[str], template: str | None = None,
+                   acceptability_template: str | None = None, model: str = DEFAULT_JUDGE_MODEL) -> list[dict]:
+    """OpenAI-batch-style requests, one per item, ``custom_id`` = item id."""
+    codes = ", ".join(_check_reasons(reasons))
+    pair_t = check_template(template if template is not None else DEFAULT_PAIRWISE_TEMPLATE)
+    acc_t = check_template(acceptability_template if acceptability_template is not None
+                           else DEFAULT_ACCEPTABILITY_TEMPLATE, allowed=ACCEPTABILITY_FIELDS,
+                           required=("prompt", "response"), option="--acceptability-template")
+    if not isinstance(model, str) or not model.strip():
+        raise UsageError("--judge-model must name a model")
+    out = []
+    for it in items:
+        if it.is_pairwise:
+            content = pair_t.format(prompt=it.prompt, left=it.left_text, right=it.right_text, reasons=codes)
+        else:
+            content = acc_t.format(prompt=it.prompt, response=it.left_text, reasons=codes)
+        out.append({"custom_id": it.item_id, "method": "POST", "url": "/v1/chat/completions",
+                    "body": {"model": model, "temperature": 0,
+                             "messages": [{"role": "system", "content": JUDGE_SYSTEM_MESSAGE},
+                                          {"role": "user", "content": content}]}})
+    return out
+
+
+def render_batch(batch, path: str | os.PathLike, format: str = "jsonl", *, reasons: Sequence[str],
+                 template: str | None = None, acceptability_template: str | None = None,
+                 judge_model: str = DEFAULT_JUDGE_MODEL) -> list[tuple[Path, bytes]]:
+    """The files a batch becomes, as ``(path, bytes)`` pairs, without writing anything.
+
+    Parameters
+    ----------
+    batch : planner.batch.Batch
+    path : path-like
+        The ``--out`` path; a missing extension gets the format's default.
+        Per-annotator files are ``<stem>.<annotator><ext>``.
+    format : {"jsonl", "csv", "label-studio", "argilla", "judge"}
+    reasons : sequence of str
+        The study's reason codes (Label Studio / Argilla choices, judge prompt).
+    template, acceptability_template : str, optional
+        ``str.format`` templates for judge requests (text, not a path);
+        placeholders ``{prompt} {left} {right} {reasons}`` and
+        ``{prompt} {response} {reasons}``.
+    judge_model : str
+        ``body.model`` of judge requests.
+    """
+    if format not in FORMATS:
+        raise UsageError(f"--format ({format!r}) must be one of {', '.join(FORMATS)}")
+    codes = _check_reasons(reasons)
+    path = Path(path)
+    if not path.suffix:
+        path = path.with_name(path.name + DEFAULT_EXT[format])
+    if format == "judge":  # validate templates even for an empty group
+        judge_requests([], reasons=codes, template=template, acceptability_template=acceptability_template,
+                       model=judge_model)
+    files: list[tuple[Path, bytes]] = []
+    groups = _groups(batch)
+    any_acc = any(not it.is_pairwise for it in batch.items)
+    any_pair = any(it.is_pairwise for it in batch.items)
+    for annotator, items in groups:
+        target = _annotator_path(path, annotator)
+        pair = [it for it in items if it.is_pairwise]
+        acc = [it for it in items if not it.is_pairwise]
+        if format == "jsonl":
+            files.append((target, _jsonl(_records_jsonl(items))))
+        elif format == "csv":
+            files.append((target, _csv_bytes(items)))
+        elif format == "judge":
+            files.append((target, _jsonl(judge_requests(items, reasons=codes, template=template,
+                                                        acceptability_template=acceptability_template,
+                                                        model=judge_model))))
+        elif format == "label-studio":
+            if pair or not acc:
+                files.append((target, _json(_ls_tasks(pair))))
+            if acc:
+                files.append((_annotator_path(path, annotator, "acceptability"), _json(_ls_tasks(acc))))
+        else:  # argilla
+            if pair or not acc:
+                files.append((target, _json(_argilla_records(pair))))
+            if acc:
+                files.append((_annotator_path(path, annotator, "acceptability"), _json(_argilla_records(acc))))
+    if format == "label-studio":
+        if any_pair or not any_acc:
+            files.append((_shared_path(path, "label-config.xml"), label_studio_config(codes).encode("utf-8")))
+        if any_acc:
+            files.append((_shared_path(path, "acceptability.label-config.xml"),
+                          label_studio_acceptability_config(codes).encode("utf-8")))
+    elif format == "argilla":
+        if any_pair or not any_acc:
+            files.append((_shared_path(path, "argilla-settings.json"), _json(argilla_settings(codes))))
+        if any_acc:
+            files.append((_shared_path(path, "acceptability.argilla-settings.json"),
+                          _json(argilla_settings(codes, acceptability=True))))
+    return files
+
+
+# ---------------------------------------------------------- atomic writing
+def _check_targets(files: Sequence[tuple[Path, bytes]], force: bool) -> None:
+    paths = [p for p, _ in files]
+    if len(set(paths)) != len(paths):
+        raise UsageError("--out: two batch files would have the same name")
+    for p in paths:
+        if not p.parent.is_dir():
+            raise UsageError(f"--out: directory {str(p.parent)!r} does not exist")
+    existing = [str(p) for p in paths if p.exists()]
+    if existing and not force:
+        raise UsageError(f"--out: {existing[0]} already exists (use --force to overwrite)",
+                         problems=[f"exists: {e}" for e in existing[1:]])
+
+
+@contextlib.contextmanager
+def staged_files(files: Sequence[tuple[Path, bytes]], *, force: bool = False) -> Iterator[list[Path]]:
+    """Write every file as a temporary file next to its target; rename all on success.
+
+    Use it to record the batch in the study inside the ``with`` block: if the
+    block raises, the temporary files are removed and no target is touched.
+    Yields the target paths.
+    """
+    _check_targets(files, force)
+    temps: list[tuple[str, Path]] = []
+    try:
+        for target, data in files:
+            fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=str(target.parent))
+            temps.append((tmp, target))
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
+        yield [t for _, t in temps]
+        for tmp, target in temps:
+            os.replace(tmp, target)
+        temps = []
+    finally:
+        for tmp, _ in temps:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+
+
+def write_files(files: Sequence[tuple[Path, bytes]], *, force: bool = False) -> list[Path]:
+    """Write ``(path, bytes)`` pairs atomically (all temporaries first, then all renames)."""
+    with staged_files(files, force=force) as paths:
+        pass
+    return paths
+
+
+def write_batch(batch, path: str | os.PathLike, format: str = "jsonl", *, reasons: Sequence[str],
+                template: str | None = None, acceptability_template: str | None = None,
+                judge_model: str = DEFAULT_JUDGE_MODEL, force: bool = False) -> list[Path]:
+    """Render and write a batch; returns the paths written (see :func:`render_batch`).
+
+    Raises :class:`UsageError` when a target exists and ``force`` is false,
+    for an unknown format, a bad template or bad reason codes.
+    """
+    files = render_batch(batch, path, format, reasons=reasons, template=template,
+                         acceptability_template=acceptability_template, judge_model=judge_model)
+    return write_files(files, force=force)
+
+
+# ------------------------------------------------------- attention pool in
+def read_attention_pool(path: str | os.PathLike) -> tuple[str, ...]:
+    """Texts for the broken side of attention items (``--attention-pool FILE``).
+
+    JSONL: one object per line with a ``text`` string (or a bare JSON string).
+    Blank lines are skipped. Bad lines raise :class:`DataError` naming
+    ``file:line``.
+    """
+    p = Path(path)
+    try:
+        raw = p.read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        raise UsageError(f"--attention-pool: {p} does not exist") from None
+    except UnicodeDecodeError as exc:
+        raise DataError(f"{p}: not UTF-8 ({exc.reason} at byte {exc.start})") from None
+    texts, problems = [], []
+    for n, line in enumerate(raw.split("\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            problems.append(f"{p}:{n}: not valid JSON ({exc.msg})")
+            continue
+        text = obj.get("text") if isinstance(obj, dict) else obj
+        if not isinstance(text, str) or not text.strip():
+            problems.append(f"{p}:{n}: needs a non-empty \"text\" string")
+            continue
+        texts.append(text)
+    if problems:
+        raise DataError(f"{p}: {len(problems)} bad line(s) in the attention pool", problems=problems)
+    if not texts:
+        raise DataError(f"{p}: the attention pool is empty")
+    return tuple(texts)

@@ -1,0 +1,127 @@
+"""Judge outputs (planner/formats/judge.py): verdict parser and the output reader."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import _batch_fixture as fx
+from planner.batch import assemble_batch
+from planner.errors import DataError, UsageError
+from planner.formats.judge import parse_judge_verdict, read_judge_outputs
+from planner.formats.writers import write_batch
+
+# (description, judge text, expected (verdict, reason))
+CASES = [
+    ("MT-bench A", "A is more accurate.\nReason: correctness\n[[A]]", ("left", "correctness")),
+    ("MT-bench B", "[[B]]", ("right", None)),
+    ("MT-bench C is a tie", "Both fine. [[C]]", ("tie", None)),
+    ("lower case and spaces", "[[ b ]]", ("right", None)),
+    ("position words", "[[left]]", ("left", None)),
+    ("tie word", "[[Tie]]", ("tie", None)),
+    ("repeated same token", "[[A]] ... final: [[A]]", ("left", None)),
+    ("two different tokens: ambiguous", "Either [[A]] or [[B]].", ("invalid", None)),
+    ("final verdict line", "Some analysis.\nVerdict: right", ("right", None)),
+    ("final verdict line, bold", "Analysis.\n**Final verdict:** left.", ("left", None)),
+    ("final verdict letter", "x\nverdict: C", ("tie", None)),
+    ("verdict line not last: ignored", "verdict: left\nmore text", ("invalid", None)),
+    ("bracket and final line agree", "[[B]]\nVerdict: right", ("right", None)),
+    ("bracket and final line disagree", "[[A]]\nVerdict: right", ("invalid", None)),
+    ("bare word", "left", ("left", None)),
+    ("bare letter", "B", ("right", None)),
+    ("explicit invalid", "Verdict: invalid\nReason: other", ("invalid", "other")),
+    ("acceptability pass", "Fine.\n[[PASS]]", ("pass", None)),
+    ("acceptability fail with reason", "Reason: safety\n[[FAIL]]", ("fail", "safety")),
+    ("pass and fail: ambiguous", "[[PASS]] [[FAIL]]", ("invalid", None)),
+    ("reason code, bold and punctuated", "**Reason:** helpfulness.\n[[A]]", ("left", "helpfulness")),
+    ("two reasons: none kept", "Reason: style\nReason: safety\n[[B]]", ("right", None)),
+    ("prose only", "Assistant A is better.", ("invalid", None)),
+    ("single bracket", "[A]", ("invalid", None)),
+    ("empty", "", ("invalid", None)),
+    ("None", None, ("invalid", None)),
+]
+
+
+@pytest.mark.parametrize("desc,text,expected", CASES, ids=[c[0] for c in CASES])
+def test_parse_judge_verdict(desc, text, expected):
+    assert parse_judge_verdict(text) == expected
+
+
+def _openai_line(cid, content, status=200):
+    return json.dumps({"id": "batch_req_1", "custom_id": cid,
+                       "response": {"status_code": status, "request_id": "r",
+                                    "body": {"choices": [{"index": 0, "message": {"role": "assistant",
+                                                                                  "content": content}}]}},
+                       "error": None})
+
+
+def test_read_openai_batch_and_plain_lines(tmp_path):
+    p = tmp_path / "out.jsonl"
+    lines = [
+        _openai_line("it-1", "Reason: correctness\n[[A]]"),
+        "",
+        json.dumps({"custom_id": "it-2", "response": None,
+                    "error": {"code": "rate_limit", "message": "slow down"}}),
+        _openai_line("it-3", "x", status=500),
+        json.dumps({"custom_id": "it-4", "content": "[[C]]"}),
+        json.dumps({"custom_id": "it-5", "output": "Verdict: right"}),
+        json.dumps({"custom_id": "it-6", "verdict": "left"}),
+        json.dumps({"custom_id": "it-7", "content": None}),
+    ]
+    p.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    got = list(read_judge_outputs(p))
+    assert [(n, i, v, r) for n, i, v, r, _ in got] == [
+        (1, "it-1", "left", "correctness"), (3, "it-2", "invalid", None), (4, "it-3", "invalid", None),
+        (5, "it-4", "tie", None), (6, "it-5", "right", None), (7, "it-6", "left", None),
+        (8, "it-7", "invalid", None)]
+    assert "rate_limit" in got[1][4]
+
+
+def test_malformed_lines_name_file_and_line(tmp_path):
+    p = tmp_path / "bad.jsonl"
+    p.write_text(_openai_line("it-1", "[[A]]") + "\n{not json\n", encoding="utf-8")
+    gen = read_judge_outputs(p)
+    assert next(gen)[1] == "it-1"
+    with pytest.raises(DataError, match=rf"{p.name}:2: not valid JSON"):
+        next(gen)
+    p.write_text('{"content": "[[A]]"}\n', encoding="utf-8")
+    with pytest.raises(DataError, match=r":1: missing \"custom_id\""):
+        list(read_judge_outputs(p))
+    p.write_text('[1, 2]\n', encoding="utf-8")
+    with pytest.raises(DataError, match=":1: expected a JSON object"):
+        list(read_judge_outputs(p))
+    p.write_bytes(b'{"custom_id": "it-1", "content": "\xff"}\n')
+    with pytest.raises(DataError, match=":1: not UTF-8"):
+        list(read_judge_outputs(p))
+    with pytest.raises(UsageError):
+        list(read_judge_outputs(tmp_path / "missing.jsonl"))
+
+
+def test_round_trip_requests_to_position_verdicts(tmp_path):
+    """Write judge requests, answer each as a judge preferring the longer side, read back."""
+    batch = assemble_batch(fx.planned(2), prompt_text=fx.prompts(), response_text=fx.responses(),
+                           rng=np.random.default_rng(0), both_orders=True, acceptability=0.2)
+    (req_path,) = write_batch(batch, tmp_path / "req.jsonl", "judge", reasons=("correctness", "other"))
+    by_id = {it.item_id: it for it in batch.items}
+    out_lines = []
+    for line in req_path.read_text(encoding="utf-8").splitlines():
+        req = json.loads(line)
+        it = by_id[req["custom_id"]]
+        if it.kind == "acceptability":
+            answer = "Reason: other\n[[FAIL]]"
+        else:
+            answer = "Reason: correctness\n" + ("[[A]]" if len(it.left_text) >= len(it.right_text) else "[[B]]")
+        out_lines.append(_openai_line(req["custom_id"], answer))
+    out = tmp_path / "out.jsonl"
+    out.write_text("\n".join(out_lines) + "\n", encoding="utf-8")
+    got = {i: (v, r) for _, i, v, r, _ in read_judge_outputs(out)}
+    assert set(got) == set(by_id)
+    for item_id, (verdict, reason) in got.items():
+        it = by_id[item_id]
+        if it.kind == "acceptability":
+            assert (verdict, reason) == ("fail", "other")
+        else:
+            longer = "left" if len(it.left_text) >= len(it.right_text) else "right"
+            assert (verdict, reason) == (longer, "correctness")
