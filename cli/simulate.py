@@ -1,1 +1,125 @@
-"""(command module; filled in by its issue)"""
+"""`planner simulate`: comparisons each sampling strategy needs, synthetic or replayed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from cli.app import app
+from cli.common import call, err, message, out, print_json
+
+DEFAULT_STRATEGIES = "active,round-robin,random,swiss,arena,entropy,oracle"
+
+
+@app.command("simulate")
+def simulate_cmd(
+    scenario: Annotated[str, typer.Option(help="Synthetic truth: linear | arena | asap (ignored with --replay/--from-study).")] = "linear",
+    systems: Annotated[int, typer.Option("--systems", help="Number of systems (synthetic scenarios).")] = 16,
+    spread: Annotated[float, typer.Option(help="linear: Elo range from best to worst system.")] = 400.0,
+    arena_gamma: Annotated[float, typer.Option(help="arena: strengths ~ Beta(1/g, 1/g).")] = 2.0,
+    replay: Annotated[Optional[Path], typer.Option(help="Replay real judgments (normalized JSONL); truth = fit on the whole pool.")] = None,
+    from_study: Annotated[Optional[Path], typer.Option(help="Truth = the study's current posterior mean.")] = None,
+    strategies: Annotated[str, typer.Option(help="Comma-separated: active, round-robin, random, anchor, swiss, arena, oracle, entropy, variance, top-k=K, active:OBJECTIVE.")] = DEFAULT_STRATEGIES,
+    budget: Annotated[int, typer.Option(help="Comparisons per run.")] = 2000,
+    batch: Annotated[int, typer.Option(help="Comparisons per batch (the model is refitted after each).")] = 50,
+    reps: Annotated[int, typer.Option(help="Repetitions per strategy (run in parallel processes).")] = 20,
+    seed: Annotated[int, typer.Option(help="Seed of every random choice.")] = 0,
+    engine: Annotated[str, typer.Option(help="Model engine: laplace (fast) or nuts.")] = "laplace",
+    tie_rate: Annotated[float, typer.Option(help="Synthetic judge: tie probability between equal systems.")] = 0.0,
+    position: Annotated[float, typer.Option(help="Synthetic judge: left-position logit shift.")] = 0.0,
+    flip: Annotated[float, typer.Option(help="Synthetic judge: probability a decisive verdict is reversed.")] = 0.0,
+    anchor: Annotated[int, typer.Option(help="Index (0-based) of the anchor system for anchor strategies.")] = 0,
+    target: Annotated[str, typer.Option(help="Target to budget for: tau=0.9, rho=0.9, rmse=0.3, width=100 (Elo), coverage=0.9, top1=0.9.")] = "tau=0.9",
+    workers: Annotated[Optional[int], typer.Option(help="Worker processes (default 2).")] = None,
+    plot: Annotated[Optional[Path], typer.Option(help="Write metric-vs-comparisons curves (.png or .svg).")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")] = False,
+) -> None:
+    """How many comparisons each sampling strategy needs to reach a target.
+
+    Runs the real loop (fit, select a batch, judge, refit) on a synthetic truth
+    or on replayed real judgments, and reports, per strategy, the comparisons at
+    which the metric averaged over repetitions reaches the target, its spread
+    over repetitions and the ratio to round-robin.
+
+    Example: planner simulate --scenario linear --systems 16 --spread 400 --reps 20 --target tau=0.9
+    """
+    from planner import simulate as sim
+
+    def build():
+        strats = sim.parse_strategies(strategies)
+        judge = sim.Judge(tie_rate, position, flip)
+        truth = pool = None
+        name = scenario
+        if replay is not None and from_study is not None:
+            from planner.errors import UsageError
+
+            raise UsageError("--replay and --from-study cannot be used together")
+        if replay is not None:
+            pool = sim.read_replay(replay)
+            truth = sim.replay_truth(pool)
+            name = "replay"
+        elif from_study is not None:
+            truth = sim.study_truth(from_study)
+            name = "from-study"
+        elif scenario not in sim.SCENARIOS:
+            from planner.errors import UsageError
+
+            raise UsageError(f"--scenario ({scenario!r}) must be one of {', '.join(sim.SCENARIOS)}")
+        n = len(truth.systems) if truth is not None else systems
+        if not 0 <= anchor < n:
+            from planner.errors import UsageError
+
+            raise UsageError(f"--anchor ({anchor}) must be in [0, {n - 1}]")
+        return sim.SimulationSpec(name, strats, n_systems=n, spread=spread, arena_gamma=arena_gamma, judge=judge,
+                                  budget=budget, batch=batch, reps=reps, seed=seed, engine=engine,
+                                  anchor=anchor, truth=truth, replay=pool)
+
+    spec = call(build)
+    from cli.common import progress as make_progress
+
+    with make_progress(len(spec.strategies) * spec.reps, "simulating") as bar:
+        task = bar.add_task("simulating", total=len(spec.strategies) * spec.reps)
+        result = call(sim.simulate, spec, target=target, workers=workers,
+                      progress=lambda done, total: bar.update(task, completed=done))
+    if plot is not None:
+        call(sim.plot, result, plot)
+        message(f"wrote {plot}")
+    if json_out:
+        print_json(result)
+        return
+    _render(result)
+
+
+def _render(result) -> None:
+    from rich.table import Table
+
+    metric = result.target_metric
+    title = (f"{result.scenario}: {result.n_systems} systems"
+             + (f", true spread {result.spread_elo:.0f} Elo" if result.spread_elo is not None else "")
+             + f"; {result.reps} reps, batches of {result.batch}, budget {result.budget}; "
+             f"target mean {metric} {'<=' if metric in ('rmse', 'width') else '>='} {result.target_value:g}")
+    table = Table(title=title)
+    # "needed": first checkpoint where the mean curve over reps reaches the target;
+    # "per rep": median [25%-75%] of each rep's first crossing; "×RR": needed / round-robin's
+    for col in ("strategy", "needed", "per rep [IQR]", "reached", "×RR", f"final {metric}", "width"):
+        table.add_column(col, justify="left" if col == "strategy" else "right")
+    fmt = lambda v: "—" if v is None else f"{v:,.0f}"  # noqa: E731
+    for s in result.strategies:
+        final = s.mean[metric][-1] if s.checkpoints.size else float("nan")
+        width = s.mean["width"][-1] if s.checkpoints.size else float("nan")
+        table.add_row(s.name, fmt(s.needed_mean_curve),
+                      f"{fmt(s.needed_median)} [{fmt(s.needed_q25)}–{fmt(s.needed_q75)}]",
+                      f"{s.reached}/{result.reps}",
+                      "—" if s.ratio_to_round_robin is None else f"{s.ratio_to_round_robin:.2f}",
+                      f"{final:.3f}", f"{width:.0f}")
+    out().print(table)
+    for note in result.notes:
+        err().print(f"note: {note}", markup=False)
+    best = [s for s in result.strategies if s.needed_mean_curve is not None and s.strategy != "oracle"]
+    if best:
+        b = min(best, key=lambda s: s.needed_mean_curve)
+        out().print(f"Fewest comparisons to reach mean {metric} {result.target_value:g}: {b.name}, "
+                    f"{b.needed_mean_curve:,} (a '—' means not reached within the budget of {result.budget:,}).",
+                    markup=False)

@@ -1,0 +1,631 @@
+"""Budget a study by simulation: how many comparisons each sampling strategy needs.
+
+The loop is the real one. For every strategy and repetition::
+
+    counts = nothing judged yet
+    repeat until the budget is spent:
+        posterior = planner.model.fit(counts, engine)          # same engine as report
+        pairs     = planner.acquisition.select_pairs(posterior, batch, strategy, ...)
+        verdicts  = the oracle judges each pair (synthetic truth, or a real
+                    judgment drawn without replacement from a replay pool)
+        counts   += verdicts
+        record metrics of the refitted posterior against the truth
+
+Scenarios with a known truth (strengths on the logit scale unless noted):
+
+* ``linear``: M systems evenly spread over an Elo range (``spread`` points),
+  ``beta = elo / (400 / ln 10)``.
+* ``arena``: Bradley–Terry coefficients ``xi ~ Beta(1/g, 1/g)`` with ``g = 2``
+  used directly as logit strengths, ``P(i beats j) = 1 / (1 + exp(xi_j - xi_i))``
+  — the simulation of Chiang et al. (2024), "Chatbot Arena: An Open Platform
+  for Evaluating LLMs by Human Preference", ICML, §6. A fresh truth is drawn per
+  repetition (the same one for every strategy: common random numbers).
+* ``asap``: Thurstone scores ``s ~ Uniform[0, 5]`` for N systems, observer
+  ``P(i beats j) = Phi((s_i - s_j) / 1.4865)`` — the simulation of Mikhailiuk
+  et al. (2020), "Active Sampling for Pairwise Comparisons via Approximate
+  Message Passing and Information Gain Maximization" (ASAP), ICPR. The model
+  fitted is still Bradley–Terry (a deliberate misspecification, as in practice).
+* ``from-study``: the truth is the current posterior mean of a study.
+* replay: a requested comparison draws an unused real judgment for that pair
+  (without replacement); an exhausted pair is unavailable. The truth is the
+  Laplace fit on the whole pool. Real judges bring real ties, invalid verdicts
+  and position bias.
+
+Synthetic judges can add ties (Davidson ``nu`` chosen so that equal systems tie
+with probability ``tie_rate``: ``nu = 2 t / (1 - t)``), a left-position logit
+shift ``position`` and label-flip noise (a decisive verdict is reversed with
+probability ``flip``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from planner import bt
+from planner.counts import Counts
+from planner.errors import DataError, UsageError, check_range
+
+SCENARIOS = ("linear", "arena", "asap")
+ASAP_SIGMA = 1.4865  # ASAP observer: P = Phi(delta / 1.4865)
+METRICS = ("tau", "rho", "rmse", "width", "max_width", "coverage", "top1")
+# For these metrics smaller is better when reading a --target.
+SMALLER_IS_BETTER = {"rmse", "width", "max_width"}
+TARGET_METRICS = ("tau", "rho", "rmse", "width", "coverage", "top1")
+Z95 = 1.959963984540054  # scipy.stats.norm.ppf(0.975)
+
+
+# --------------------------------------------------------------- truth
+@dataclass(frozen=True)
+class Truth:
+    """A known truth for a simulated study.
+
+    ``strengths`` are centred logit strengths for Bradley–Terry observers; for
+    the Thurstone observer (``asap``) they are the Thurstone scores converted to
+    the logistic scale with the usual factor 1.702 / 1.4865 (logistic ≈ probit
+    × 1.702), used only for interval coverage — the ranking is unaffected.
+    """
+
+    systems: tuple[str, ...]
+    strengths: np.ndarray
+    observer: str = "bt"          # "bt" or "thurstone"
+    scores: np.ndarray | None = None  # Thurstone scores (asap only)
+
+
+def make_truth(scenario: str, n_systems: int, rng: np.random.Generator, *,
+               spread: float = 400.0, arena_gamma: float = 2.0) -> Truth:
+    """Draw the truth of a synthetic scenario (see the module docstring)."""
+    if scenario not in SCENARIOS:
+        raise UsageError(f"--scenario ({scenario!r}) must be one of {', '.join(SCENARIOS)}")
+    if n_systems < 2:
+        raise UsageError(f"--systems ({n_systems}) must be at least 2")
+    names = tuple(f"sys{i + 1:02d}" for i in range(n_systems))
+    if scenario == "linear":
+        if not spread > 0:
+            raise UsageError(f"--spread ({spread:g}) must be > 0 Elo points")
+        elo = np.linspace(spread / 2, -spread / 2, n_systems)
+        return Truth(names, elo / bt.ELO_SCALE)
+    if scenario == "arena":
+        check_range("--arena-gamma", arena_gamma, 0, math.inf)
+        xi = rng.beta(1.0 / arena_gamma, 1.0 / arena_gamma, size=n_systems)
+        return Truth(names, xi - xi.mean())
+    s = rng.uniform(0.0, 5.0, size=n_systems)
+    return Truth(names, (s - s.mean()) * 1.702 / ASAP_SIGMA, observer="thurstone", scores=s)
+
+
+@dataclass(frozen=True)
+class Judge:
+    """A synthetic judge: ties, a left-position shift and label-flip noise."""
+
+    tie_rate: float = 0.0
+    position: float = 0.0
+    flip: float = 0.0
+
+    @property
+    def nu(self) -> float:
+        return 2.0 * self.tie_rate / (1.0 - self.tie_rate)
+
+    def judge(self, truth: Truth, left: np.ndarray, right: np.ndarray,
+              rng: np.random.Generator) -> np.ndarray:
+        """Outcome codes (0 = left won, 1 = right won, 2 = tie) for each comparison."""
+        u = rng.random(left.size)
+        if truth.observer == "thurstone":
+            from scipy.stats import norm
+
+            d = (truth.scores[left] - truth.scores[right]) / ASAP_SIGMA + self.position / 1.702
+            p_left = norm.cdf(d)
+            tie = u < self.tie_rate
+            u2 = rng.random(left.size)
+            out = np.where(u2 < p_left, 0, 1)
+            out = np.where(tie, 2, out)
+        else:
+            pa, pb, _ = bt.outcome_probs(truth.strengths[left] - truth.strengths[right] + self.position,
+                                         self.nu)
+            out = np.where(u < pa, 0, np.where(u < pa + pb, 1, 2))
+        if self.flip > 0:
+            flip = (rng.random(left.size) < self.flip) & (out < 2)
+            out = np.where(flip, 1 - out, out)
+        return out.astype(np.int64)
+
+
+# -------------------------------------------------------------- replay
+@dataclass(frozen=True)
+class ReplayPool:
+    """Real judgments grouped by unordered system pair.
+
+    ``left``/``right``/``outcome`` are per judgment (outcome codes as in
+    :meth:`planner.counts.Counts.from_arrays`, 3 = invalid); ``by_pair`` maps
+    ``(i, j)`` with ``i < j`` to the indices of that pair's judgments.
+    """
+
+    systems: tuple[str, ...]
+    left: np.ndarray
+    right: np.ndarray
+    outcome: np.ndarray
+    by_pair: dict = field(repr=False)
+    source: str = ""
+
+    @property
+    def size(self) -> int:
+        return int(self.left.size)
+
+    def counts(self) -> Counts:
+        return Counts.from_arrays(self.systems, self.left, self.right, self.outcome)
+
+
+_VERDICT_CODE = {"A": 0, "B": 1, "tie": 2, "invalid": 3}
+
+
+def read_replay(path: str | Path) -> ReplayPool:
+    """Read a normalized judgments JSONL file (``id, prompt, a, b, verdict``).
+
+    ``a`` is the system shown first unless ``"a_position": "right"``.
+    Bad lines raise :class:`DataError` naming ``file:line``.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise UsageError(f"--replay ({path}) does not exist")
+    systems: dict[str, int] = {}
+    left, right, outcome = [], [], []
+    problems = []
+    with open(path, encoding="utf-8-sig") as fh:
+        for lineno, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+                a, b, v = rec["a"], rec["b"], rec["verdict"]
+            except (ValueError, KeyError, TypeError) as exc:
+                problems.append(f"{path}:{lineno}: not a normalized judgment ({exc.__class__.__name__}: {exc}); "
+                                "expected JSON with id, prompt, a, b, verdict")
+                continue
+            if v not in _VERDICT_CODE:
+                problems.append(f"{path}:{lineno}: verdict {v!r} is not one of A, B, tie, invalid")
+                continue
+            if a == b:
+                problems.append(f"{path}:{lineno}: a and b are the same system {a!r}")
+                continue
+            ia = systems.setdefault(a, len(systems))
+            ib = systems.setdefault(b, len(systems))
+            code = _VERDICT_CODE[v]
+            if rec.get("a_position") == "right":
+                ia, ib = ib, ia
+                code = {0: 1, 1: 0}.get(code, code)
+            left.append(ia)
+            right.append(ib)
+            outcome.append(code)
+            if len(problems) >= 20:
+                break
+    if problems:
+        raise DataError(f"{path}: cannot replay this file", problems)
+    if len(systems) < 2:
+        raise DataError(f"{path}: a replay pool needs judgments of at least two systems")
+    left_a = np.asarray(left, dtype=np.int64)
+    right_a = np.asarray(right, dtype=np.int64)
+    lo, hi = np.minimum(left_a, right_a), np.maximum(left_a, right_a)
+    key = lo * len(systems) + hi
+    order = np.argsort(key, kind="stable")
+    by_pair = {}
+    uniq, start = np.unique(key[order], return_index=True)
+    bounds = list(start) + [order.size]
+    for u, s0, s1 in zip(uniq, bounds[:-1], bounds[1:]):
+        by_pair[(int(u // len(systems)), int(u % len(systems)))] = order[s0:s1]
+    return ReplayPool(tuple(systems), left_a, right_a, np.asarray(outcome, dtype=np.int64), by_pair,
+                      str(path))
+
+
+# ------------------------------------------------------------- metrics
+def metrics(mean: np.ndarray, sd: np.ndarray, truth: np.ndarray) -> dict[str, float]:
+    """Accuracy of a posterior against the truth.
+
+    ``tau``/``rho``: Kendall tau-b / Spearman rho between posterior means and
+    the truth; ``rmse``: RMSE between z-scored means and z-scored truth;
+    ``width``/``max_width``: mean/max 95% interval width in Elo points;
+    ``coverage``: share of systems whose (centred) truth lies in its 95%
+    interval; ``top1``: 1 if the top system is right.
+    """
+    from scipy.stats import kendalltau, spearmanr
+
+    t = truth - truth.mean()
+    z = lambda x: (x - x.mean()) / (x.std() if x.std() > 0 else 1.0)  # noqa: E731
+    if np.ptp(mean) == 0:
+        tau = rho = 0.0
+    else:
+        tau = float(kendalltau(mean, t).statistic)
+        rho = float(spearmanr(mean, t).statistic)
+    width = 2 * Z95 * sd * bt.ELO_SCALE
+    return {
+        "tau": tau,
+        "rho": rho,
+        "rmse": float(np.sqrt(np.mean((z(mean) - z(t)) ** 2))),
+        "width": float(width.mean()),
+        "max_width": float(width.max()),
+        "coverage": float(np.mean(np.abs(mean - t) <= Z95 * sd)),
+        "top1": float(np.argmax(mean) == np.argmax(t)),
+    }
+
+
+# ---------------------------------------------------------------- spec
+@dataclass(frozen=True)
+class Strategy:
+    """A sampling strategy as the simulator runs it: ``name`` (the label),
+    ``strategy`` (an acquisition strategy) and ``objective`` (for active)."""
+
+    name: str
+    strategy: str
+    objective: str = "ranking"
+    top_k: int | None = None
+
+
+def parse_strategies(spec: str | Sequence[str]) -> tuple[Strategy, ...]:
+    """Parse ``"active,round-robin,entropy,active:top-k=3"``.
+
+    Plain objective names (``ranking``, ``entropy``, ``variance``, ``anchor``)
+    mean ``active`` with that objective; ``active:OBJ`` likewise; ``top-k=K``
+    or ``active:top-k=K`` the top-K objective.
+    """
+    from planner.acquisition import OBJECTIVES, STRATEGIES
+
+    items = [s.strip() for s in (spec.split(",") if isinstance(spec, str) else spec) if s.strip()]
+    if not items:
+        raise UsageError("--strategies must name at least one strategy")
+    out = []
+    for item in items:
+        body = item[len("active:"):] if item.startswith("active:") else item
+        top_k = None
+        if body.startswith("top-k"):
+            try:
+                top_k = int(body.split("=", 1)[1])
+            except (IndexError, ValueError):
+                raise UsageError(f"--strategies ({item!r}): write top-k=K with an integer K") from None
+            out.append(Strategy(item, "active", "top-k", top_k))
+        elif body in OBJECTIVES and (item.startswith("active:") or body not in STRATEGIES):
+            out.append(Strategy(item, "active", body))
+        elif item in STRATEGIES:
+            out.append(Strategy(item, item))
+        else:
+            allowed = ", ".join(list(STRATEGIES) + [o for o in OBJECTIVES if o not in STRATEGIES])
+            raise UsageError(f"--strategies ({item!r}) must be one of {allowed} (or active:OBJECTIVE)")
+    names = [s.name for s in out]
+    if len(set(names)) != len(names):
+        raise UsageError(f"--strategies ({','.join(names)}) names a strategy twice")
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class SimulationSpec:
+    """Everything one simulation needs (picklable, sent to worker processes)."""
+
+    scenario: str                       # linear | arena | asap | from-study | replay
+    strategies: tuple[Strategy, ...]
+    n_systems: int = 16
+    spread: float = 400.0
+    arena_gamma: float = 2.0
+    judge: Judge = Judge()
+    budget: int = 2000
+    batch: int = 50
+    reps: int = 20
+    seed: int = 0
+    engine: str = "laplace"
+    anchor: int = 0
+    truth: Truth | None = None          # from-study / replay
+    replay: ReplayPool | None = None
+
+
+@dataclass(frozen=True)
+class Trace:
+    """Metrics of one (strategy, repetition) run after every batch."""
+
+    strategy: str
+    rep: int
+    spent: np.ndarray                   # comparisons spent at each checkpoint
+    values: dict                        # metric -> ndarray over checkpoints
+    exhausted: bool = False
+    totals: dict = field(default_factory=dict)  # A/B/tie/invalid judged in the run
+
+
+def _run_one(spec: SimulationSpec, s_index: int, rep: int) -> Trace:
+    from planner.acquisition import select_pairs
+    from planner.model import fit
+
+    strategy = spec.strategies[s_index]
+    root = np.random.SeedSequence(spec.seed)
+    # common random numbers: the truth depends only on (seed, rep)
+    truth_seq, run_seq = root.spawn(2)
+    truth_rng = np.random.default_rng(truth_seq.spawn(rep + 1)[rep])
+    rng = np.random.default_rng(run_seq.spawn(rep + 1)[rep].spawn(s_index + 1)[s_index])
+    if spec.truth is not None:
+        truth = spec.truth
+    else:
+        truth = make_truth(spec.scenario, spec.n_systems, truth_rng, spread=spec.spread,
+                           arena_gamma=spec.arena_gamma)
+    systems = truth.systems
+    m = len(systems)
+    pool_order = None
+    used = None
+    if spec.replay is not None:
+        pool_order = {p: rng.permutation(idx) for p, idx in spec.replay.by_pair.items()}
+        used = {p: 0 for p in pool_order}
+    counts = Counts.empty(systems)
+    spent = 0
+    checkpoints: list[int] = []
+    values: dict[str, list[float]] = {k: [] for k in METRICS}
+    exhausted = False
+    while True:
+        post = fit(counts, engine=spec.engine, seed=spec.seed, draws=200 if spec.engine == "laplace" else 500,
+                   tune=500)
+        if spent > 0:
+            row = metrics(post.posterior.mean, post.posterior.sd, truth.strengths)
+            checkpoints.append(spent)
+            for k in METRICS:
+                values[k].append(row[k])
+        if spent >= spec.budget:
+            break
+        k = min(spec.batch, spec.budget - spent)
+        allowed = None
+        if used is not None:
+            allowed = {p for p, n in used.items() if n < pool_order[p].size}
+            if not allowed:
+                exhausted = True
+                break
+        sel = select_pairs(post.posterior, k, strategy=strategy.strategy, objective=strategy.objective,
+                           top_k=strategy.top_k, anchor=systems[spec.anchor], judged=counts, rng=rng,
+                           allowed=allowed, true_mean=truth.strengths)
+        pairs = np.asarray(sel.pairs, dtype=np.int64).reshape(-1, 2)
+        if spec.replay is not None:
+            lefts, rights, outs = [], [], []
+            for i, j in pairs:
+                p = (min(i, j), max(i, j))
+                if used[p] >= pool_order[p].size:
+                    continue  # the pair ran dry within this batch
+                idx = pool_order[p][used[p]]
+                used[p] += 1
+                lefts.append(spec.replay.left[idx])
+                rights.append(spec.replay.right[idx])
+                outs.append(spec.replay.outcome[idx])
+            if not outs:
+                exhausted = True
+                break
+            new = Counts.from_arrays(systems, lefts, rights, outs)
+            spent += len(outs)
+        else:
+            flip = rng.random(len(pairs)) < 0.5
+            left = np.where(flip, pairs[:, 1], pairs[:, 0])
+            right = np.where(flip, pairs[:, 0], pairs[:, 1])
+            out = spec.judge.judge(truth, left, right, rng)
+            new = Counts.from_arrays(systems, left, right, out)
+            spent += len(pairs)
+        counts = counts + new
+    return Trace(strategy.name, rep, np.asarray(checkpoints, dtype=np.int64),
+                 {k: np.asarray(v, dtype=float) for k, v in values.items()}, exhausted, counts.totals())
+
+
+def _run_task(args):
+    spec, s_index, rep = args
+    return _run_one(spec, s_index, rep)
+
+
+# -------------------------------------------------------------- result
+@dataclass(frozen=True)
+class StrategyResult:
+    """Per strategy: mean and 10/90% band of each metric over repetitions, and
+    comparisons needed to reach the target: the headline ``needed_mean_curve``
+    (first checkpoint at which the metric averaged over repetitions reaches the
+    target) and the spread over repetitions (first crossing per rep; median and
+    25/75% quantiles, an unreached rep counting as more than the budget)."""
+
+    name: str
+    strategy: str
+    objective: str
+    checkpoints: np.ndarray
+    mean: dict
+    low: dict
+    high: dict
+    needed_mean_curve: int | None      # headline: first checkpoint where the mean curve reaches the target
+    needed: tuple                      # per rep: comparisons to reach target, None if not reached
+    needed_median: float | None
+    needed_q25: float | None
+    needed_q75: float | None
+    reached: int
+    ratio_to_round_robin: float | None = None
+
+
+@dataclass(frozen=True)
+class SimulationResult:
+    scenario: str
+    systems: tuple[str, ...]
+    truth_elo: tuple[float, ...] | None
+    spread_elo: float | None
+    n_systems: int
+    budget: int
+    batch: int
+    reps: int
+    seed: int
+    engine: str
+    judge: Judge
+    target_metric: str
+    target_value: float
+    strategies: tuple[StrategyResult, ...]
+    replay_source: str | None = None
+    notes: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict:
+        from dataclasses import asdict
+
+        d = {k: getattr(self, k) for k in ("scenario", "systems", "truth_elo", "spread_elo", "n_systems",
+                                           "budget", "batch", "reps", "seed", "engine", "target_metric",
+                                           "target_value", "replay_source", "notes")}
+        d["judge"] = asdict(self.judge)
+        d["strategies"] = [
+            {"name": s.name, "strategy": s.strategy, "objective": s.objective,
+             "checkpoints": s.checkpoints, "mean": s.mean, "low": s.low, "high": s.high,
+             "comparisons_needed": s.needed_mean_curve, "comparisons_needed_per_rep": list(s.needed),
+             "needed_median": s.needed_median,
+             "needed_q25": s.needed_q25, "needed_q75": s.needed_q75, "reached": s.reached,
+             "ratio_to_round_robin": s.ratio_to_round_robin}
+            for s in self.strategies]
+        return d
+
+
+def parse_target(text: str) -> tuple[str, float]:
+    """``"tau=0.9"`` → ("tau", 0.9)."""
+    try:
+        name, value = text.split("=", 1)
+        name, val = name.strip(), float(value)
+    except ValueError:
+        raise UsageError(f"--target ({text!r}) must look like tau=0.9, rho=0.9, rmse=0.3 or width=100") from None
+    if name not in TARGET_METRICS or not math.isfinite(val):
+        raise UsageError(f"--target ({text!r}): metric must be one of {', '.join(TARGET_METRICS)}")
+    return name, val
+
+
+def _needed(trace: Trace, metric: str, target: float) -> int | None:
+    v = trace.values[metric]
+    ok = v <= target if metric in SMALLER_IS_BETTER else v >= target
+    hit = np.flatnonzero(ok)
+    return int(trace.spent[hit[0]]) if hit.size else None
+
+
+def _summarise(name: str, strat: Strategy, traces: list[Trace], metric: str, target: float) -> StrategyResult:
+    n = min(t.spent.size for t in traces)
+    checkpoints = traces[0].spent[:n] if n else np.zeros(0, dtype=np.int64)
+    mean, low, high = {}, {}, {}
+    for k in METRICS:
+        arr = np.vstack([t.values[k][:n] for t in traces]) if n else np.zeros((len(traces), 0))
+        mean[k] = arr.mean(axis=0)
+        low[k] = np.quantile(arr, 0.1, axis=0) if n else arr[0]
+        high[k] = np.quantile(arr, 0.9, axis=0) if n else arr[0]
+    needed = tuple(_needed(t, metric, target) for t in traces)
+    reached = sum(x is not None for x in needed)
+    # unreached reps count as "more than the budget" (+inf), and quantiles are
+    # observed values (inverted CDF), so the median is honest and never interpolated
+    vals = np.array([np.inf if x is None else x for x in needed], dtype=float)
+    q = lambda p: (lambda v: None if not np.isfinite(v) else float(v))(  # noqa: E731
+        np.quantile(vals, p, method="inverted_cdf"))
+    # headline: first checkpoint at which the MEAN curve over reps reaches the target
+    curve = mean[metric]
+    ok = curve <= target if metric in SMALLER_IS_BETTER else curve >= target
+    hit = np.flatnonzero(ok)
+    at_mean = int(checkpoints[hit[0]]) if hit.size else None
+    return StrategyResult(name, strat.strategy, strat.objective, checkpoints, mean, low, high, at_mean,
+                          needed, q(0.5), q(0.25), q(0.75), reached)
+
+
+def simulate(spec: SimulationSpec, *, target: str = "tau=0.9", workers: int | None = None,
+             progress=None) -> SimulationResult:
+    """Run every (strategy, repetition) of ``spec`` and summarise.
+
+    ``workers`` processes run repetitions in parallel (default: up to 2);
+    results do not depend on ``workers``. ``progress(done, total)`` is called
+    as runs finish.
+    """
+    metric, value = parse_target(target)
+    if spec.budget < 1 or spec.batch < 1 or spec.reps < 1:
+        raise UsageError(f"--budget ({spec.budget}), --batch ({spec.batch}) and --reps ({spec.reps}) "
+                         "must be positive integers")
+    if spec.engine not in ("laplace", "nuts"):
+        raise UsageError(f"--engine ({spec.engine!r}) must be one of 'laplace' or 'nuts'")
+    for name, v in (("--tie-rate", spec.judge.tie_rate), ("--flip", spec.judge.flip)):
+        check_range(name, v, 0, 1, low_open=False)
+    if spec.judge.flip >= 0.5:
+        raise UsageError(f"--flip ({spec.judge.flip:g}) must be in [0, 0.5): at 0.5 verdicts carry no information")
+    tasks = [(spec, si, rep) for si in range(len(spec.strategies)) for rep in range(spec.reps)]
+    workers = min(2, len(tasks)) if workers is None else max(1, workers)
+    results: list[Trace | None] = [None] * len(tasks)
+    if workers == 1:
+        for i, t in enumerate(tasks):
+            results[i] = _run_task(t)
+            if progress:
+                progress(i + 1, len(tasks))
+    else:
+        import multiprocessing as mp
+
+        ctx = mp.get_context("fork") if hasattr(__import__("os"), "fork") else None
+        with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as ex:
+            futures = [ex.submit(_run_task, t) for t in tasks]
+            done = 0
+            for i, f in enumerate(futures):
+                results[i] = f.result()
+                done += 1
+                if progress:
+                    progress(done, len(tasks))
+    by_strategy = []
+    for si, strat in enumerate(spec.strategies):
+        traces = [results[si * spec.reps + r] for r in range(spec.reps)]
+        by_strategy.append(_summarise(strat.name, strat, traces, metric, value))
+    notes = []
+    rr = next((s for s in by_strategy if s.strategy == "round-robin"), None)
+    if rr is not None and rr.needed_mean_curve is not None:
+        by_strategy = [
+            StrategyResult(**{**s.__dict__, "ratio_to_round_robin":
+                              (None if s.needed_mean_curve is None else s.needed_mean_curve / rr.needed_mean_curve)})
+            for s in by_strategy]
+    elif rr is not None:
+        notes.append("round-robin's mean curve did not reach the target within the budget; ratios are not defined")
+    exhausted = sum(t.exhausted for t in results)
+    if exhausted:
+        notes.append(f"{exhausted} of {len(results)} runs exhausted the replay pool before the budget")
+    truth = spec.truth
+    truth_elo = None if truth is None else tuple(float(x) for x in bt.to_elo(truth.strengths) - bt.ELO_BASE)
+    spread = None
+    if truth is not None:
+        spread = float(np.ptp(truth.strengths) * bt.ELO_SCALE)
+    elif spec.scenario == "linear":
+        spread = float(spec.spread)
+    systems = truth.systems if truth is not None else tuple(f"sys{i + 1:02d}" for i in range(spec.n_systems))
+    return SimulationResult(spec.scenario, systems, truth_elo, spread, len(systems), spec.budget, spec.batch,
+                            spec.reps, spec.seed, spec.engine, spec.judge, metric, value, tuple(by_strategy),
+                            spec.replay.source if spec.replay is not None else None, tuple(notes))
+
+
+def replay_truth(pool: ReplayPool) -> Truth:
+    """The truth of a replay: the Laplace posterior mean on the whole pool."""
+    from planner.model import fit
+
+    post = fit(pool.counts(), engine="laplace", draws=1)
+    return Truth(pool.systems, post.posterior.mean)
+
+
+def study_truth(study_path: str | Path) -> Truth:
+    """The truth of ``--from-study``: the study's current posterior mean (Laplace)."""
+    from planner.model import fit
+    from planner.study import Study
+
+    with Study.open(study_path) as study:
+        counts = study.counts(by_stratum=False)
+    post = fit(counts, engine="laplace", draws=1)
+    return Truth(tuple(counts.systems), post.posterior.mean)
+
+
+def plot(result: SimulationResult, path: str | Path) -> Path:
+    """Metric-vs-comparisons curves per strategy with 10–90% bands (PNG or SVG)."""
+    path = Path(path)
+    if path.suffix.lower() not in (".png", ".svg"):
+        raise UsageError(f"--plot ({path}) must end in .png or .svg")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    metric = result.target_metric
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for s in result.strategies:
+        if s.checkpoints.size == 0:
+            continue
+        ax.plot(s.checkpoints, s.mean[metric], label=s.name)
+        ax.fill_between(s.checkpoints, s.low[metric], s.high[metric], alpha=0.15)
+    ax.axhline(result.target_value, color="grey", ls="--", lw=1)
+    ax.set_xlabel("comparisons")
+    ax.set_ylabel(metric)
+    ax.set_title(f"{result.scenario}: {result.n_systems} systems, {result.reps} reps")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, metadata={"Date": None} if path.suffix.lower() == ".svg" else None)
+    plt.close(fig)
+    return path
