@@ -267,3 +267,71 @@ def test_fit_to_netcdf_laplace(tmp_path):
     d = f.to_dict()
     assert set(d) >= {"mean", "sd", "lo", "hi", "elo", "gamma", "nu", "diagnostics"}
     assert isinstance(f, Fit)
+
+
+# ------------------------------------------------------------ NUTS
+def _nuts_fixture():
+    # 5 systems over 1.1 logits, gamma 0.3, nu 0.4, 1500 judgments: enough data that the prior
+    # matters little, so the Laplace Gaussian should match the NUTS posterior
+    return simulate(np.random.default_rng(31), centred([-0.6, -0.2, 0.1, 0.3, 0.4]), 0.3, 0.4, 1500)
+
+
+def test_laplace_agrees_with_nuts(capfd):
+    pytest.importorskip("pymc")
+    c = _nuts_fixture()
+    n = fit(c, engine="nuts", draws=500, tune=500, chains=2, seed=1)
+    lap = fit(c, engine="laplace")
+    # issue: means within 0.05 logit, SDs within 15%. Monte Carlo error with ESS ~1000 is
+    # sd/sqrt(1000) ~ 0.002 on a mean and ~2% on an sd, far inside both tolerances
+    assert np.max(np.abs(n.mean - lap.mean)) < 0.05
+    assert np.all(np.abs(n.sd / lap.sd - 1) < 0.15)
+    assert abs(n.gamma.mean - lap.gamma.mean) < 0.05 and abs(n.gamma.sd / lap.gamma.sd - 1) < 0.15
+    assert abs(n.nu.mean - lap.nu.mean) < 0.05
+    d = n.diagnostics
+    assert d.max_r_hat < 1.01 and d.min_ess_bulk > 200 and d.divergences == 0 and not d.warnings
+    assert n.beta_draws.shape == (1000, 5) and np.allclose(n.beta_draws.sum(axis=1), 0, atol=1e-9)
+    assert n.idata is not None and "idata" not in repr(n)
+    blob = n.to_netcdf()
+    assert isinstance(blob, bytes) and len(blob) > 1000
+    assert capfd.readouterr().out == ""  # nothing on stdout (progress would go to stderr)
+
+
+def test_nuts_diagnostics_warn_on_too_short_runs():
+    pytest.importorskip("pymc")
+    from planner.model_nuts import diagnose
+
+    # 1 chain of 20 draws: r-hat cannot be checked and ESS is far below 100 per chain
+    c = _nuts_fixture()
+    n = fit(c, engine="nuts", draws=20, tune=20, chains=1, seed=2)
+    text = " ".join(n.diagnostics.warnings)
+    assert "one chain" in text and "effective sample size" in text
+    assert not n.diagnostics.converged
+    assert diagnose(n.idata, ["gamma"], 1).warnings
+
+
+@pytest.mark.slow
+def test_vicuna_nuts(shared_data):
+    c = read_counts(shared_data / "judgments" / "qlora_vicuna80_gpt4.jsonl")
+    n = fit(c, engine="nuts", seed=3)
+    lap = fit(c)
+    assert n.systems[int(np.argmax(n.mean))] == "gpt-4" and n.prob_best()[n.systems.index("gpt-4")] > 0.99
+    assert n.gamma.lo > 0
+    assert not n.diagnostics.warnings
+    # same tolerances as the fixture test (0.05 logit, 15% sd)
+    assert np.max(np.abs(n.mean - lap.mean)) < 0.05
+    assert np.all(np.abs(n.sd / lap.sd - 1) < 0.15)
+
+
+@pytest.mark.slow
+def test_by_stratum_nuts_matches_laplace():
+    beta = centred([0.0, 0.0, 0.5, 1.0])
+    shift = np.array([[0.6, -0.6, 0, 0], [-0.6, 0.6, 0, 0], [0, 0, 0, 0]])
+    c = simulate(np.random.default_rng(21), beta, 0.3, 0.4, 9000, strata=3, stratum_shift=shift)
+    n = fit(c, engine="nuts", by_stratum=True, seed=4)
+    lap = fit(c, by_stratum=True)
+    assert not n.diagnostics.warnings, n.diagnostics
+    # stratum strengths: Laplace fixes tau at its mode, NUTS integrates it; with 3 strata tau is
+    # poorly determined, so allow 0.1 logit (2x the pooled tolerance) and 25% on the sd
+    assert np.max(np.abs(n.stratum_mean - lap.stratum_mean)) < 0.1
+    assert np.all(np.abs(n.stratum_sd / lap.stratum_sd - 1) < 0.25)
+    assert np.max(np.abs(n.mean - lap.mean)) < 0.05
