@@ -103,7 +103,8 @@ def test_round_trip_requests_to_position_verdicts(tmp_path):
     """Write judge requests, answer each as a judge preferring the longer side, read back."""
     batch = assemble_batch(fx.planned(2), prompt_text=fx.prompts(), response_text=fx.responses(),
                            rng=np.random.default_rng(0), both_orders=True, acceptability=0.2)
-    (req_path,) = write_batch(batch, tmp_path / "req.jsonl", "judge", reasons=("correctness", "other"))
+    (req_path,) = write_batch(batch, tmp_path / "req.jsonl", "judge", reasons=("correctness", "other"),
+                              judge_model="judge-model-x")
     by_id = {it.item_id: it for it in batch.items}
     out_lines = []
     for line in req_path.read_text(encoding="utf-8").splitlines():
@@ -125,3 +126,18 @@ def test_round_trip_requests_to_position_verdicts(tmp_path):
         else:
             longer = "left" if len(it.left_text) >= len(it.right_text) else "right"
             assert (verdict, reason) == (longer, "correctness")
+
+
+def test_registry_rows_form(tmp_path):
+    from planner.formats.judge import read_judge_rows
+
+    p = tmp_path / "out.jsonl"
+    line = json.loads(_openai_line("it-1", "Reason: style\n[[B]]"))
+    line["response"]["body"]["model"] = "judge-x"
+    p.write_text(json.dumps(line) + "\n{bad\n" + json.dumps({"custom_id": "it-2", "content": "??"}) + "\n",
+                 encoding="utf-8")
+    rows = list(read_judge_rows(p))
+    assert rows[0] == (1, {"item": "it-1", "verdict": "right", "reason": "style", "id": "judge:it-1",
+                           "annotator": "judge-x", "seconds": None, "confidence": None}, None)
+    assert rows[1][1] is None and rows[1][2].startswith(f"{p}:2: not valid JSON")
+    assert rows[2][1]["verdict"] == "invalid"  # unparseable text: invalid, counted

@@ -38,6 +38,7 @@ def name_regex(names):
 
 
 def written(tmp_path, batch, fmt, name="batch", **kw):
+    kw.setdefault("judge_model", "judge-model-x")
     return write_batch(batch, tmp_path / name, fmt, reasons=REASONS, **kw)
 
 
@@ -69,7 +70,7 @@ def test_blinding_on_real_vicuna_data_every_format(tmp_path, shared_data):
         for fmt in FORMATS:
             out = tmp_path / style / fmt
             out.mkdir(parents=True)
-            for p in write_batch(batch, out / "b", fmt, reasons=REASONS):
+            for p in write_batch(batch, out / "b", fmt, reasons=REASONS, judge_model="judge-model-x"):
                 hit = rx.search(p.read_text(encoding="utf-8"))
                 assert hit is None, (style, p.name, hit)
         # the stored responses are untouched by normalization / truncation
@@ -105,7 +106,7 @@ def test_same_seed_byte_identical_files(tmp_path):
         for run in ("x", "y"):
             d = tmp_path / fmt / run
             d.mkdir(parents=True)
-            paths = write_batch(batch_of(seed=4), d / "b", fmt, reasons=REASONS)
+            paths = write_batch(batch_of(seed=4), d / "b", fmt, reasons=REASONS, judge_model="judge-model-x")
             outs.append({p.name: p.read_bytes() for p in paths})
         assert outs[0] == outs[1], fmt
 
@@ -218,6 +219,11 @@ def test_judge_template_validation_and_custom_template(tmp_path):
     assert user.startswith("Q: ") and user.endswith("Use {braces}")
     with pytest.raises(UsageError, match="--format"):
         written(tmp_path, batch, "xlsx")
+    with pytest.raises(UsageError, match="--judge-model is required"):
+        written(tmp_path, batch, "judge", judge_model=None)
+    (o_path,) = written(tmp_path, batch, "judge", name="o.jsonl", judge_model="o4-mini")
+    body = json.loads(o_path.read_text(encoding="utf-8").splitlines()[0])["body"]
+    assert body["model"] == "o4-mini" and "temperature" not in body  # reasoning models take none
 
 
 # ------------------------------------------------------------ atomic writes

@@ -112,6 +112,38 @@ def _content(obj: dict[str, Any]) -> tuple[str | None, str]:
     return None, ""
 
 
+def _judge_lines(p: Path) -> Iterator[tuple[int, dict | None, str | None]]:
+    """(line_no, object, problem) for each non-blank line; exactly one of object/problem is set."""
+    try:
+        fh = open(p, "rb")
+    except FileNotFoundError:
+        raise UsageError(f"{p} does not exist") from None
+    with fh:
+        for n, bline in enumerate(fh, start=1):
+            try:
+                line = bline.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                yield n, None, f"{p}:{n}: not UTF-8 ({exc.reason} at byte {exc.start})"
+                continue
+            if n == 1:
+                line = line.removeprefix("\ufeff")
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as exc:
+                yield n, None, f"{p}:{n}: not valid JSON ({exc.msg} at column {exc.colno})"
+                continue
+            if not isinstance(obj, dict):
+                yield n, None, f"{p}:{n}: expected a JSON object, got {type(obj).__name__}"
+                continue
+            item_id = obj.get("custom_id")
+            if not isinstance(item_id, str) or not item_id:
+                yield n, None, f"{p}:{n}: missing \"custom_id\" (the item id the request was sent with)"
+                continue
+            yield n, obj, None
+
+
 def read_judge_outputs(path: str | os.PathLike) -> Iterator[tuple[int, str, str, str | None, str]]:
     """Read judge outputs keyed by ``custom_id``.
 
@@ -129,33 +161,36 @@ def read_judge_outputs(path: str | os.PathLike) -> Iterator[tuple[int, str, str,
     Raises
     ------
     DataError
-        ``file:line`` for a line that is not JSON, not an object, or lacks a
-        string ``custom_id`` (raised when the iteration reaches the line).
+        ``file:line`` for a line that is not UTF-8, not JSON, not an object, or
+        lacks a string ``custom_id`` (raised when the iteration reaches it).
+    UsageError
+        The file does not exist.
     """
-    p = Path(path)
-    try:
-        fh = open(p, "rb")
-    except FileNotFoundError:
-        raise UsageError(f"{p} does not exist") from None
-    with fh:
-        for n, bline in enumerate(fh, start=1):
-            try:
-                line = bline.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise DataError(f"{p}:{n}: not UTF-8 ({exc.reason} at byte {exc.start})") from None
-            if n == 1:
-                line = line.removeprefix("\ufeff")
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise DataError(f"{p}:{n}: not valid JSON ({exc.msg} at column {exc.colno})") from None
-            if not isinstance(obj, dict):
-                raise DataError(f"{p}:{n}: expected a JSON object, got {type(obj).__name__}")
-            item_id = obj.get("custom_id")
-            if not isinstance(item_id, str) or not item_id:
-                raise DataError(f"{p}:{n}: missing \"custom_id\" (the item id the request was sent with)")
-            text, raw = _content(obj)
-            verdict, reason = parse_judge_verdict(text) if text is not None else ("invalid", None)
-            yield n, item_id, verdict, reason, raw
+    for n, obj, problem in _judge_lines(Path(path)):
+        if problem:
+            raise DataError(problem)
+        text, raw = _content(obj)
+        verdict, reason = parse_judge_verdict(text) if text is not None else ("invalid", None)
+        yield n, obj["custom_id"], verdict, reason, raw
+
+
+def read_judge_rows(path: str | os.PathLike, **_) -> Iterator[tuple[int, dict | None, str | None]]:
+    """The same file in the reader-registry form of :mod:`planner.formats.readers`.
+
+    Yields ``(line, record, problem)``; a record is a positional row
+    ``{"item", "verdict", "reason", "id": "judge:<custom_id>", "annotator":
+    <body.model or None>, "seconds": None, "confidence": None}``. Register with
+    ``register(Reader("judge", read_judge_rows, lambda s: "custom_id" in s.keys,
+    "LLM-judge outputs (OpenAI batch JSONL)"))``.
+    """
+    for n, obj, problem in _judge_lines(Path(path)):
+        if problem:
+            yield n, None, problem
+            continue
+        text, _raw = _content(obj)
+        verdict, reason = parse_judge_verdict(text) if text is not None else ("invalid", None)
+        body = (obj.get("response") or {}).get("body") if isinstance(obj.get("response"), dict) else None
+        model = body.get("model") if isinstance(body, dict) and isinstance(body.get("model"), str) else None
+        yield n, {"item": obj["custom_id"], "verdict": verdict, "reason": reason,
+                  "id": f"judge:{obj['custom_id']}", "annotator": model, "seconds": None,
+                  "confidence": None}, None

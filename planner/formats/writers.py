@@ -55,7 +55,11 @@ ACCEPTABILITY_VERDICTS = ("pass", "fail", "invalid")
 ACCEPTABILITY_QUESTION = "Would you be happy to send this response to a customer? (pass / fail)"
 CSV_COLUMNS = ("item", "prompt", "left", "right", "response", "question", "verdict", "reason")
 CSV_DANGEROUS = ("=", "+", "-", "@", "\t", "\r")
-DEFAULT_JUDGE_MODEL = "gpt-4o"
+# No default judge model: the judge is a choice the user makes (and a default
+# such as "gpt-4o" would put a near-copy of a compared system's name, "gpt-4",
+# into the request file). Reasoning models (o1, o3, o4-mini, ...) take no
+# temperature, so it is set to 0 only for other models.
+_NO_TEMPERATURE_RE = re.compile(r"^o\d")
 _REASON_RE = re.compile(r"^[A-Za-z0-9_-]+$")
 
 JUDGE_SYSTEM_MESSAGE = "You are a careful and impartial evaluator of AI assistant responses."
@@ -315,7 +319,7 @@ def _argilla_records(items) -> list[dict]:
 
 
 def judge_requests(items, *, reasons: Sequence[str], template: str | None = None,
-                   acceptability_template: str | None = None, model: str = DEFAULT_JUDGE_MODEL) -> list[dict]:
+                   acceptability_template: str | None = None, model: str | None = None) -> list[dict]:
     """OpenAI-batch-style requests, one per item, ``custom_id`` = item id."""
     codes = ", ".join(_check_reasons(reasons))
     pair_t = check_template(template if template is not None else DEFAULT_PAIRWISE_TEMPLATE)
@@ -323,7 +327,7 @@ def judge_requests(items, *, reasons: Sequence[str], template: str | None = None
                            else DEFAULT_ACCEPTABILITY_TEMPLATE, allowed=ACCEPTABILITY_FIELDS,
                            required=("prompt", "response"), option="--acceptability-template")
     if not isinstance(model, str) or not model.strip():
-        raise UsageError("--judge-model must name a model")
+        raise UsageError("--judge-model is required with --format judge (the judge's model name, e.g. gpt-4o)")
     out = []
     for it in items:
         if it.is_pairwise:
@@ -331,7 +335,8 @@ def judge_requests(items, *, reasons: Sequence[str], template: str | None = None
         else:
             content = acc_t.format(prompt=it.prompt, response=it.left_text, reasons=codes)
         out.append({"custom_id": it.item_id, "method": "POST", "url": "/v1/chat/completions",
-                    "body": {"model": model, "temperature": 0,
+                    "body": {"model": model,
+                             **({} if _NO_TEMPERATURE_RE.match(model) else {"temperature": 0}),
                              "messages": [{"role": "system", "content": JUDGE_SYSTEM_MESSAGE},
                                           {"role": "user", "content": content}]}})
     return out
@@ -339,7 +344,7 @@ def judge_requests(items, *, reasons: Sequence[str], template: str | None = None
 
 def render_batch(batch, path: str | os.PathLike, format: str = "jsonl", *, reasons: Sequence[str],
                  template: str | None = None, acceptability_template: str | None = None,
-                 judge_model: str = DEFAULT_JUDGE_MODEL) -> list[tuple[Path, bytes]]:
+                 judge_model: str | None = None) -> list[tuple[Path, bytes]]:
     """The files a batch becomes, as ``(path, bytes)`` pairs, without writing anything.
 
     Parameters
@@ -355,7 +360,8 @@ def render_batch(batch, path: str | os.PathLike, format: str = "jsonl", *, reaso
         ``str.format`` templates for judge requests (text, not a path);
         placeholders ``{prompt} {left} {right} {reasons}`` and
         ``{prompt} {response} {reasons}``.
-    judge_model : str
+    judge_model : str, optional
+        Required for ``format="judge"``.
         ``body.model`` of judge requests.
     """
     if format not in FORMATS:
@@ -459,7 +465,7 @@ def write_files(files: Sequence[tuple[Path, bytes]], *, force: bool = False) -> 
 
 def write_batch(batch, path: str | os.PathLike, format: str = "jsonl", *, reasons: Sequence[str],
                 template: str | None = None, acceptability_template: str | None = None,
-                judge_model: str = DEFAULT_JUDGE_MODEL, force: bool = False) -> list[Path]:
+                judge_model: str | None = None, force: bool = False) -> list[Path]:
     """Render and write a batch; returns the paths written (see :func:`render_batch`).
 
     Raises :class:`UsageError` when a target exists and ``force`` is false,
