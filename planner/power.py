@@ -610,7 +610,7 @@ def _simpson(lo: float, hi: float, grid: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def crossing_probabilities(z: np.ndarray, drift: float, two_sided: bool,
-                           grid: int = 801) -> tuple[np.ndarray, np.ndarray]:
+                           grid: int = 301) -> tuple[np.ndarray, np.ndarray]:
     """Probabilities of first crossing the upper and the lower boundary at each look.
 
     Equally spaced information. Recursive numerical integration (Armitage,
