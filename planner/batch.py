@@ -481,15 +481,18 @@ def _ratio_stats(items: Sequence[Item]) -> dict[str, Any]:
 
 
 def _name_mentions(items: Sequence[Item], systems: Sequence[str]) -> list[dict[str, str]]:
-    rxs = [(s, re.compile(r"(?<![\w-])" + re.escape(s) + r"(?![\w-])", re.IGNORECASE)) for s in systems]
+    if not systems:
+        return []
+    by_lower = {s.lower(): s for s in systems}
+    names = sorted(systems, key=len, reverse=True)  # longest first: "gpt-4-turbo" before "gpt-4"
+    rx = re.compile(r"(?<![\w-])(" + "|".join(re.escape(s) for s in names) + r")(?![\w-])", re.IGNORECASE)
     out = []
     for it in items:
+        found: dict[str, None] = {}
         for text in (it.prompt, it.left_text, it.right_text):
-            if not text:
-                continue
-            for name, rx in rxs:
-                if rx.search(text):
-                    out.append({"item": it.item_id, "system": name})
+            for m in rx.finditer(text or ""):
+                found.setdefault(by_lower.get(m.group(1).lower(), m.group(1)), None)
+        out.extend({"item": it.item_id, "system": name} for name in found)
     return out
 
 
@@ -700,9 +703,18 @@ def assemble_batch(
         pool = [t for t in pool if t.strip() and not too_long(count_words(t))]
         if attention_pool is not None and not pool:
             raise UsageError("--attention-pool has no usable text (empty, or every text exceeds --max-words)")
-        systems_prompts: dict[str, list[str]] = defaultdict(list)
-        for (pid, sysname) in sorted(response_text.keys()):
-            systems_prompts[sysname].append(pid)
+        by_system: dict[str, list[str]] = defaultdict(list)
+        for (pid, sysname) in response_text.keys():
+            by_system[sysname].append(pid)
+        sorted_lists: dict[str, list[str]] = {}
+
+        class _SortedPrompts:  # prompts with a response from a system, sorted on first use
+            def get(self, system: str, default=()):
+                if system not in sorted_lists:
+                    sorted_lists[system] = sorted(by_system.get(system, ()))
+                return sorted_lists[system] or default
+
+        systems_prompts = _SortedPrompts()
         stratum_of = {p.prompt_id: p.stratum for p, *_ in kept}
         k = target["attention"]
         broken_left = [bool(c % 2) for c in range(k)]
@@ -726,10 +738,12 @@ def assemble_batch(
                     others = [q for q in systems_prompts.get(bad_sys, ()) if q != p.prompt_id]
                     other_strata = [q for q in others if q in stratum_of and stratum_of[q] != p.stratum]
                     for cands in (other_strata, others):
-                        cands = [q for q in cands if not too_long(shown(q, bad_sys)[1])]
-                        if cands:
-                            q = cands[int(rng.integers(0, len(cands)))]
-                            bad_text, source = fit(shown(q, bad_sys)[0]), "off-topic"
+                        for k_ in rng.permutation(len(cands)):  # first usable one in a random order
+                            text, words = shown(cands[int(k_)], bad_sys)
+                            if text is not None and not too_long(words):
+                                bad_text, source = fit(text), "off-topic"
+                                break
+                        if bad_text is not None:
                             break
                 if bad_text is None and bad_raw is not None and count_words(bad_raw) >= ATTENTION_MIN_WORDS:
                     keep = int(rng.integers(ATTENTION_WORDS[0], ATTENTION_WORDS[1] + 1))
@@ -770,10 +784,14 @@ def assemble_batch(
             stratum = str_order[(c + c // len(sys_order)) % len(str_order)]
             chosen = None
             for pool_ in (prompts_by_stratum[stratum], [q for s in strata for q in prompts_by_stratum[s]]):
-                cands = [q for q in pool_ if (q, system) not in used
-                         and shown(q, system)[0] is not None and not too_long(shown(q, system)[1])]
-                if cands:
-                    chosen = cands[int(rng.integers(0, len(cands)))]
+                cands = [q for q in pool_ if (q, system) not in used]
+                for k_ in rng.permutation(len(cands)):  # first usable prompt in a random order
+                    q = cands[int(k_)]
+                    text, words = shown(q, system)
+                    if text is not None and not too_long(words):
+                        chosen = q
+                        break
+                if chosen is not None:
                     break
             if chosen is None:
                 shortfall += 1

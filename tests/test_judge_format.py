@@ -141,3 +141,38 @@ def test_registry_rows_form(tmp_path):
                            "annotator": "judge-x", "seconds": None, "confidence": None}, None)
     assert rows[1][1] is None and rows[1][2].startswith(f"{p}:2: not valid JSON")
     assert rows[2][1]["verdict"] == "invalid"  # unparseable text: invalid, counted
+
+
+def test_round_trip_with_real_gpt4_judgments(tmp_path, shared_data):
+    """Vicuna-80 batch in both orders -> judge requests -> answers taken from the released GPT-4
+    judgments for the same (prompt, first system, second system) -> read back -> through the key,
+    the oriented verdicts equal the released ones."""
+    import itertools
+
+    ptext, resp, strata, systems = fx.vicuna(shared_data)
+    released = {}
+    for line in (shared_data / "judgments" / "qlora_vicuna80_gpt4.jsonl").read_text(encoding="utf-8").splitlines():
+        r = json.loads(line)
+        released[(r["prompt"], r["a"], r["b"])] = r["verdict"]
+    pids = sorted(ptext)
+    planned = [(pids[(3 * n + r) % 80], a, b, strata[pids[(3 * n + r) % 80]])
+               for n, (a, b) in enumerate(itertools.combinations(systems, 2)) for r in range(3)]
+    batch = assemble_batch(planned, prompt_text=ptext, response_text=resp, rng=np.random.default_rng(2),
+                           both_orders=True)
+    (req,) = write_batch(batch, tmp_path / "req.jsonl", "judge", reasons=("correctness", "other"),
+                         judge_model="judge-model-x")
+    by_id = {it.item_id: it for it in batch.items}
+    answer = {"A": "[[A]]", "B": "[[B]]", "tie": "[[C]]", "invalid": "error"}
+    lines = []
+    for line in req.read_text(encoding="utf-8").splitlines():
+        it = by_id[json.loads(line)["custom_id"]]
+        lines.append(_openai_line(it.item_id, answer[released[(it.prompt_id, it.left_system, it.right_system)]]))
+    out = tmp_path / "out.jsonl"
+    out.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    back = {"left": "A", "right": "B", "tie": "tie", "invalid": "invalid"}
+    n = 0
+    for _, item_id, verdict, _, _ in read_judge_outputs(out):
+        it = by_id.pop(item_id)
+        assert back[verdict] == released[(it.prompt_id, it.left_system, it.right_system)]
+        n += 1
+    assert not by_id and n == 2 * len(planned)  # 28 pairs x 3 prompts x 2 orders
