@@ -565,6 +565,7 @@ def assemble_batch(
     """
     rates = _check_options(attention, repeat, overlap, acceptability, annotators, max_words, truncate,
                            normalize_style)
+    max_words = None if max_words is None else int(max_words)
     plan = [_as_planned(p, k) for k, p in enumerate(planned)]
     if not plan:
         raise UsageError("the batch has no planned comparisons (batch size must be > 0)")

@@ -8,7 +8,6 @@ import itertools
 import json
 import re
 import xml.etree.ElementTree as ET
-from pathlib import Path
 
 import numpy as np
 import pytest
