@@ -268,3 +268,46 @@ def test_read_attention_pool(tmp_path):
     with pytest.raises(DataError) as exc:
         read_attention_pool(p)
     assert [ln.split(": ")[0] for ln in exc.value.problems] == [f"{p}:2", f"{p}:3"]
+
+
+def test_filled_csv_reads_back_as_position_verdicts(tmp_path):
+    """The CSV sheet, once filled in, is a position-verdict file for ingest's reader."""
+    readers = pytest.importorskip("planner.formats.readers")
+    batch = batch_of(annotators=None)
+    (path,) = written(tmp_path, batch, "csv")
+    rows = list(csv.DictReader(io.StringIO(path.read_text(encoding="utf-8"), newline="")))
+    for r in rows:
+        r["verdict"], r["reason"] = ("pass", "") if r["response"] else ("left", "correctness")
+    filled = tmp_path / "filled.csv"
+    with open(filled, "w", encoding="utf-8", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    got = [rec for _, rec, problem in readers.read_positions(filled) if not problem]
+    assert [g["item"] for g in got] == [it.item_id for it in batch.items]
+    assert {g["verdict"] for g in got} == {"left", "pass"}
+
+
+def test_label_studio_export_of_our_tasks_reads_back(tmp_path):
+    """A Label Studio export of the written tasks (annotation results shaped as the config's
+    Choices `verdict` and `reason`) is read by ingest's Label Studio reader, item ids intact."""
+    readers = pytest.importorskip("planner.formats.readers")
+    batch = batch_of(annotators=None)
+    paths = {p.name: p for p in written(tmp_path, batch, "label-studio")}
+    export = []
+    for n, name in enumerate(("batch.json", "batch.acceptability.json")):
+        for k, task in enumerate(json.loads(paths[name].read_text(encoding="utf-8"))):
+            verdict = "fail" if n else "right"
+            export.append({"id": 1000 * n + k, "data": task["data"], "annotations": [{
+                "id": k, "was_cancelled": False, "completed_by": 7, "lead_time": 12.5,
+                "result": [{"from_name": "verdict", "to_name": "prompt", "type": "choices",
+                            "value": {"choices": [verdict]}},
+                           {"from_name": "reason", "to_name": "prompt", "type": "choices",
+                            "value": {"choices": ["style"]}}]}]})
+    exp = tmp_path / "export.json"
+    exp.write_text(json.dumps(export), encoding="utf-8")
+    got = [rec for _, rec, problem in readers.read_label_studio(exp) if not problem]
+    assert sorted(g["item"] for g in got) == sorted(it.item_id for it in batch.items)
+    kinds = {it.item_id: it.kind for it in batch.items}
+    assert all(g["verdict"] == ("fail" if kinds[g["item"]] == "acceptability" else "right") for g in got)
+    assert all(g["reason"] == "style" for g in got)
