@@ -1,1 +1,94 @@
-"""(command module; filled in by its issue)"""
+"""`planner next-batch`: choose the next comparisons and write a blinded batch."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from cli.app import app
+from cli.common import call, message, out, print_json, warn
+
+
+@app.command("next-batch")
+def next_batch_cmd(
+    study: Annotated[Path, typer.Argument(help="Study directory.", metavar="STUDY")],
+    size: Annotated[int, typer.Option(help="Planned comparisons (regular items); QC items come on top.")] = 50,
+    strategy: Annotated[str, typer.Option(help="active | round-robin | random | anchor | swiss | arena.")] = "active",
+    objective: Annotated[str, typer.Option(help="active: ranking | entropy | variance | anchor | top-k.")] = "ranking",
+    top_k: Annotated[Optional[int], typer.Option(help="K for --objective top-k.")] = None,
+    engine: Annotated[str, typer.Option(help="Posterior engine: laplace (fast) or nuts.")] = "laplace",
+    seed: Annotated[Optional[int], typer.Option(help="Seed (default: the study's seed + batches issued).")] = None,
+    out_path: Annotated[Optional[Path], typer.Option("--out", help="Output file (default STUDY/batches/batch-NNN).")] = None,
+    fmt: Annotated[str, typer.Option("--format", help="jsonl | csv | label-studio | argilla | judge.")] = "jsonl",
+    force: Annotated[bool, typer.Option(help="Overwrite existing output files.")] = False,
+    dry_run: Annotated[bool, typer.Option(help="Show the plan; write nothing.")] = False,
+    attention: Annotated[Optional[float], typer.Option(help="Fraction of attention-check items (default: study config).")] = None,
+    repeat: Annotated[Optional[float], typer.Option(help="Fraction of swapped repeats for self-consistency.")] = None,
+    overlap: Annotated[Optional[float], typer.Option(help="Fraction of items shown to two annotators (kappa).")] = None,
+    acceptability: Annotated[Optional[float], typer.Option(help="Fraction of single-response pass/fail items.")] = None,
+    both_orders: Annotated[bool, typer.Option(help="Also issue every comparison in swapped order.")] = False,
+    annotators: Annotated[Optional[str], typer.Option(help="N, or comma-separated names: one file per annotator.")] = None,
+    attention_pool: Annotated[Optional[Path], typer.Option(help="JSONL texts for the broken side of attention items.")] = None,
+    template: Annotated[Optional[Path], typer.Option(help="Judge prompt template file ({prompt} {left} {right} {reasons}).")] = None,
+    judge_model: Annotated[Optional[str], typer.Option(help="Model name written in judge requests.")] = None,
+    max_words: Annotated[Optional[int], typer.Option(help="Longest response shown, in words (default: study config).")] = None,
+    truncate: Annotated[bool, typer.Option(help="Cut longer responses with a visible marker instead of skipping.")] = False,
+    normalize_style: Annotated[str, typer.Option(help="none | markdown | full (annotator-facing text only).")] = "none",
+    json_out: Annotated[bool, typer.Option("--json", help="Print the manifest as one JSON document.")] = False,
+) -> None:
+    """Choose the next comparisons by expected posterior-uncertainty reduction and write a blinded batch.
+
+    Fits the Bradley–Terry–Davidson model to the judgments so far, picks system
+    pairs greedily (each pick conditioned on the ones before it and on items
+    still pending), chooses prompts per stratum, randomizes positions, adds QC
+    items, writes the files atomically and records the key in the study.
+
+    Example: planner next-batch my-study --size 100 --annotators 3 --format label-studio --out round1
+    """
+    from planner.next_batch import next_batch
+
+    result = call(next_batch, study, size=size, strategy=strategy, objective=objective, top_k=top_k,
+                  engine=engine, seed=seed, out=out_path, format=fmt, force=force, dry_run=dry_run,
+                  attention=attention, repeat=repeat, overlap=overlap, acceptability=acceptability,
+                  both_orders=both_orders, annotators=annotators, attention_pool=attention_pool,
+                  template=template, max_words=max_words, truncate=truncate, normalize_style=normalize_style,
+                  judge_model=judge_model)
+    for note in result.notes:
+        warn(note)
+    for w in result.manifest["model"]["warnings"]:
+        warn(w)
+    if json_out:
+        print_json(result)
+        return
+    _render(result)
+
+
+def _render(result) -> None:
+    from rich.table import Table
+
+    m = result.manifest
+    bm = m["batch_manifest"]
+    head = "Planned (dry run, nothing written)" if result.dry_run else f"Batch {result.batch_id} written"
+    table = Table(title=f"{head}: {bm['n_items']} items, {bm['n_comparisons']} comparisons "
+                        f"({m['strategy']}, objective {m['objective']}, seed {m['seed']})")
+    table.add_column("pair")
+    table.add_column("comparisons", justify="right")
+    for row in bm.get("per_pair", []):
+        table.add_row(" vs ".join(row["systems"]), str(row["n"]))
+    out().print(table)
+    kinds = ", ".join(f"{k} {v}" for k, v in bm.get("kinds", {}).items() if v)
+    out().print(f"Items by kind: {kinds}", markup=False)
+    if bm.get("per_stratum"):
+        strata = ", ".join(f"{k} {v}" for k, v in bm["per_stratum"].items())
+        out().print(f"Comparisons by stratum: {strata}", markup=False)
+    out().print(f"Expected uncertainty reduction ({m['objective']}): {m['expected_reduction']:.4g} "
+                f"(from {m['objective_before']:.4g} to {m['objective_after']:.4g}).", markup=False)
+    if result.settled:
+        out().print(f"You can stop: {result.advice}; more comparisons buy little for this objective.",
+                    markup=False)
+    else:
+        out().print(f"Keep going: {result.advice}.", markup=False)
+    for f in result.files:
+        message(f"wrote {f}")

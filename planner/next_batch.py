@@ -1,0 +1,363 @@
+"""`next-batch`: choose the next comparisons and write a blinded batch.
+
+The data flow (each step owned by its module)::
+
+    study (counts, pending)  ──► model.fit (Laplace or NUTS)
+                             ──► acquisition.select_pairs  (which system pairs; greedy,
+                                                            pending items fantasized)
+                             ──► allocation.plan_strata / choose_prompts
+                                                           (which stratum and prompt per pair)
+                             ──► batch.assemble_batch      (positions, QC items, opaque ids)
+                             ──► formats.writers           (files, atomically)
+                             ──► study.record_batch        (the key; same step as the files)
+
+``size`` is the number of planned comparisons (regular items). QC items are
+added on top so that each QC kind is its requested fraction of the final
+batch, and ``both_orders`` adds the swapped order of every regular item (see
+:mod:`planner.batch`).
+
+Same study state + same seed → byte-identical files. The default seed is the
+study's configured seed plus the number of batches already issued, so
+consecutive batches differ yet are reproducible.
+
+Atomicity: every file is first written as a temporary file next to its target;
+the batch is recorded in the study in one transaction; only then are the
+temporaries renamed onto their targets. A failure before the commit leaves
+neither files nor a batch. (A hard kill in the instant between the commit and
+the renames leaves a recorded batch without files: its items simply stay
+pending, and nothing is ever counted twice.)
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from planner.errors import DataError, UsageError
+
+DEFAULT_SIZE = 50
+
+
+@dataclass(frozen=True)
+class NextBatchResult:
+    """What ``next-batch`` did (or, with ``dry_run``, would do).
+
+    Attributes
+    ----------
+    batch_id : int or None
+        Study batch id (None for a dry run).
+    files : tuple of str
+        Files written (empty for a dry run).
+    manifest : dict
+        Seed, strategy, objective, engine, model summary, counts per
+        pair/stratum/kind, expected uncertainty reduction, stopping advice.
+    settled : bool
+        Whether the objective's decision is already settled (stopping advice).
+    advice : str
+        One sentence of stopping advice.
+    notes : tuple of str
+        Everything skipped or changed on the way (never silent).
+    """
+
+    batch_id: int | None
+    files: tuple[str, ...]
+    manifest: dict
+    settled: bool
+    advice: str
+    notes: tuple[str, ...] = ()
+    dry_run: bool = False
+    items: tuple = field(default=(), repr=False)
+
+    def to_dict(self) -> dict:
+        return {"batch_id": self.batch_id, "files": list(self.files), "dry_run": self.dry_run,
+                "settled": self.settled, "advice": self.advice, "notes": list(self.notes),
+                "manifest": self.manifest}
+
+
+def _target_shares(prompts, strata: Sequence[str]) -> dict[str, float]:
+    """Population share of each stratum: summed prompt weights, or stratum sizes when no weights."""
+    w = defaultdict(float)
+    have_weights = any(p.weight is not None for p in prompts)
+    for p in prompts:
+        s = p.stratum or "all"
+        w[s] += (p.weight if p.weight is not None else 0.0) if have_weights else 1.0
+    total = sum(w.values())
+    if total <= 0:
+        w = Counter((p.stratum or "all") for p in prompts)
+        total = sum(w.values())
+    return {s: w.get(s, 0.0) / total for s in strata}
+
+
+def _model_summary(fit) -> dict:
+    lo, hi = fit.interval()
+    return {
+        "engine": fit.engine,
+        "usable_judgments": fit.n_usable,
+        "invalid_judgments": fit.n_invalid,
+        "strengths": {s: {"mean": round(float(m), 6), "sd": round(float(sd), 6),
+                          "lo": round(float(a), 6), "hi": round(float(b), 6)}
+                      for s, m, sd, a, b in zip(fit.systems, fit.mean, fit.sd, lo, hi)},
+        "gamma": round(float(fit.gamma.mean), 6),
+        "nu": round(float(fit.nu.mean), 6),
+        "warnings": list(fit.diagnostics.warnings),
+    }
+
+
+def plan_next_batch(study, *, size: int, strategy: str, objective: str, top_k: int | None, engine: str,
+                    seed: int, rng: np.random.Generator, frozen_first: bool = True):
+    """Choose ``size`` (prompt, system pair, stratum) comparisons for the study.
+
+    Returns ``(planned, selection, fit, notes)``; ``planned`` is a list of
+    :class:`planner.batch.PlannedComparison`.
+    """
+    from planner.acquisition import select_pairs
+    from planner.allocation import choose_prompts, plan_strata
+    from planner.batch import PlannedComparison
+    from planner.model import fit as fit_model
+
+    systems = tuple(study.systems)
+    notes: list[str] = []
+    judged = study.counts(by_stratum=False)
+    pending = study.pending_counts(by_stratum=False)
+    fit = fit_model(judged, engine=engine, seed=seed, progressbar=False)
+
+    # pairs with at least one prompt that has responses from both systems
+    prompts = list(study.prompts())
+    have = defaultdict(set)
+    for r in study.responses():
+        have[r.system].add(r.prompt)
+    pair_prompts = {}
+    for i in range(len(systems)):
+        for j in range(i + 1, len(systems)):
+            pair_prompts[(i, j)] = have[systems[i]] & have[systems[j]]
+    usage = study.pair_prompt_usage()
+    unused = {}
+    for (i, j), ps in pair_prompts.items():
+        used = usage.get((systems[i], systems[j]), frozenset())
+        unused[(i, j)] = ps - used
+    allowed = {p for p, ps in unused.items() if ps}
+    missing = [f"{systems[i]} vs {systems[j]}" for (i, j), ps in pair_prompts.items() if not ps]
+    if missing:
+        notes.append(f"{len(missing)} system pair(s) have no prompt with responses from both systems and "
+                     f"cannot be issued: {', '.join(missing[:5])}{' …' if len(missing) > 5 else ''}")
+    if not allowed:
+        raise DataError("no comparison can be issued: every system pair has used all prompts that have "
+                        "responses from both systems (add prompts or responses)")
+    anchor = study.anchor
+    if strategy == "anchor" or objective == "anchor":
+        if anchor is None:
+            raise UsageError(f"--strategy/--objective anchor needs an anchor system; the study has none "
+                             f"(set one with planner init --anchor)")
+    draws = fit.beta_draws if engine == "nuts" else None
+    selection = select_pairs(fit.posterior, size, strategy=strategy, objective=objective, top_k=top_k,
+                             anchor=anchor, judged=judged, pending=pending, rng=rng, draws=draws,
+                             allowed=allowed)
+
+    # strata: aim the batch at the population shares, counting what each stratum already received
+    strata = sorted({p.stratum or "all" for p in prompts})
+    stratum_of = {p.id: (p.stratum or "all") for p in prompts}
+    target = _target_shares(prompts, strata)
+    received = study.counts(by_stratum=True) + study.pending_counts(by_stratum=True)
+    already = Counter()
+    for s_idx, n in zip(received.stratum, received.usable + received.invalid):
+        already[received.strata[int(s_idx)]] += int(n)
+    k = len(selection.pairs)
+    n_prompts = Counter(stratum_of.values())
+    plan = plan_strata(target, already, k, {s: n_prompts[s] * len(allowed) for s in strata})
+    slots = [s for s in strata for _ in range(plan.get(s, 0))]
+    slots = [slots[int(i)] for i in rng.permutation(len(slots))]
+
+    by_id = {p.id: p for p in prompts}
+    planned = []
+    used_now: dict[tuple[int, int], set] = defaultdict(set)
+    fallbacks = 0
+    dropped = Counter()
+    for (i, j), stratum in zip(selection.pairs, slots):
+        key = (min(i, j), max(i, j))
+        candidates = [by_id[pid] for pid in sorted(unused[key] - used_now[key]) if pid in by_id]
+        pid = None
+        for s in [stratum] + [x for x in strata if x != stratum]:
+            got = choose_prompts(candidates, s, 1, used=frozenset(), rng=rng, frozen_first=frozen_first)
+            if got:
+                pid = got[0]
+                fallbacks += s != stratum
+                break
+        if pid is None:
+            dropped[(systems[key[0]], systems[key[1]])] += 1
+            continue
+        used_now[key].add(pid)
+        planned.append(PlannedComparison(pid, systems[key[0]], systems[key[1]], stratum_of[pid]))
+    if fallbacks:
+        notes.append(f"{fallbacks} comparison(s) took a prompt from another stratum: their planned stratum had "
+                     "no unused prompt for the pair")
+    if dropped:
+        notes.append("no unused prompt was left for " + ", ".join(f"{a} vs {b} (x{n})" for (a, b), n in
+                                                                   sorted(dropped.items()))
+                     + "; those picks were dropped")
+    if not planned:
+        raise DataError("no comparison can be issued: the chosen pairs have no unused prompts left")
+    return planned, selection, fit, notes
+
+
+def _check_options(size, strategy, objective, top_k, engine, fmt, normalize_style):
+    from planner.acquisition import OBJECTIVES, STRATEGIES
+    from planner.batch import NORMALIZE_STYLES
+    from planner.formats.writers import FORMATS
+
+    if not isinstance(size, (int, np.integer)) or size < 1:
+        raise UsageError(f"--size ({size}) must be a whole number >= 1")
+    public = [s for s in STRATEGIES if s != "oracle"]
+    if strategy not in public:
+        raise UsageError(f"--strategy ({strategy!r}) must be one of {', '.join(public)}")
+    if objective not in OBJECTIVES:
+        raise UsageError(f"--objective ({objective!r}) must be one of {', '.join(OBJECTIVES)}")
+    if objective == "top-k" and (top_k is None or top_k < 1):
+        raise UsageError("--objective top-k needs --top-k K with K >= 1")
+    if engine not in ("laplace", "nuts"):
+        raise UsageError(f"--engine ({engine!r}) must be one of 'laplace' or 'nuts'")
+    if fmt not in FORMATS:
+        raise UsageError(f"--format ({fmt!r}) must be one of {', '.join(FORMATS)}")
+    if normalize_style not in NORMALIZE_STYLES:
+        raise UsageError(f"--normalize-style ({normalize_style!r}) must be one of {', '.join(NORMALIZE_STYLES)}")
+
+
+def _annotator_names(annotators) -> list[str] | None:
+    if annotators is None:
+        return None
+    if isinstance(annotators, int) or (isinstance(annotators, str) and annotators.strip().isdigit()):
+        n = int(annotators)
+        if n < 1:
+            raise UsageError(f"--annotators ({n}) must be >= 1 or a comma-separated list of names")
+        return [f"a{i + 1}" for i in range(n)]
+    names = [a.strip() for a in (annotators.split(",") if isinstance(annotators, str) else annotators)]
+    names = [a for a in names if a]
+    if not names:
+        raise UsageError("--annotators must be a number or a comma-separated list of names")
+    return names
+
+
+def next_batch(study_path, *, size: int = DEFAULT_SIZE, strategy: str = "active", objective: str = "ranking",
+               top_k: int | None = None, engine: str = "laplace", seed: int | None = None,
+               out: str | Path | None = None, format: str = "jsonl", force: bool = False, dry_run: bool = False,
+               attention: float | None = None, repeat: float | None = None, overlap: float | None = None,
+               both_orders: bool = False, acceptability: float | None = None,
+               annotators: Sequence[str] | int | str | None = None,
+               attention_pool: str | Path | None = None, template: str | Path | None = None,
+               max_words: int | None = None, truncate: bool = False, normalize_style: str = "none",
+               judge_model: str | None = None, frozen_first: bool = True) -> NextBatchResult:
+    """Choose the next comparisons for a study and write them as a blinded batch.
+
+    Parameters
+    ----------
+    study_path : path of the study directory.
+    size : int
+        Planned comparisons (regular items), ``>= 1``.
+    strategy, objective, top_k : see :func:`planner.acquisition.select_pairs`.
+    engine : {"laplace", "nuts"}
+        Model engine for the posterior the selection uses.
+    seed : int, optional
+        Default: the study's seed + the number of batches already issued.
+    out : path, optional
+        Output file (extension optional). Default: ``<study>/batches/batch-<n>.<ext>``.
+    format : {"jsonl", "csv", "label-studio", "argilla", "judge"}
+    force : overwrite existing files.
+    dry_run : plan and report, write nothing.
+    attention, repeat, overlap, acceptability : float in [0, 1), optional
+        QC fractions of the final batch (sum < 1). Default: the study's ``qc``
+        settings. Repeat and overlap items need annotators to be meaningful;
+        without ``annotators`` overlap is set to 0 (noted).
+    both_orders : also issue every comparison in swapped order.
+    annotators : int N (names ``a1..aN``) or names: one file per annotator.
+    attention_pool : file of texts for the broken side of attention items.
+    template : file with a judge prompt template (``--format judge``).
+    max_words, truncate, normalize_style : one-screen, style-blind items (see
+        :mod:`planner.batch`); ``max_words`` defaults to the study's setting.
+    judge_model : ``body.model`` of judge requests.
+    """
+    from planner.batch import assemble_batch
+    from planner.formats.writers import read_attention_pool, render_batch, staged_files
+    from planner.study import BatchItem, Study
+
+    _check_options(size, strategy, objective, top_k, engine, format, normalize_style)
+    names = _annotator_names(annotators)
+    template_text = None
+    if template is not None:
+        try:
+            template_text = Path(template).read_text(encoding="utf-8-sig")
+        except FileNotFoundError:
+            raise UsageError(f"--template: {template} does not exist") from None
+    pool = read_attention_pool(attention_pool) if attention_pool is not None else None
+
+    with Study.open(study_path) as study:
+        config = study.config
+        qc = dict(config.get("qc", {}))
+        rates = {k: (v if v is not None else float(qc.get(k, 0.0)))
+                 for k, v in (("attention", attention), ("repeat", repeat), ("overlap", overlap),
+                              ("acceptability", acceptability))}
+        notes: list[str] = []
+        if names is None or len(names) < 2:
+            if rates["overlap"] > 0 and overlap is None:
+                notes.append("overlap items need at least two annotators (--annotators); overlap set to 0")
+                rates["overlap"] = 0.0
+        n_batches = len(study.batches())
+        if seed is None:
+            seed = int(config.get("seed", 0)) + n_batches
+        rng = np.random.default_rng(seed)
+        words = max_words if max_words is not None else config.get("max_words")
+        planned, selection, fit, plan_notes = plan_next_batch(
+            study, size=size, strategy=strategy, objective=objective, top_k=top_k, engine=engine, seed=seed,
+            rng=rng, frozen_first=frozen_first)
+        notes.extend(plan_notes)
+        prompt_text = {p.id: p.text for p in study.prompts()}
+        response_text = {(r.prompt, r.system): r.text for r in study.responses()}
+        previous = [it.item_id for it in study.items()]
+        batch = assemble_batch(planned, prompt_text=prompt_text, response_text=response_text, rng=rng,
+                               attention=rates["attention"], repeat=rates["repeat"], overlap=rates["overlap"],
+                               both_orders=both_orders, acceptability=rates["acceptability"], annotators=names,
+                               attention_pool=pool, max_words=words, truncate=truncate,
+                               normalize_style=normalize_style, previous_items=previous)
+        if not batch.items:
+            raise DataError("no item could be issued: every planned comparison was skipped "
+                            f"({len(batch.skipped)} skipped; see --max-words/--truncate)")
+        if batch.skipped:
+            reasons = Counter(s.reason for s in batch.skipped)
+            notes.append("skipped " + "; ".join(f"{n} × {r}" for r, n in reasons.most_common()))
+        manifest = {
+            "batch": n_batches + 1,
+            "seed": int(seed),
+            "strategy": strategy,
+            "objective": objective if objective != "top-k" else f"top-k={top_k}",
+            "engine": engine,
+            "size": int(size),
+            "format": format,
+            "expected_reduction": float(selection.expected_reduction),
+            "objective_before": float(selection.value_before),
+            "objective_after": float(selection.value_after),
+            "settled": bool(selection.settled),
+            "advice": selection.reason,
+            "model": _model_summary(fit),
+            "batch_manifest": batch.manifest,
+            "attention_expected": {it.item_id: it.expected for it in batch.items if it.kind == "attention"},
+            "notes": notes,
+        }
+        if dry_run:
+            return NextBatchResult(None, (), manifest, bool(selection.settled), selection.reason, tuple(notes),
+                                   True, batch.items)
+        if out is None:
+            out_dir = Path(study_path) / "batches"
+            out_dir.mkdir(exist_ok=True)
+            out = out_dir / f"batch-{n_batches + 1:03d}"
+        files = render_batch(batch, out, format, reasons=config.get("reasons", ()), template=template_text,
+                             judge_model=judge_model)
+        items = [BatchItem(it.item_id, it.prompt_id, it.left_system, it.right_system, it.kind, it.annotator,
+                           it.link, it.link if it.kind == "swap" else None)
+                 for it in batch.items]
+        with staged_files(files, force=force) as targets:
+            manifest["files"] = [str(t) for t in targets]
+            batch_id = study.record_batch(manifest, items)
+    return NextBatchResult(batch_id, tuple(str(t) for t in targets), manifest, bool(selection.settled),
+                           selection.reason, tuple(notes), False, batch.items)
