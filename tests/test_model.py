@@ -335,3 +335,23 @@ def test_by_stratum_nuts_matches_laplace():
     assert np.max(np.abs(n.stratum_mean - lap.stratum_mean)) < 0.1
     assert np.all(np.abs(n.stratum_sd / lap.stratum_sd - 1) < 0.25)
     assert np.max(np.abs(n.mean - lap.mean)) < 0.05
+
+
+def test_nuts_parameterisation_choice():
+    pytest.importorskip("pymc")
+    from planner.model_nuts import choose_centred
+
+    # fixture: 1500 judgments on 5 systems, posterior sd ~0.07 << sigma/2 ~0.25 -> centred;
+    # no data: posterior sd = prior sd > sigma/2 -> non-centred (no funnel)
+    assert choose_centred(_nuts_fixture(), Prior()) is True
+    assert choose_centred(Counts.empty(["a", "b", "c"]), Prior()) is False
+
+
+@pytest.mark.slow
+def test_nuts_without_data_samples_the_prior():
+    n = fit(Counts.empty(["a", "b", "c"]), engine="nuts", draws=1000, tune=1000, seed=5)
+    assert not n.diagnostics.warnings, n.diagnostics.warnings
+    # prior: gamma ~ N(0, 1); sd of beta_i = sqrt(E[sigma^2] (1 - 1/3)) = sqrt(2.25 * 2/3) = 1.22;
+    # 0.15 covers Monte Carlo error at ESS ~500 of a heavy-tailed (scale-mixture) marginal
+    assert abs(n.gamma.mean) < 0.15 and abs(n.gamma.sd - 1) < 0.15
+    assert np.all(np.abs(n.sd - math.sqrt(1.5)) < 0.25)
