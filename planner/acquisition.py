@@ -1,0 +1,1017 @@
+"""Choosing the next comparisons: expected posterior-uncertainty reduction.
+
+The acquisition rules take the Gaussian posterior of the Bradley–Terry–Davidson
+strengths (:class:`planner.bt.GaussianPosterior`), what has been judged and what
+is pending (:class:`planner.counts.Counts`), and return the unordered system
+pairs ``(i, j)`` with ``i < j`` for the next batch, in pick order. Positions
+(left/right) are assigned later, balanced; so the information of one judgment
+on a pair is averaged over the two positions.
+
+Core identities (all in the sum-to-zero subspace of the strengths; ``Σ`` is the
+posterior covariance, singular along the all-ones direction):
+
+* one judgment on ``(i, j)`` adds ``I · d dᵀ`` to the precision, ``d = e_i − e_j``,
+  where ``I`` is the posterior-predictive expected Fisher information
+  ``E_δ[½ (I(δ + γ) + I(δ − γ))]``, ``δ ~ N(μ_i − μ_j, v_ij)``, averaged with
+  Gauss–Hermite nodes (``planner.bt.information``);
+* Sherman–Morrison: ``Σ' = Σ − f c cᵀ`` with ``c = Σ d``, ``v_ij = dᵀ Σ d``,
+  ``f = I / (1 + I v_ij)``; hence for every pair ``(k, l)``
+  ``Var'(β_k − β_l) = Var(β_k − β_l) − f (c_k − c_l)²``;
+* preposterior (the mean moves when the judgment comes back): the posterior
+  mean difference after the update is ``N(m, τ²)`` with
+  ``τ² = Var − Var'``, and the expected posterior probability of misordering
+  ``(k, l)`` is ``E[Φ(−|X| / s')] = 2 T(|m| / s, s' / τ)`` (Owen's T; derived
+  in docs/methods.md "Choosing comparisons").
+
+Reference for the arena rule: W.-L. Chiang et al. (2024), "Chatbot Arena: An
+Open Platform for Evaluating LLMs by Human Preference", ICML, eq. 9.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.special import ndtr, owens_t
+
+from planner import bt
+from planner.counts import Counts
+from planner.errors import DataError, UsageError
+
+STRATEGIES = ("active", "round-robin", "random", "anchor", "swiss", "arena", "oracle")
+OBJECTIVES = ("ranking", "entropy", "variance", "anchor", "top-k")
+
+SETTLE_PROB = 0.95          # P(order) every decision must exceed to call it settled
+RANKING_RISK = "truth"      # pair_risk mode of the ranking/top-k objectives
+RISK_EPS = 1e-7             # pairs with P(misorder) below this are left out of the ranking sum
+POOL_MIN = 256              # ranking objective: candidate pool size floor (see _active_gaussian)
+LAZY_CHUNK = 8              # candidates re-evaluated at a time in the lazy greedy
+TAIL_A = 5.0                # Owen's T: asymptotic tail formula used for a >= TAIL_A
+ARENA_FLOOR = 1e-3          # arena weights floored at this fraction of the largest weight
+DRAWS_POOL = 64             # draws path: candidates kept (by Gaussian gain) when there are more
+_GH_Z, _GH_W = np.polynomial.hermite_e.hermegauss(7)
+_GH_W = _GH_W / _GH_W.sum()
+
+
+# ============================================================== result type
+@dataclass(frozen=True)
+class Selection:
+    """The pairs chosen for the next batch and what they are expected to buy.
+
+    Attributes
+    ----------
+    systems : tuple of str
+        System names; pair indices index this tuple.
+    pairs : list of (int, int)
+        Unordered system pairs ``(i, j)``, ``i < j``, in pick order (a pair may
+        repeat). Positions are assigned later.
+    gains : ndarray (k,)
+        Expected reduction of the objective from each pick, given the picks
+        (and pending items) before it (fantasized, see module docstring).
+    expected_reduction : float
+        ``gains.sum()``: expected reduction of the objective from the batch.
+    value_before, value_after : float
+        Objective value with pending items fantasized, before the batch and
+        expected after it (``value_after = value_before - expected_reduction``).
+        Units: ``ranking``/``top-k`` expected number of misordered system
+        pairs; ``entropy`` nats (½ log det of the covariance in the
+        sum-to-zero subspace, up to a constant); ``variance`` logit²;
+        ``anchor`` win-rate² (sum of variances).
+    strategy, objective : str
+    settled : bool
+        Stopping advice: the decision the objective cares about is already
+        made with probability > 0.95 (see ``reason``).
+    reason : str
+        One sentence explaining ``settled``.
+    engine : str
+        ``"gaussian"`` (rank-one updates) or ``"draws"`` (importance re-weighting).
+    """
+
+    systems: tuple[str, ...]
+    pairs: list
+    gains: np.ndarray
+    expected_reduction: float
+    value_before: float
+    value_after: float
+    strategy: str
+    objective: str
+    settled: bool
+    reason: str
+    engine: str = "gaussian"
+
+    def pair_names(self) -> list[tuple[str, str]]:
+        """The picks as ``(system_i, system_j)`` name tuples."""
+        return [(self.systems[i], self.systems[j]) for i, j in self.pairs]
+
+    def to_dict(self) -> dict:
+        return {"strategy": self.strategy, "objective": self.objective, "engine": self.engine,
+                "pairs": [list(p) for p in self.pair_names()],
+                "gains": [float(g) for g in self.gains],
+                "expected_reduction": float(self.expected_reduction),
+                "value_before": float(self.value_before), "value_after": float(self.value_after),
+                "settled": bool(self.settled), "reason": self.reason}
+
+
+# ====================================================== small math helpers
+def _basis(m: int) -> np.ndarray:
+    """Orthonormal basis (M, M-1) of the sum-to-zero subspace."""
+    q, _ = np.linalg.qr(np.eye(m)[:, :-1] - 1.0 / m)
+    return q
+
+
+def _project(cov: np.ndarray) -> np.ndarray:
+    out = cov - cov.mean(axis=0, keepdims=True)
+    out = out - out.mean(axis=1, keepdims=True)       # (I − 11ᵀ/M) Σ (I − 11ᵀ/M)
+    return 0.5 * (out + out.T)
+
+
+def expected_information(mdiff, vdiff, gamma: float = 0.0, nu: float = 0.0, *, both_positions=True):
+    """Posterior-predictive expected Fisher information of one judgment.
+
+    ``E_δ[I(δ)]`` with ``δ ~ N(mdiff ± gamma, vdiff)`` by 7-node Gauss–Hermite
+    quadrature; with ``both_positions`` the average of the two positions
+    (``+gamma``: system ``i`` shown left; ``-gamma``: right), as the batch
+    assigns positions balanced. Units: logit⁻².
+    """
+    mdiff = np.asarray(mdiff, dtype=float)[..., None]
+    sd = np.sqrt(np.clip(np.asarray(vdiff, dtype=float), 0.0, None))[..., None]
+    x = mdiff + sd * _GH_Z
+    if both_positions:
+        info = 0.5 * (bt.information(x + gamma, nu) + bt.information(x - gamma, nu))
+    else:
+        info = bt.information(x + gamma, nu)
+    return info @ _GH_W
+
+
+def misorder_after(h, s2, s0_2):
+    """Expected posterior P(misorder) of a pair after information arrives.
+
+    ``h = |m| / s0`` (standardised current mean gap), ``s0_2`` the current
+    variance of the difference, ``s2`` the variance after the (fantasized)
+    update. The mean gap after the update is ``N(m, τ²)``, ``τ² = s0² − s²``,
+    and ``E[Φ(−|X| / s)] = 2 T(h, s / τ)`` (Owen's T). For ``s/τ ≥ 5`` the
+    asymptotic tail expansion of ``T`` (two terms, relative error < 0.2 %) is
+    used because ``scipy.special.owens_t`` costs ~100 ns per value.
+    """
+    h = np.abs(np.asarray(h, dtype=float))
+    s2 = np.asarray(s2, dtype=float)
+    tau2 = np.clip(s0_2 - s2, 0.0, None)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        a = np.sqrt(np.clip(s2, 0.0, None) / tau2)
+    a = np.where(np.isnan(a), np.inf, a)
+    h, a = np.broadcast_arrays(h, a)
+    out = np.empty(a.shape)
+    small = a < TAIL_A
+    out[small] = 2.0 * owens_t(h[small], a[small])
+    hb, ab = h[~small], a[~small]
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        e = np.exp(-0.5 * hb * hb * ab * ab)
+        j2 = np.where(np.isinf(ab), 0.0, e / ab - hb * np.sqrt(2 * np.pi) * ndtr(-hb * ab))
+        j4 = np.where(np.isinf(ab), 0.0, e / (3 * ab ** 3)) - hb * hb / 3.0 * j2
+    tail = np.exp(-0.5 * hb * hb) / np.pi * (j2 - j4)
+    out[~small] = ndtr(-hb) - tail
+    return out
+
+
+def _logistic(x):
+    return 0.5 * (1.0 + np.tanh(0.5 * np.asarray(x, dtype=float)))
+
+
+# ============================================================ objective values
+def _check_objective(objective, m, systems, top_k, anchor):
+    if objective not in OBJECTIVES:
+        raise UsageError(f"--objective ({objective!r}) must be one of " + ", ".join(OBJECTIVES))
+    if objective == "top-k":
+        if top_k is None or not (1 <= int(top_k) <= m - 1):
+            raise UsageError(f"top-k K ({top_k}) must be an integer in [1, {m - 1}]")
+    if objective == "anchor":
+        _anchor_index(systems, anchor)
+
+
+def _anchor_index(systems, anchor) -> int:
+    if anchor is None:
+        raise UsageError("--anchor is required for the anchor strategy/objective")
+    if anchor not in systems:
+        raise UsageError(f"--anchor ({anchor!r}) is not a system; systems: " + ", ".join(systems[:20]))
+    return systems.index(anchor)
+
+
+def _pair_weights(mean, objective, top_k):
+    """Weights (M, M) over system pairs (k < l) of the misorder sum."""
+    m = mean.size
+    w = np.triu(np.ones((m, m)), 1)
+    if objective == "top-k":
+        order = np.argsort(-mean, kind="stable")
+        top = np.zeros(m, bool)
+        top[order[:top_k]] = True
+        w = w * (top[:, None] != top[None, :])
+    return w
+
+
+def _diff_var(cov):
+    d = np.diag(cov)
+    return np.clip(d[:, None] + d[None, :] - 2.0 * cov, 0.0, None)
+
+
+def objective_value(posterior: bt.GaussianPosterior, objective: str = "ranking", *,
+                    top_k: int | None = None, anchor: str | None = None,
+                    mean: np.ndarray | None = None) -> float:
+    """Value of the uncertainty an objective measures, under a Gaussian posterior.
+
+    Parameters
+    ----------
+    posterior : GaussianPosterior
+    objective : {"ranking", "entropy", "variance", "anchor", "top-k"}
+        ``ranking``: ``Σ_{k<l} Φ(−|μ_k − μ_l| / sd_kl)``, the expected number
+        of system pairs the posterior-mean ranking has in the wrong order.
+        ``top-k``: the same sum over pairs straddling the top-``top_k``
+        boundary of the posterior-mean ranking. ``entropy``: ½ log det of the
+        covariance in the sum-to-zero subspace (nats, Gaussian entropy up to a
+        constant). ``variance``: trace of the covariance (logit²).
+        ``anchor``: ``Σ_c (p_c (1 − p_c))² Var(β_c − β_anchor)``, the
+        delta-method variance of each candidate's win rate
+        ``p_c = σ(μ_c − μ_anchor)`` against the anchor, summed (win-rate²).
+    top_k, anchor : needed by ``top-k`` / ``anchor``.
+    mean : ndarray, optional
+        Replace the posterior mean (used by ``oracle``: the true strengths).
+    """
+    systems = tuple(posterior.systems)
+    m = len(systems)
+    _check_objective(objective, m, systems, top_k, anchor)
+    mu = np.asarray(posterior.mean if mean is None else mean, dtype=float)
+    mu = mu - mu.mean()
+    cov = _project(np.asarray(posterior.cov, dtype=float))
+    return _value_gaussian(objective, mu, cov, top_k, systems.index(anchor) if anchor else None)
+
+
+def _value_gaussian(objective, mu, cov, top_k, a_idx, risk_mode=None):
+    risk_mode = RANKING_RISK if risk_mode is None else risk_mode
+    if objective in ("ranking", "top-k"):
+        w = _pair_weights(mu, objective, top_k)
+        kr, lr = np.nonzero(w)
+        v = _diff_var(cov)[kr, lr]
+        r = pair_risk(np.abs(mu[kr] - mu[lr]), v, v, risk_mode)
+        return float(np.where(v > 0, r, 0.0).sum())
+    if objective == "entropy":
+        q = _basis(mu.size)
+        return float(0.5 * np.linalg.slogdet(q.T @ cov @ q)[1])
+    if objective == "variance":
+        return float(np.trace(cov))
+    # anchor
+    p = _logistic(mu - mu[a_idx])
+    wv = (p * (1 - p)) ** 2
+    return float((wv * _diff_var(cov)[:, a_idx]).sum())
+
+
+# ================================================================ inputs
+def _pair_counts(counts: Counts | None, m: int, *, all_fields: bool) -> np.ndarray:
+    """Symmetric (M, M) judgments per unordered pair (usable, or every field)."""
+    mat = np.zeros((m, m), dtype=np.int64)
+    if counts is None or counts.n_cells == 0:
+        return mat
+    n = counts.usable + (counts.invalid if all_fields else 0)
+    np.add.at(mat, (counts.a, counts.b), n)
+    return mat + mat.T
+
+
+def _check_counts(counts, systems, name):
+    if counts is not None and tuple(counts.systems) != tuple(systems):
+        raise DataError(f"{name} counts are over systems {list(counts.systems)[:5]}..., "
+                        f"the posterior over {list(systems)[:5]}...; they must match")
+
+
+def _candidates(m, allowed):
+    if allowed is None:
+        i, j = np.triu_indices(m, 1)
+        return i.astype(np.int64), j.astype(np.int64)
+    pairs = set()
+    for p in allowed:
+        i, j = int(p[0]), int(p[1])
+        if i == j or not (0 <= i < m and 0 <= j < m):
+            raise UsageError(f"allowed pair {p!r} is not a pair of distinct system indices in [0, {m - 1}]")
+        pairs.add((min(i, j), max(i, j)))
+    if not pairs:
+        raise UsageError("allowed pairs: the set is empty")
+    arr = np.array(sorted(pairs), dtype=np.int64)
+    return arr[:, 0].copy(), arr[:, 1].copy()
+
+
+# ====================================================== fantasized state
+class _State:
+    """Gaussian posterior under fantasized rank-one precision updates."""
+
+    def __init__(self, mu, cov, gamma, nu):
+        self.mu, self.gamma, self.nu = mu, gamma, nu
+        self.cov = cov.copy()
+
+    def info(self, ci, cj):
+        d = np.diag(self.cov)
+        v = d[ci] + d[cj] - 2.0 * self.cov[ci, cj]
+        return expected_information(self.mu[ci] - self.mu[cj], v, self.gamma, self.nu)
+
+    def apply(self, i, j, info):
+        """Λ += info (e_i − e_j)(e_i − e_j)ᵀ; returns c = Σ d and f."""
+        c = self.cov[:, i] - self.cov[:, j]
+        f = info / (1.0 + info * (c[i] - c[j]))
+        self.cov -= f * np.outer(c, c)
+        return c, f
+
+    def apply_counts(self, pending: Counts):
+        """Fantasize every pending item (its cell's position known) at once."""
+        n = (pending.usable + pending.invalid).astype(float)
+        keep = n > 0
+        a, b, n = pending.a[keep], pending.b[keep], n[keep]
+        if a.size == 0:
+            return
+        d = np.diag(self.cov)
+        v = d[a] + d[b] - 2.0 * self.cov[a, b]
+        info = n * expected_information(self.mu[a] - self.mu[b], v, self.gamma, self.nu,
+                                        both_positions=False)
+        m = self.mu.size
+        lap = np.zeros((m, m))
+        np.add.at(lap, (a, a), info)
+        np.add.at(lap, (b, b), info)
+        np.add.at(lap, (a, b), -info)
+        np.add.at(lap, (b, a), -info)
+        q = _basis(m)
+        sub = q.T @ self.cov @ q
+        prec = np.linalg.inv(sub) + q.T @ lap @ q
+        self.cov = _project(q @ np.linalg.inv(prec) @ q.T)
+
+
+def _setup(posterior, objective, top_k, anchor, judged, pending, draws, allowed, true_mean, need_anchor=False):
+    """Validate the inputs; build the context, the fantasized state and the candidates."""
+    systems = tuple(posterior.systems)
+    m = len(systems)
+    if m < 2:
+        raise UsageError(f"need at least two systems to compare (got {m})")
+    _check_objective(objective, m, systems, top_k, anchor)
+    _check_counts(judged, systems, "judged")
+    _check_counts(pending, systems, "pending")
+    mu = np.asarray(posterior.mean, dtype=float)
+    cov = np.asarray(posterior.cov, dtype=float)
+    if mu.shape != (m,) or cov.shape != (m, m) or not (np.all(np.isfinite(mu)) and np.all(np.isfinite(cov))):
+        raise DataError(f"posterior mean/cov must be finite with shapes ({m},) and ({m}, {m})")
+    if true_mean is not None:
+        true_mean = np.asarray(true_mean, dtype=float)
+        if true_mean.shape != (m,) or not np.all(np.isfinite(true_mean)):
+            raise UsageError(f"true_mean must be finite with shape ({m},), got {true_mean.shape}")
+        mu = true_mean
+    if draws is not None:
+        draws = np.asarray(draws, dtype=float)
+        if draws.ndim != 2 or draws.shape[1] != m or draws.shape[0] < 2:
+            raise DataError(f"draws must have shape (S, {m}) with S >= 2, got {draws.shape}")
+    a_idx = _anchor_index(systems, anchor) if (need_anchor or objective == "anchor") else None
+    mu = mu - mu.mean()
+    cov = _project(cov)
+    ci, cj = _candidates(m, allowed)
+    counts = _pair_counts(judged, m, all_fields=False) + _pair_counts(pending, m, all_fields=True)
+    ctx = _Context(mu, cov, float(posterior.gamma), float(posterior.nu), objective, top_k, a_idx,
+                   RANKING_RISK)
+    state = _State(mu, cov, ctx.gamma, ctx.nu)
+    if pending is not None and pending.n_cells:
+        state.apply_counts(pending)
+    return systems, ctx, state, ci, cj, counts, draws
+
+
+@dataclass(frozen=True)
+class CandidateGains:
+    """Expected reduction of the objective from ONE more judgment, per candidate.
+
+    Attributes
+    ----------
+    systems : tuple of str
+    pairs : list of (int, int)
+        Candidate pairs ``(i, j)``, ``i < j``, sorted by decreasing gain.
+    gains : ndarray
+        Expected reduction (units of the objective, see :class:`Selection`).
+    engine : str
+        ``"gaussian"`` or ``"draws"``.
+    """
+
+    systems: tuple[str, ...]
+    pairs: list
+    gains: np.ndarray
+    engine: str
+
+
+def candidate_gains(posterior: bt.GaussianPosterior, *, objective: str = "ranking",
+                    top_k: int | None = None, anchor: str | None = None,
+                    pending: Counts | None = None, draws: np.ndarray | None = None,
+                    allowed=None, true_mean: np.ndarray | None = None) -> CandidateGains:
+    """Score every candidate pair by the expected reduction from one judgment.
+
+    The same quantities ``select_pairs`` maximises for its first pick: from the
+    Gaussian closed forms, or, with ``draws`` (S, M), by importance
+    re-weighting of the draws (every candidate scored). ``pending`` items are
+    fantasized first; ``true_mean`` replaces the posterior mean (oracle).
+    """
+    _, ctx, state, ci, cj, _, draws = _setup(posterior, objective, top_k, anchor, None, pending,
+                                             draws, allowed, true_mean)
+    if draws is not None:
+        g, engine = _DrawsScorer(ctx, draws, pending).gains(ci, cj), "draws"
+    else:
+        g, engine = _gaussian_gains(ctx, state, ci, cj), "gaussian"
+    order = np.argsort(-g, kind="stable")
+    return CandidateGains(tuple(posterior.systems), [(int(ci[t]), int(cj[t])) for t in order],
+                          g[order], engine)
+
+
+# ============================================================= public API
+def select_pairs(posterior: bt.GaussianPosterior, k: int, *, strategy: str = "active",
+                 objective: str = "ranking", top_k: int | None = None, anchor: str | None = None,
+                 judged: Counts | None = None, pending: Counts | None = None,
+                 rng: np.random.Generator, draws: np.ndarray | None = None,
+                 allowed=None, true_mean: np.ndarray | None = None) -> Selection:
+    """Choose ``k`` system pairs for the next batch.
+
+    Parameters
+    ----------
+    posterior : GaussianPosterior
+        Current posterior of the strengths (logit scale, sum to zero).
+    k : int
+        Batch size (number of judgments to request), ``k >= 1``.
+    strategy : {"active", "round-robin", "random", "anchor", "swiss", "arena", "oracle"}
+        ``active``: greedy expected reduction of ``objective`` (each pick
+        conditioned on fantasized rank-one updates of the picks before it and
+        of pending items); with no judgments and nothing pending, a connected
+        start design (:func:`connected_start`). ``round-robin``: least-judged
+        pairs first (judged + pending + picks so far), ties broken by ``rng``.
+        ``random``: uniform pairs, independently. ``anchor``: every system vs
+        ``anchor``, least-judged first. ``swiss``: neighbours in the
+        posterior-mean ranking, least-judged neighbour pair first. ``arena``:
+        Chiang et al. (2024) eq. 9 sampling (see :func:`arena_weights`).
+        ``oracle``: ``active`` with ``true_mean`` in place of the posterior
+        mean (same covariance) — the design chosen with the true strengths
+        known (simulator only).
+    objective : {"ranking", "entropy", "variance", "anchor", "top-k"}
+        What uncertainty to reduce (see :func:`objective_value`). Used to pick
+        for ``active``/``oracle``; reported (gains) for every strategy.
+    top_k : int, optional
+        K for ``objective="top-k"``.
+    anchor : str, optional
+        Anchor system name for the ``anchor`` strategy/objective.
+    judged, pending : Counts, optional
+        What has been judged (only its per-pair counts are used: the posterior
+        already contains it) and what is issued but not returned (fantasized
+        as information before selection; every field of a pending cell counts
+        as one issued item, its position known from the cell).
+    rng : numpy.random.Generator
+        All randomness (tie-breaks, random/arena sampling, start design).
+    draws : ndarray (S, M), optional
+        Posterior draws (e.g. NUTS). With ``draws`` the expected reductions of
+        ``active``/``oracle`` are computed by importance re-weighting of the
+        draws instead of the Gaussian closed forms.
+    allowed : set of (int, int), optional
+        Restrict candidates to these pairs (order inside a pair ignored).
+    true_mean : ndarray (M,), optional
+        True strengths, required by ``oracle``.
+
+    Returns
+    -------
+    Selection
+    """
+    if isinstance(k, bool) or int(k) != k or k < 1:
+        raise UsageError(f"batch size ({k}) must be an integer >= 1")
+    k = int(k)
+    if strategy not in STRATEGIES:
+        raise UsageError(f"--strategy ({strategy!r}) must be one of " + ", ".join(STRATEGIES))
+    if not isinstance(rng, np.random.Generator):
+        raise UsageError("rng must be a numpy.random.Generator (np.random.default_rng(seed))")
+    if strategy == "oracle" and true_mean is None:
+        raise UsageError("the oracle strategy needs true_mean (the true strengths)")
+    systems, ctx, state, ci, cj, counts, draws = _setup(
+        posterior, objective, top_k, anchor, judged, pending, draws, allowed,
+        true_mean if strategy == "oracle" else None, need_anchor=strategy == "anchor")
+    m, mu, a_idx = len(systems), ctx.mu, ctx.a_idx
+    engine = "gaussian"
+    # a study with no judgments (judged given and empty) and nothing pending
+    no_data = judged is not None and not counts.any()
+
+    if strategy in ("active", "oracle") and not no_data:
+        if draws is not None and strategy == "active":
+            engine = "draws"
+            pairs, gains, before = _active_draws(ctx, state, draws, ci, cj, k, pending)
+        else:
+            pairs, gains, before = _active_gaussian(ctx, state, ci, cj, k, rng)
+    else:
+        if strategy in ("active", "oracle"):
+            pairs = connected_start(m, k, rng, allowed=None if allowed is None else set(zip(ci, cj)))
+        elif strategy == "round-robin":
+            pairs = _least_judged(ci, cj, counts, k, rng)
+        elif strategy == "random":
+            pick = rng.integers(0, ci.size, size=k)
+            pairs = [(int(ci[t]), int(cj[t])) for t in pick]
+        elif strategy == "anchor":
+            sel = (ci == a_idx) | (cj == a_idx)
+            if not sel.any():
+                raise UsageError(f"no allowed pair includes the anchor {anchor!r}")
+            pairs = _least_judged(ci[sel], cj[sel], counts, k, rng)
+        elif strategy == "swiss":
+            pairs = _swiss(mu, ci, cj, counts, k, rng)
+        else:
+            pairs = _arena(ctx, ci, cj, counts, k, rng)
+        gains, before = _score_sequence(ctx, state, pairs)
+    gains = np.asarray(gains, dtype=float)
+    settled, reason = _settled(ctx, systems)
+    total = float(gains.sum())
+    return Selection(systems, [(int(i), int(j)) for i, j in pairs], gains, total, float(before),
+                     float(before - total), strategy, objective, settled, reason, engine)
+
+
+@dataclass
+class _Context:
+    mu: np.ndarray
+    cov0: np.ndarray
+    gamma: float
+    nu: float
+    objective: str
+    top_k: int | None
+    a_idx: int | None
+    risk_mode: str = "truth"
+
+
+# ============================================================ Gaussian path
+def pair_risk(absm, s0_2, s2, mode: str = "truth"):
+    """Misorder probability of system pairs after (fantasized) information.
+
+    ``absm = |μ_k − μ_l|``, ``s0_2`` the current posterior variance of
+    ``β_k − β_l`` and ``s2`` the variance after the fantasized judgments.
+    Modes (see docs/methods.md, "Choosing comparisons"):
+
+    ``truth`` (default of ``ranking``/``top-k``)
+        ``E_θ[Φ(−|θ| / s)]`` with the true gap ``θ ~ N(m, s0²)`` (the current
+        posterior) and an estimate of sd ``s`` around it:
+        ``2 T(|m| / sqrt(s0² + s²), s / s0)``. The expected probability that
+        the ranking estimated after the batch orders the pair differently from
+        the truth; summed over pairs it is the expected number of discordant
+        pairs, i.e. ``(1 − Kendall τ) · P / 2``.
+    ``bayes``
+        Expected posterior probability of misordering (preposterior, the mean
+        moves): ``2 T(|m| / s0, s / τ)``, ``τ² = s0² − s²``. Myopic: one
+        judgment rarely flips a decision, so it concentrates on near-ties.
+    ``fixed``
+        ``Φ(−|m| / s)``, the mean held fixed. With the true gap as ``m`` this
+        is the probability an estimate of sd ``s`` misorders the pair. Also
+        myopic: for a near-tie (``|m| ≪ s``) it barely moves.
+    """
+    absm = np.abs(absm)
+    s2 = np.clip(s2, 1e-300, None)
+    if mode == "fixed":
+        return ndtr(-absm / np.sqrt(s2))
+    if mode == "bayes":
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return misorder_after(absm / np.sqrt(s0_2), s2, s0_2)
+    return 2.0 * owens_t(absm / np.sqrt(s0_2 + s2), np.sqrt(s2 / np.clip(s0_2, 1e-300, None)))
+
+
+class _Ranking:
+    """Misorder-sum bookkeeping over the relevant system pairs."""
+
+    def __init__(self, ctx: _Context, state: _State):
+        mu = ctx.mu
+        self.mode = ctx.risk_mode
+        w = _pair_weights(mu, ctx.objective, ctx.top_k)
+        v0 = _diff_var(ctx.cov0)
+        absm = np.abs(mu[:, None] - mu[None, :])
+        kr, lr = np.nonzero((w > 0) & (v0 > 0))
+        # the risk only falls as information arrives: a pair below RISK_EPS stays there
+        keep = pair_risk(absm[kr, lr], v0[kr, lr], v0[kr, lr], self.mode) > RISK_EPS
+        kr, lr = kr[keep], lr[keep]
+        self.kr, self.lr = kr, lr
+        self.absm = absm[kr, lr]
+        self.s0_2 = v0[kr, lr]
+        vcur = _diff_var(state.cov)
+        self.s2 = np.minimum(vcur[kr, lr], self.s0_2)
+        self.r = pair_risk(self.absm, self.s0_2, self.s2, self.mode)
+
+    def value(self):
+        return float(self.r.sum())
+
+    def gains(self, state: _State, ci, cj, info):
+        """Expected reduction of the misorder sum for candidates (ci, cj)."""
+        if self.kr.size == 0:
+            return np.zeros(ci.size)
+        c = state.cov[:, ci] - state.cov[:, cj]
+        ar = np.arange(ci.size)
+        v = c[ci, ar] - c[cj, ar]
+        f = info / (1.0 + info * v)
+        dc = c[self.kr] - c[self.lr]
+        s2 = self.s2[:, None] - f * dc * dc
+        after = pair_risk(self.absm[:, None], self.s0_2[:, None], s2, self.mode)
+        return (self.r[:, None] - after).sum(axis=0)
+
+    def update(self, c, f):
+        dc = c[self.kr] - c[self.lr]
+        self.s2 = self.s2 - f * dc * dc
+        self.r = pair_risk(self.absm, self.s0_2, self.s2, self.mode)
+
+
+class _ClosedForm:
+    """Gains of the entropy / variance / anchor objectives for all candidates.
+
+    ``entropy``: ``½ log(1 + I v_ij)``. ``variance``: ``f ‖Σ d‖²`` with
+    ``‖Σ (e_i − e_j)‖² = G_ii + G_jj − 2 G_ij``, ``G = Σ²``. ``anchor``:
+    ``f Σ_c w_c (c_c − c_anchor)²`` = ``f (G_ii + G_jj − 2 G_ij)`` with
+    ``G = Dᵀ diag(w) D``, ``D = Σ − 1 Σ_anchor,·``, ``w_c = (p_c (1 − p_c))²``.
+    ``G`` is formed once and then updated in O(M²) per pick.
+    """
+
+    def __init__(self, ctx: _Context, state: _State):
+        self.objective = ctx.objective
+        self.a = ctx.a_idx
+        cov = state.cov
+        if self.objective == "variance":
+            self.g = cov @ cov
+        elif self.objective == "anchor":
+            p = _logistic(ctx.mu - ctx.mu[self.a])
+            self.wv = (p * (1 - p)) ** 2
+            self.dm = cov - cov[self.a][None, :]
+            self.g = (self.dm * self.wv[:, None]).T @ self.dm
+
+    def gains(self, state: _State, ci, cj, info):
+        cov = state.cov
+        d = np.diag(cov)
+        v = d[ci] + d[cj] - 2.0 * cov[ci, cj]
+        if self.objective == "entropy":
+            return 0.5 * np.log1p(info * v)
+        f = info / (1.0 + info * v)
+        gd = np.diag(self.g)
+        return f * (gd[ci] + gd[cj] - 2.0 * self.g[ci, cj])
+
+    def update(self, state: _State, c, f):
+        """Σ had ``f c cᵀ`` subtracted; bring ``G`` along (``state.cov`` is already updated)."""
+        if self.objective == "variance":
+            sc = state.cov @ c + f * (c @ c) * c          # Σ_old c
+            self.g = self.g - f * (np.outer(sc, c) + np.outer(c, sc)) + f * f * (c @ c) * np.outer(c, c)
+        elif self.objective == "anchor":
+            u = c - c[self.a]
+            z = self.dm.T @ (self.wv * u)
+            self.g = self.g - f * (np.outer(c, z) + np.outer(z, c)) + f * f * (u @ (self.wv * u)) * np.outer(c, c)
+            self.dm = self.dm - f * np.outer(u, c)
+
+
+def _current_value(ctx, state, rk=None):
+    if rk is not None:
+        return rk.value()
+    return _value_gaussian(ctx.objective, ctx.mu, state.cov, ctx.top_k, ctx.a_idx)
+
+
+def _active_gaussian(ctx: _Context, state: _State, ci, cj, k, rng):
+    """Greedy batch on the Gaussian posterior with fantasized rank-one updates.
+
+    Entropy/variance/anchor: every candidate re-scored at every pick (closed
+    forms, O(C) + one M×M product). Ranking/top-k: a candidate pool of the
+    ``max(POOL_MIN, 2k)`` pairs with the largest own-pair gain, then lazy
+    greedy (Minoux 1978): stale gains are upper bounds when gains diminish,
+    so only the top few are re-scored per pick.
+    """
+    perm = rng.permutation(ci.size)         # seeded tie-break between equal gains
+    ci, cj = ci[perm], cj[perm]
+    info = state.info(ci, cj)               # expected information, fixed for the batch
+    ranking = ctx.objective in ("ranking", "top-k")
+    rk = _Ranking(ctx, state) if ranking else None
+    before = _current_value(ctx, state, rk)
+    pairs, gains = [], []
+    if not ranking:
+        cf = _ClosedForm(ctx, state)
+        for _ in range(k):
+            g = cf.gains(state, ci, cj, info)
+            t = int(np.argmax(g))
+            pairs.append((int(ci[t]), int(cj[t])))
+            gains.append(float(g[t]))
+            cf.update(state, *state.apply(ci[t], cj[t], info[t]))
+        return pairs, gains, before
+    pool = _ranking_pool(ctx, state, ci, cj, info, max(POOL_MIN, 2 * k))
+    pi, pj, pinfo = ci[pool], cj[pool], info[pool]
+    stale = _chunked(lambda s: rk.gains(state, pi[s], pj[s], pinfo[s]), pi.size)
+    for _ in range(k):
+        fresh = np.zeros(pi.size, bool)
+        while True:
+            best = int(np.argmax(stale))
+            if fresh[best]:
+                break
+            masked = np.where(fresh, -np.inf, stale)
+            top = np.argsort(-masked, kind="stable")[:LAZY_CHUNK]
+            stale[top] = rk.gains(state, pi[top], pj[top], pinfo[top])
+            fresh[top] = True
+        pairs.append((int(pi[best]), int(pj[best])))
+        gains.append(float(stale[best]))
+        c, f = state.apply(pi[best], pj[best], pinfo[best])
+        rk.update(c, f)
+    return pairs, gains, before
+
+
+def _chunked(fn, n, size=64):
+    return np.concatenate([fn(np.arange(s, min(n, s + size))) for s in range(0, n, size)]) \
+        if n else np.zeros(0)
+
+
+def _ranking_pool(ctx: _Context, state, ci, cj, info, size):
+    """Indices of the candidates with the largest own-pair misorder gain."""
+    if ci.size <= size:
+        return np.arange(ci.size)
+    d = np.diag(state.cov)
+    v = d[ci] + d[cj] - 2.0 * state.cov[ci, cj]
+    absm = np.abs(state.mu[ci] - state.mu[cj])
+    s2_new = v - info * v * v / (1.0 + info * v)
+    own = pair_risk(absm, v, v, ctx.risk_mode) - pair_risk(absm, v, s2_new, ctx.risk_mode)
+    return np.sort(np.argsort(-own, kind="stable")[:size])
+
+
+# ======================================================= fixed-pair scoring
+def _score_sequence(ctx: _Context, state: _State, pairs):
+    """Gains of a given sequence of picks under the objective (fantasized)."""
+    ranking = ctx.objective in ("ranking", "top-k")
+    rk = _Ranking(ctx, state) if ranking else None
+    cf = None if ranking else _ClosedForm(ctx, state)
+    before = _current_value(ctx, state, rk)
+    gains = []
+    for i, j in pairs:
+        ci, cj = np.array([i]), np.array([j])
+        info = state.info(ci, cj)
+        if ranking:
+            g = rk.gains(state, ci, cj, info)[0]
+            c, f = state.apply(i, j, info[0])
+            rk.update(c, f)
+        else:
+            g = cf.gains(state, ci, cj, info)[0]
+            cf.update(state, *state.apply(i, j, info[0]))
+        gains.append(float(g))
+    return gains, before
+
+
+# ============================================================ baselines
+def _least_judged(ci, cj, counts, k, rng):
+    """Least-judged pairs first; ties broken by a seeded random priority."""
+    size = ci.size
+    key = counts[ci, cj].astype(np.int64) * size + rng.permutation(size)   # (count, priority)
+    pairs = []
+    for _ in range(k):
+        t = int(np.argmin(key))
+        pairs.append((int(ci[t]), int(cj[t])))
+        key[t] += size
+    return pairs
+
+
+def _swiss(mu, ci, cj, counts, k, rng):
+    """Neighbours in the posterior-mean ranking (ties in the mean broken by rng)."""
+    m = mu.size
+    order = np.lexsort((rng.random(m), -mu))
+    nb = {(min(a, b), max(a, b)) for a, b in zip(order[:-1], order[1:])}
+    sel = np.array([(int(i), int(j)) in nb for i, j in zip(ci, cj)], dtype=bool)
+    if not sel.any():
+        raise UsageError("swiss: no allowed pair of neighbours in the current ranking")
+    return _least_judged(ci[sel], cj[sel], counts, k, rng)
+
+
+def arena_weights(posterior: bt.GaussianPosterior, ci, cj, n) -> np.ndarray:
+    """Chatbot Arena eq. 9 sampling weights for pairs ``(ci, cj)``.
+
+    ``w_a = sqrt(Σ_aa / n_a) − sqrt(Σ_aa / (n_a + 1))`` where ``n_a`` is
+    the pair's judgment count (judged + pending + picked so far), floored at 1
+    (the rule is undefined at 0), and ``Σ_aa``
+    the variance of the pair's win-rate estimate ``p = σ(μ_i − μ_j)`` from the
+    Gaussian posterior by the delta method, ``(p (1 − p))² Var(β_i − β_j)``.
+    Weights are floored at ``ARENA_FLOOR`` × the largest weight (so no pair's
+    probability is 0) and normalised to probabilities.
+
+    Chiang et al. (2024), "Chatbot Arena", ICML, eq. 9.
+    """
+    mu = np.asarray(posterior.mean, dtype=float)
+    cov = _project(np.asarray(posterior.cov, dtype=float))
+    return _arena_probs(mu, cov, np.asarray(ci), np.asarray(cj), np.asarray(n, dtype=float))
+
+
+def _arena_probs(mu, cov, ci, cj, n):
+    p = _logistic(mu[ci] - mu[cj])
+    d = np.diag(cov)
+    sig = (p * (1 - p)) ** 2 * np.clip(d[ci] + d[cj] - 2 * cov[ci, cj], 0.0, None)
+    n = np.maximum(n, 1.0)                  # eq. 9 is undefined at n = 0: floor the count at 1
+    w = np.sqrt(sig / n) - np.sqrt(sig / (n + 1.0))
+    w = np.maximum(w, ARENA_FLOOR * w.max()) if w.max() > 0 else np.ones_like(w)
+    return w / w.sum()
+
+
+def _arena(ctx, ci, cj, counts, k, rng):
+    n = counts[ci, cj].astype(float).copy()
+    pairs = []
+    for _ in range(k):
+        t = int(rng.choice(ci.size, p=_arena_probs(ctx.mu, ctx.cov0, ci, cj, n)))
+        pairs.append((int(ci[t]), int(cj[t])))
+        n[t] += 1
+    return pairs
+
+
+def connected_start(m: int, k: int, rng: np.random.Generator, *, allowed=None) -> list[tuple[int, int]]:
+    """A connected start design for a study with no judgments.
+
+    A random cycle through all ``m`` systems (``m`` pairs; for ``m = 2`` the
+    single pair), then round-robin fill (least-used pairs first, ties broken by
+    ``rng``). With ``allowed`` pairs, a random spanning tree of the allowed
+    graph (Kruskal on shuffled edges) replaces the cycle. When ``k`` is smaller
+    than the cycle, the first ``k`` edges are a path (connected over the
+    systems it touches). Deterministic given the ``rng`` state.
+    """
+    if allowed is None:
+        order = rng.permutation(m)
+        ring = [(int(order[t]), int(order[(t + 1) % m])) for t in range(m if m > 2 else 1)]
+        ci, cj = _candidates(m, None)
+    else:
+        ci, cj = _candidates(m, allowed)
+        parent = list(range(m))
+
+        def root(x):
+            while parent[x] != x:
+                parent[x] = parent[parent[x]]
+                x = parent[x]
+            return x
+        ring = []
+        for t in rng.permutation(ci.size):
+            a, b = root(int(ci[t])), root(int(cj[t]))
+            if a != b:
+                parent[a] = b
+                ring.append((int(ci[t]), int(cj[t])))
+    ring = [(min(a, b), max(a, b)) for a, b in ring]
+    pairs = ring[:k]
+    if len(pairs) < k:
+        counts = np.zeros((m, m), dtype=np.int64)
+        for a, b in pairs:
+            counts[a, b] += 1
+            counts[b, a] += 1
+        pairs += _least_judged(ci, cj, counts, k - len(pairs), rng)
+    return pairs
+
+
+# ================================================================= draws path
+def _draws_value(ctx, draws, wmat, rel=None):
+    """Objective value for each row of weights ``wmat`` (n, S) over ``draws``."""
+    obj = ctx.objective
+    if obj in ("ranking", "top-k"):
+        p = wmat @ rel[2]
+        return np.minimum(p, 1.0 - p).sum(axis=1)
+    if obj == "variance":
+        mean = wmat @ draws
+        return (wmat @ (draws * draws) - mean * mean).sum(axis=1)
+    if obj == "anchor":
+        x = _logistic(draws - draws[:, [ctx.a_idx]])
+        mean = wmat @ x
+        return (wmat @ (x * x) - mean * mean).sum(axis=1)
+    q = _basis(draws.shape[1])
+    z = draws @ q
+    out = np.empty(wmat.shape[0])
+    for r, w in enumerate(wmat):
+        zc = z - w @ z
+        out[r] = 0.5 * np.linalg.slogdet((zc * w[:, None]).T @ zc)[1]
+    return out
+
+
+class _DrawsScorer:
+    """Expected reductions by importance re-weighting of posterior draws.
+
+    For a candidate, each position (balanced) and outcome ``o`` (A / B / tie)
+    the draws are re-weighted by ``P(o | β_s)``; the expected objective after
+    the judgment is ``Σ_o P(o) value(w_o)`` (``ranking``/``top-k`` in the
+    ``truth`` mode: ``Σ_kl E_θ[Φ(−|θ_kl| / s'_kl)]`` with ``s'²`` the expected
+    re-weighted variance). Earlier picks and pending items are fantasized as
+    Gaussian pseudo-observations centred on the current weighted mean,
+    ``w_s ∝ w_s exp(−½ I (β_si − β_sj − m_ij)²)`` — the draws analogue of the
+    rank-one precision update.
+    """
+
+    def __init__(self, ctx: _Context, draws, pending):
+        self.ctx = ctx
+        b = draws - draws.mean(axis=1, keepdims=True)
+        self.b = b
+        self.w = np.full(b.shape[0], 1.0 / b.shape[0])
+        if pending is not None and pending.n_cells:
+            n = (pending.usable + pending.invalid).astype(float)
+            for a, bb, nn in zip(pending.a, pending.b, n):
+                if nn > 0:
+                    self.fantasize(a, bb, nn)
+        self.rel = None
+        if ctx.objective in ("ranking", "top-k"):
+            kr, lr = np.nonzero(_pair_weights(ctx.mu, ctx.objective, ctx.top_k) > 0)
+            self.rel = (kr, lr, (b[:, kr] > b[:, lr]).astype(float), b[:, kr] - b[:, lr])
+
+    def current(self):
+        if self.rel is not None and self.ctx.risk_mode == "truth":
+            return _draws_truth_risk(self.w[None, :], np.ones(1), self.rel)
+        return float(_draws_value(self.ctx, self.b, self.w[None, :], self.rel)[0])
+
+    def gains(self, ci, cj):
+        cur = self.current()
+        return np.array([cur - _draws_expected_after(self.ctx, self.b, self.w, i, j, self.rel)
+                         for i, j in zip(ci, cj)])
+
+    def fantasize(self, i, j, n=1.0):
+        info = n * _draws_info(self.ctx, self.b, self.w, i, j)
+        self.w = _pseudo_obs(self.b, self.w, i, j, info)
+
+
+def _active_draws(ctx: _Context, state: _State, draws, ci, cj, k, pending):
+    """Greedy batch with :class:`_DrawsScorer`; with more than ``DRAWS_POOL``
+    candidates, the ``DRAWS_POOL`` with the largest Gaussian gains are scored."""
+    if ci.size > DRAWS_POOL:
+        g = _gaussian_gains(ctx, state, ci, cj)
+        keep = np.sort(np.argsort(-g, kind="stable")[:DRAWS_POOL])
+        ci, cj = ci[keep], cj[keep]
+    sc = _DrawsScorer(ctx, draws, pending)
+    before = sc.current()
+    pairs, gains = [], []
+    for _ in range(k):
+        g = sc.gains(ci, cj)
+        t = int(np.argmax(g))
+        pairs.append((int(ci[t]), int(cj[t])))
+        gains.append(float(g[t]))
+        sc.fantasize(ci[t], cj[t])
+    return pairs, gains, before
+
+
+def _draws_expected_after(ctx, b, w, i, j, rel):
+    """Expected objective after one judgment on (i, j), from re-weighted draws."""
+    rows, probs = [], []
+    for sign in (1.0, -1.0):                     # i shown left, then right
+        delta = sign * (b[:, i] - b[:, j]) + ctx.gamma
+        for p_o in bt.outcome_probs(delta, ctx.nu):
+            wo = w * p_o
+            tot = wo.sum()
+            if tot > 0:
+                rows.append(wo / tot)
+                probs.append(0.5 * tot)
+    rows, probs = np.array(rows), np.array(probs)
+    if ctx.objective in ("ranking", "top-k") and ctx.risk_mode == "truth":
+        return _draws_truth_risk(rows, probs, rel)
+    return float(probs @ _draws_value(ctx, b, rows, rel))
+
+
+def _draws_truth_risk(rows, probs, rel):
+    """``truth`` risk on draws: Σ_kl E_θ[Φ(−|θ_kl| / s'_kl)].
+
+    ``θ`` runs over the batch-start draws (the truth as the posterior sees
+    it); ``s'²`` is the expected posterior variance of ``β_k − β_l`` after
+    the judgment(s): ``Σ_o P(o) Var_{w_o}`` (law of total variance).
+    """
+    diffs = rel[3]
+    mean = rows @ diffs
+    var = probs @ (rows @ (diffs * diffs) - mean * mean)
+    sd = np.sqrt(np.clip(var, 1e-300, None))
+    return float(ndtr(-np.abs(diffs) / sd).mean(axis=0).sum())
+
+
+def _draws_info(ctx, b, w, i, j):
+    d = b[:, i] - b[:, j]
+    return float(w @ (0.5 * (bt.information(d + ctx.gamma, ctx.nu) + bt.information(d - ctx.gamma, ctx.nu))))
+
+
+def _pseudo_obs(b, w, i, j, info):
+    d = b[:, i] - b[:, j]
+    m = w @ d
+    lw = np.log(np.maximum(w, 1e-300)) - 0.5 * info * (d - m) ** 2
+    lw -= lw.max()
+    w = np.exp(lw)
+    return w / w.sum()
+
+
+def _gaussian_gains(ctx, state, ci, cj):
+    info = state.info(ci, cj)
+    if ctx.objective in ("ranking", "top-k"):
+        rk = _Ranking(ctx, state)
+        return _chunked(lambda s: rk.gains(state, ci[s], cj[s], info[s]), ci.size)
+    return _ClosedForm(ctx, state).gains(state, ci, cj, info)
+
+
+# ================================================================ stopping
+def _settled(ctx: _Context, systems) -> tuple[bool, str]:
+    mu, cov = ctx.mu, ctx.cov0
+    s = np.sqrt(_diff_var(cov))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p_order = ndtr(np.abs(mu[:, None] - mu[None, :]) / s)
+    p_order = np.where(s > 0, p_order, np.where(mu[:, None] == mu[None, :], 0.5, 1.0))
+    if ctx.objective == "anchor":
+        a = ctx.a_idx
+        with np.errstate(divide="ignore", invalid="ignore"):
+            p_beat = ndtr((mu - mu[a]) / s[:, a])
+        others = [c for c in range(mu.size) if c != a]
+        unsure = [c for c in others if 1 - SETTLE_PROB <= p_beat[c] <= SETTLE_PROB]
+        if not unsure:
+            return True, (f"every system beats or loses to the anchor {systems[a]} with probability "
+                          f"> {SETTLE_PROB:g}: you can stop; more comparisons buy little")
+        c = min(unsure, key=lambda c: abs(p_beat[c] - 0.5))
+        return False, (f"{len(unsure)} system(s) not yet separated from the anchor; least settled: "
+                       f"{systems[c]} beats {systems[a]} with probability {p_beat[c]:.2f}")
+    order = np.argsort(-mu, kind="stable")
+    if ctx.objective == "top-k":
+        pairs = [(int(x), int(y)) for x in order[:ctx.top_k] for y in order[ctx.top_k:]]
+        what = f"every top-{ctx.top_k} system is ahead of every other system"
+    else:
+        pairs = [(int(x), int(y)) for x, y in zip(order[:-1], order[1:])]
+        what = "every adjacent pair in the posterior-mean ranking is ordered"
+    probs = np.array([p_order[x, y] for x, y in pairs])
+    worst = int(np.argmin(probs))
+    x, y = pairs[worst]
+    if probs[worst] > SETTLE_PROB:
+        return True, (f"{what} with probability > {SETTLE_PROB:g} (least: {systems[x]} over "
+                      f"{systems[y]}, {probs[worst]:.3f}): you can stop; more comparisons buy little")
+    return False, (f"not settled: P({systems[x]} ahead of {systems[y]}) = {probs[worst]:.2f} "
+                   f"<= {SETTLE_PROB:g}")
