@@ -92,7 +92,9 @@ class Item:
     left_system, right_system : str or None
         The **key**: which system produced each side. ``right_system`` is
         ``None`` for acceptability items; for attention items the broken side's
-        system is the one whose text was broken (``None`` for a pool text).
+        key is the system whose slot was broken (its text came from elsewhere
+        when ``qc_source`` is ``"pool"`` or ``"off-topic"``), so the study's key
+        always names two different systems.
     left_text, right_text : str or None
         Annotator-facing texts after style normalization / truncation
         (``right_text`` is ``None`` for acceptability items).
@@ -732,7 +734,7 @@ def assemble_batch(
             source = None
             bad_key_sys: str | None = bad_sys
             if pool:
-                bad_text, source, bad_key_sys = pool[int(rng.integers(0, len(pool)))], "pool", None
+                bad_text, source = pool[int(rng.integers(0, len(pool)))], "pool"
             else:
                 method = "truncated" if rng.integers(0, 2) else "off-topic"
                 if method == "off-topic":
@@ -758,7 +760,6 @@ def assemble_batch(
                                                           marker=False), "off-topic"
                     else:
                         bad_text, source = truncate_words(good_text, ATTENTION_WORDS[0], marker=False), "truncated"
-                        bad_key_sys = good_sys
             if broken_left[c]:
                 ls, rs, lt, rt, expected = bad_key_sys, good_sys, bad_text, good_text, "right"
             else:

@@ -157,7 +157,10 @@ def test_attention_pool():
     for it in att:
         bad = it.right_text if it.expected == "left" else it.left_text
         assert bad in pool
-        assert (it.right_system if it.expected == "left" else it.left_system) is None
+        # the key names the system whose slot was broken, never None or the good side's system
+        broken, good = ((it.right_system, it.left_system) if it.expected == "left"
+                        else (it.left_system, it.right_system))
+        assert broken is not None and broken != good
 
 
 def test_acceptability_items_spread_over_systems_and_strata():
