@@ -35,6 +35,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import json
+import json.scanner
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -107,6 +108,22 @@ def _where(path: Path, line: int) -> str:
     return f"{path.name}:{line}"
 
 
+# The C scanner behind json.loads, called directly: same grammar (NaN allowed, as
+# json.loads), without the Python wrapper layers -- about twice as fast per line.
+_scan = json.scanner.make_scanner(json.JSONDecoder())
+
+
+def _loads_line(line: str):
+    """Parse one JSONL line exactly as ``json.loads`` would (raises ValueError likewise)."""
+    try:
+        obj, end = _scan(line, 0)
+    except (StopIteration, ValueError):
+        return json.loads(line)  # leading whitespace, blank or malformed: json.loads decides/explains
+    if end != len(line) - 1 and end != len(line) and line[end:].strip():
+        return json.loads(line)  # trailing data: let json.loads raise its "Extra data" error
+    return obj
+
+
 def iter_jsonl(path: Path) -> Iterator[Row]:
     """Stream a JSONL file: one JSON object per non-blank line."""
     with open(path, encoding="utf-8-sig", newline=None, errors="strict") as f:
@@ -116,7 +133,7 @@ def iter_jsonl(path: Path) -> Iterator[Row]:
                 if not line.strip():
                     continue
                 try:
-                    obj = json.loads(line)
+                    obj = _loads_line(line)
                 except ValueError as exc:
                     yield line_no, None, f"{_where(path, line_no)}: malformed JSON ({exc.msg}); expected one JSON object per line"
                     continue
@@ -274,47 +291,82 @@ def read_positions(path: Path, **_) -> Iterator[Row]:
         yield line, rec, None
 
 
+def _check_normalized(path: Path, line: int, row: dict) -> Row:
+    """Full checks of one normalized row (CSV rows and anything off the JSONL fast path)."""
+    verdict = row.get("verdict")
+    v = ORIENTED_VERDICTS.get(verdict.lower()) if isinstance(verdict, str) else None
+    jid, prompt, a, b = (_opt_str(row.get(k)) if isinstance(row.get(k), str) else None
+                         for k in ("id", "prompt", "a", "b"))
+    pos = row.get("a_position") or "left"
+    where = _where(path, line)
+    if v is None:
+        return line, None, f"{where}: verdict {verdict!r}; expected one of A, B, tie, invalid"
+    if pos not in ("left", "right"):
+        return line, None, f"{where}: a_position {pos!r}; expected left or right"
+    if None in (jid, prompt, a, b):
+        missing = [k for k, x in zip(("id", "prompt", "a", "b"), (jid, prompt, a, b)) if x is None]
+        return line, None, f"{where}: {', '.join(missing)} missing or not text; expected id, prompt, a, b as strings"
+    try:
+        rec = _extras(row, where, {"id": jid, "prompt": prompt, "a": a, "b": b, "verdict": v, "a_position": pos})
+    except ValueError as exc:
+        return line, None, str(exc)
+    if rec["annotator"] is None:
+        rec["annotator"] = _opt_str(row.get("judge"))
+    return line, rec, None
+
+
+_EXACT = {"A": "A", "B": "B", "tie": "tie", "invalid": "invalid"}
+_FAST_KEYS = frozenset({"id", "prompt", "a", "b", "verdict", "judge", "annotator", "reason"})
+
+
 def read_normalized(path: Path, **_) -> Iterator[Row]:
     """Normalized labelled judgments (JSONL, or CSV with the same columns).
 
     Row: ``{"id", "prompt", "a", "b", "verdict": A|B|tie|invalid, "a_position"?:
     left|right (default left), "judge"?, "annotator"?, "reason"?, "seconds"?,
-    "confidence"?}``. ``annotator`` defaults to ``judge``.
+    "confidence"?}``. ``annotator`` defaults to ``judge``. Verdict labels are
+    matched case-insensitively; anything else is an error.
+
+    JSONL rows in the common shape (only the keys above minus ``a_position``,
+    ``seconds``, ``confidence``; exact labels; text fields) take a fast path
+    that reuses the parsed dict; every other row goes through the full checks.
     """
-    verdicts = ORIENTED_VERDICTS
-    for line, row, problem in iter_table(path):
-        if problem:
-            yield line, None, problem
-            continue
-        verdict = row.get("verdict")
-        v = verdicts.get(verdict.lower()) if isinstance(verdict, str) else None
-        jid, prompt, a, b = row.get("id"), row.get("prompt"), row.get("a"), row.get("b")
-        pos = row.get("a_position") or "left"
-        if v is None or not (type(jid) is str and type(prompt) is str and type(a) is str and type(b) is str) \
-                or pos not in ("left", "right"):
-            where = _where(path, line)
-            if v is None:
-                msg = f"verdict {verdict!r}; expected one of A, B, tie, invalid"
-            elif pos not in ("left", "right"):
-                msg = f"a_position {pos!r}; expected left or right"
-            else:
-                missing = [k for k in ("id", "prompt", "a", "b") if not isinstance(row.get(k), str)]
-                msg = f"{', '.join(missing)} missing or not text; expected id, prompt, a, b as strings"
-            yield line, None, f"{where}: {msg}"
-            continue
-        seconds, conf = row.get("seconds"), row.get("confidence")
-        rec = {"id": jid, "prompt": prompt, "a": a, "b": b, "verdict": v, "a_position": pos,
-               "annotator": row.get("annotator") or row.get("judge"), "reason": row.get("reason"),
-               "seconds": seconds, "confidence": conf}
-        if seconds is not None or conf is not None:
-            try:
-                where = _where(path, line)
-                rec["seconds"] = _opt_float(seconds, "seconds", where)
-                rec["confidence"] = _opt_float(conf, "confidence", where)
-            except ValueError as exc:
-                yield line, None, str(exc)
-                continue
-        yield line, rec, None
+    if sniff(Path(path)).first_char != "{":
+        for line, row, problem in iter_csv(path):
+            yield (line, None, problem) if problem else _check_normalized(path, line, row)
+        return
+    scan, exact, str_, fast_keys = _scan, _EXACT, str, _FAST_KEYS
+    line_no = 0
+    with open(path, encoding="utf-8-sig", newline=None) as f:
+        try:
+            for line_no, text in enumerate(f, 1):
+                try:
+                    row, end = scan(text, 0)
+                    if end != len(text) - 1 and end != len(text) and text[end:].strip():
+                        raise ValueError
+                    if (row.keys() <= fast_keys and row["verdict"] in exact and type(row["id"]) is str_
+                            and type(row["prompt"]) is str_ and type(row["a"]) is str_ and type(row["b"]) is str_):
+                        ann = row.get("annotator") or row.get("judge")
+                        reason = row.get("reason")
+                        if (ann is None or type(ann) is str_) and (reason is None or type(reason) is str_):
+                            row["annotator"] = ann
+                            row["a_position"] = "left"
+                            yield line_no, row, None
+                            continue
+                except (StopIteration, ValueError, KeyError, AttributeError, TypeError):
+                    try:
+                        row = json.loads(text)
+                    except ValueError as exc:
+                        if text.strip():
+                            yield line_no, None, (f"{_where(path, line_no)}: malformed JSON ({exc.msg}); "
+                                                  "expected one JSON object per line")
+                        continue
+                if not isinstance(row, dict):
+                    yield line_no, None, f"{_where(path, line_no)}: {type(row).__name__} value; expected a JSON object"
+                    continue
+                yield _check_normalized(path, line_no, row)
+        except UnicodeDecodeError as exc:
+            yield line_no + 1, None, f"{_where(path, line_no + 1)}: not UTF-8 text ({exc.reason}); expected a UTF-8 file"
 
 
 def _ls_annotator(v):
