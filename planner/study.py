@@ -63,6 +63,7 @@ PENDING_KINDS = ("regular", "overlap", "swap")
 BUSY_TIMEOUT_S = 30.0
 WRITE_RETRIES = 8
 CHUNK = 5000
+INGEST_CACHE = -32768  # sqlite page cache during ingest (negative = KiB): 32 MiB
 
 _SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -923,7 +924,7 @@ def _ingest_file(con, sys_id, path: Path, reader, file_index: int, dry_run: bool
             return sha, counts, 0, 0, problems
         file_id = con.execute("INSERT INTO files (sha256, name, format, ingested) VALUES (?, ?, ?, ?)",
                               (sha, path.name, reader.name, _now())).lastrowid
-        con.execute("PRAGMA cache_size = -32768")  # 32 MiB of pages: the id index stays in memory
+        con.execute(f"PRAGMA cache_size = {int(INGEST_CACHE)}")  # the id index stays in memory
         seq0 = con.execute("SELECT coalesce(max(seq), 0) FROM judgments").fetchone()[0]
         val = _Validator(con, sys_id)
         buf: list[tuple] = []

@@ -142,11 +142,11 @@ def test_registry_is_extensible(tmp_path):
     def read_custom(path, **_):
         for line, obj in enumerate(Path(path).read_text().splitlines(), 1):
             o = json.loads(obj)
-            yield line, {"item": o["custom_id"], "verdict": "left" if "[[A]]" in o["out"] else "invalid"}, None
+            yield line, {"item": o["ticket"], "verdict": "left" if "[[A]]" in o["out"] else "invalid"}, None
 
-    register(Reader("judge-test", read_custom, lambda s: "custom_id" in s.keys, "test"), before="positions")
+    register(Reader("judge-test", read_custom, lambda s: "ticket" in s.keys, "test"), before="positions")
     try:
-        f = jl(tmp_path / "j.jsonl", [{"custom_id": "it1", "out": "[[A]]"}])
+        f = jl(tmp_path / "j.jsonl", [{"ticket": "it1", "out": "[[A]]"}])
         assert detect_format(f).name == "judge-test"
         assert list(READERS).index("judge-test") < list(READERS).index("positions")
     finally:
@@ -185,3 +185,12 @@ def test_label_studio_ingest_with_acceptability(tmp_path):
         assert (j["it1"].a, j["it1"].verdict, j["it1"].seconds, j["it1"].reason) == ("y", "A", 12.5, "accuracy")
         assert j["it2"].kind == "acceptability" and j["it2"].b is None
         assert int(s.acceptability_counts().failed[0, 0]) == 1
+
+
+def test_judge_outputs_are_detected(tmp_path):
+    # OpenAI batch output line (shape documented in docs/formats.md, parser in planner/formats/judge.py)
+    f = jl(tmp_path / "out.jsonl", [{"custom_id": "it1", "error": None, "response": {"status_code": 200, "body": {
+        "model": "gpt-4o", "choices": [{"message": {"content": "Reason: accuracy\n[[B]]"}}]}}}])
+    assert detect_format(f).name == "judge"
+    (_, rec, _), = rows("judge", f)
+    assert (rec["item"], rec["verdict"], rec["reason"]) == ("it1", "right", "accuracy")

@@ -603,3 +603,14 @@ def detect_format(path: Path, format: str | None = None) -> Reader:
     seen = ", ".join(sorted(s.keys)[:8]) or s.head[:40].strip()
     raise DataError(f"{Path(path).name}:1: cannot tell the format (saw {seen!r}); expected one of "
                     f"{', '.join(READERS)} — pass --format")
+
+
+def _read_judge(path: Path, **options) -> Iterator[Row]:
+    """LLM-judge outputs keyed by ``custom_id`` (parser in :mod:`planner.formats.judge`, imported lazily)."""
+    from planner.formats.judge import read_judge_rows
+
+    return read_judge_rows(path, **options)
+
+
+register(Reader("judge", _read_judge, lambda s: "custom_id" in s.keys,
+                "LLM-judge outputs keyed by custom_id (OpenAI batch JSONL)"), before="positions")
