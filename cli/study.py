@@ -115,7 +115,7 @@ def status_cmd(
         for b in st.batches:
             t.add_row(str(b.id), b.created, str(b.issued), str(b.returned), str(b.pending))
         c.print(t)
-    t = Table(title="systems (half-tie score = (wins + ties/2) / (wins + losses + ties))")
+    t = Table(title="systems (score = (wins + ties/2) / (wins + losses + ties))")
     for col in ("system", "wins", "losses", "ties", "invalid", "score"):
         t.add_column(col, justify="left" if col == "system" else "right")
     for s in st.per_system:
