@@ -1,1 +1,175 @@
-"""(command module; filled in by its issue)"""
+"""`planner report STUDY`: ranking with honest intervals, and every diagnostic.
+
+Only typer and the standard library at module level; ``planner.report`` (and
+through it numpy/scipy/arviz, pymc for ``--engine nuts``, matplotlib for
+``--plot``) is imported inside the command.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from cli.app import app
+from cli.common import call, message, out, print_json, warn
+
+
+@app.command("report")
+def report_cmd(
+    study: Annotated[Path, typer.Argument(help="Study directory.")],
+    engine: Annotated[str, typer.Option(
+        help="laplace (Gaussian at the posterior mode: fast, the default) | nuts (pymc NUTS sampling: "
+             "seconds to minutes, r-hat/ESS/divergences checked).")] = "laplace",
+    by_stratum: Annotated[bool, typer.Option(
+        "--by-stratum", help="Per-stratum strengths (partial pooling); the leaderboard is re-weighted to "
+                             "stratum weights (sum of prompt weights, or prompts per stratum).")] = False,
+    seed: Annotated[int, typer.Option(help="Seed of the sampler / the Laplace draws.")] = 0,
+    draws: Annotated[int, typer.Option(help="Posterior draws (per chain for nuts), >= 1.")] = 1000,
+    tune: Annotated[int, typer.Option(help="NUTS tuning steps per chain, >= 0.")] = 1000,
+    chains: Annotated[int, typer.Option(help="NUTS chains (run on up to 2 cores), >= 1.")] = 2,
+    min_pass_rate: Annotated[float, typer.Option(
+        help="Flag the leader when its acceptability pass rate is below this, 0..1.")] = 0.8,
+    plot: Annotated[Optional[Path], typer.Option(
+        help="Directory for strengths.{png,svg} (forest plot) and win_rates.{png,svg} (heatmap).")] = None,
+    markdown: Annotated[Optional[Path], typer.Option(help="Write the report as a Markdown document.")] = None,
+    json_: Annotated[bool, typer.Option("--json", help="Print the report as one JSON document.")] = False,
+) -> None:
+    """Leaderboard (strength, 95% credible interval, Elo, P(best), rank interval, rank groups), pairs,
+    anchor tests, tie/position/length bias, circular triads, reasons, annotator QC, strata,
+    acceptability and model diagnostics. Flags and warnings go to stderr.
+
+    Example: planner report my-study --plot figures --markdown report.md
+    """
+    from planner import report as rp
+
+    if engine == "nuts":
+        message(f"fitting with NUTS ({chains} chains, {tune} tuning + {draws} draws each) ...")
+    res = call(rp.build_report, study, engine=engine, by_stratum=by_stratum, seed=seed, draws=draws,
+               tune=tune, chains=chains, progressbar=engine == "nuts" and sys.stderr.isatty(),
+               min_pass_rate=min_pass_rate)
+    if plot is not None:
+        paths = call(rp.write_plots, res, plot)
+        message("wrote " + ", ".join(paths))
+    if markdown is not None:
+        call(rp.write_markdown, res, markdown)
+        message(f"wrote {markdown}")
+    for f in res.flags:
+        warn(f)
+    for n in res.notes:
+        message(f"note: {n}")
+    if json_:
+        print_json(res)
+        return
+    _render(res)
+
+
+def _pct(x, digits: int = 1) -> str:
+    return "—" if x is None else f"{100 * x:.{digits}f}%"
+
+
+def _num(x, fmt: str = ".3f") -> str:
+    return "—" if x is None or x != x else format(x, fmt)
+
+
+def _render(r) -> None:
+    from rich.table import Table
+
+    con = out()
+    t = r.totals
+    con.print(f"{r.study}: A {t['A']:,} / B {t['B']:,} / tie {t['tie']:,} / invalid {t['invalid']:,}; "
+              f"engine {r.model.engine}" + (" (by stratum, re-weighted)" if r.model.by_stratum else ""),
+              markup=False, soft_wrap=True)
+    has_acc = r.acceptability is not None
+    tab = Table(title="leaderboard (same group = not credibly separated)")
+    tab.add_column("grp", justify="right")
+    tab.add_column("system", no_wrap=True)
+    tab.add_column("Elo [95% CrI]", justify="right", no_wrap=True)
+    tab.add_column("P(best)", justify="right")
+    tab.add_column("rank", justify="right", no_wrap=True)
+    tab.add_column("score", justify="right")
+    if has_acc:
+        tab.add_column("acceptable", justify="right", no_wrap=True)
+    for x in r.leaderboard:
+        row = [str(x.group), x.system, f"{x.elo:.0f} [{x.elo_lo:.0f}, {x.elo_hi:.0f}]", f"{x.p_best:.3f}",
+               str(x.rank_low) if x.rank_low == x.rank_high else f"{x.rank_low}–{x.rank_high}", _num(x.score)]
+        if has_acc:
+            row.append("—" if x.pass_rate is None else
+                       f"{_pct(x.pass_rate, 0)} [{_pct(x.pass_low, 0)}, {_pct(x.pass_high, 0)}]")
+        tab.add_row(*row)
+    con.print(tab)
+
+    tab = Table(title="pairs (a = earlier in the study's system order)")
+    for h in ("a", "b", "a wins", "b wins", "ties", "inv", "score", "P(a>b)"):
+        tab.add_column(h, justify="left" if h in ("a", "b") else "right", no_wrap=h in ("a", "b"))
+    for p in r.pairs.rows:
+        tab.add_row(p.system_a, p.system_b, f"{p.a_wins:,}", f"{p.b_wins:,}", f"{p.ties:,}", f"{p.invalid:,}",
+                    _num(p.score), _num(p.p_a_better))
+    con.print(tab)
+
+    if r.anchor_tests is not None:
+        at = r.anchor_tests
+        tab = Table(title=f"against the anchor {at.anchor} (ties: {at.ties}; Wilson 95%, exact binomial test)")
+        for h in ("system", "wins", "losses", "ties", "invalid", "win rate", "95% CI", "p"):
+            tab.add_column(h, justify="left" if h == "system" else "right")
+        for a in at.rows:
+            tab.add_row(a.system, str(a.wins), str(a.losses), str(a.ties), str(a.invalid), _pct(a.win_rate),
+                        f"[{_pct(a.ci_low)}, {_pct(a.ci_high)}]", _num(a.pvalue, ".3g"))
+        con.print(tab)
+
+    m, p, c = r.model, r.position, r.triads
+    tab = Table(title="diagnostics", show_header=False)
+    tab.add_column("what")
+    tab.add_column("value")
+    tr = r.ties.overall
+    tab.add_row("tie rate", f"{_pct(tr.rate)} of {tr.usable:,} [{_pct(tr.ci_low)}, {_pct(tr.ci_high)}]; "
+                            f"ν = {m.nu.mean:.3f} [{m.nu.lo:.3f}, {m.nu.hi:.3f}]")
+    tab.add_row("position", f"left wins {_pct(p.left_win_rate)} of {p.n_decisive:,} decisive "
+                            f"(right {_pct(None if p.left_win_rate is None else 1 - p.left_win_rate)}); "
+                            f"γ = {m.gamma.mean:.3f} [{m.gamma.lo:.3f}, {m.gamma.hi:.3f}]"
+                            + (" FLAG" if p.flagged else ""))
+    if r.length is not None:
+        lb = r.length
+        tab.add_row("length", f"longer wins {_pct(lb.share)} of {lb.n:,} decisive "
+                              f"[{_pct(lb.ci_low)}, {_pct(lb.ci_high)}]" + (" FLAG" if lb.flagged else ""))
+    tab.add_row("circular triads", f"d = {c.d:g} of {c.d_max:g}; ζ = {_num(c.zeta)}")
+    tab.add_row("no reason", f"{_pct(r.reasons.share_without_reason)} of {r.reasons.n_decisive:,} decisive")
+    d = m.diagnostics
+    if m.engine == "nuts":
+        tab.add_row("sampler", f"max r-hat {_num(d.max_r_hat)}, min ESS {_num(d.min_ess_bulk, '.0f')}/"
+                               f"{_num(d.min_ess_tail, '.0f')} (bulk/tail), divergences {d.divergences}")
+    else:
+        tab.add_row("optimiser", f"{d.iterations} Newton iterations, converged: {'yes' if d.converged else 'no'}")
+    if r.posterior_artifact:
+        tab.add_row("posterior", f"saved in the study as {r.posterior_artifact}")
+    con.print(tab)
+
+    if r.annotators is not None and r.annotators.annotators:
+        tab = Table(title="annotators")
+        for h in ("annotator", "judgments", "attention", "swap", "kappa", "fast", "left", "run", "flags"):
+            tab.add_column(h, justify="left" if h in ("annotator", "flags") else "right")
+        for a in r.annotators.annotators:
+            tab.add_row(a.annotator, f"{a.n_judgments:,}", _pct(a.attention_rate, 0), _pct(a.swap_rate, 0),
+                        _num(a.kappa, ".2f"), _pct(a.fast_share, 0), _pct(a.left_share, 0), str(a.longest_run),
+                        ", ".join(a.flags) or "—")
+        con.print(tab)
+
+    st = r.strata
+    if len(st.rows) > 1:
+        tab = Table(title=f"half-tie score per stratum (weights: {st.weights_source})")
+        tab.add_column("stratum")
+        tab.add_column("weight", justify="right")
+        tab.add_column("n", justify="right")
+        for s in st.systems:
+            tab.add_column(s, justify="right")
+        for row in st.rows:
+            tab.add_row(row.stratum, f"{row.weight:.3f}", f"{row.judgments:,}", *(_num(v) for v in row.scores))
+        tab.add_row("re-weighted", "1.000", f"{sum(x.judgments for x in st.rows):,}",
+                    *(_num(v) for v in st.weighted_scores))
+        con.print(tab)
+
+    if has_acc and r.acceptability_source:
+        con.print(f"acceptability from {r.acceptability_source}: pass rates with Wilson 95% intervals "
+                  "in the leaderboard", markup=False, soft_wrap=True)
