@@ -656,8 +656,13 @@ def decide_counts(counts: Counts, candidate: str, baseline: str, *,
                     if single else f"z {z_p[k]:.2f} beyond the look-{look} boundary {crit_p[k]:.2f} (Holm step)")
         else:
             verdict = "undecided"
-            more, needed, note = _more(n, inv, tie, s, margin, mode, theta_pass, theta_reg, pooled_tie,
+            more, needed, note = _more(n, inv, tie, s, margin, theta_pass, theta_reg, pooled_tie,
                                        pooled_inv, alpha_each, looks, boundary, candidate, baseline)
+            for zz, cc, side in ((z_r[k], crit_r[k], "below"), (z_p[k], crit_p[k], "above")):
+                if K > 1 and zz is not None and zz >= critical(1):
+                    stop = ", Holm stopped at an earlier step" if zz >= cc else ""
+                    note = (f"{side} the threshold only without the adjustment for {K} strata "
+                            f"(z {zz:.3f}; its Holm step needs {cc:.3f}{stop}); " + note)
         pm = post_rows[k]
         rows.append(StratumDecision(
             name, float(weights[k]), w, l, t, inv, n, s, lo, hi, tie,
@@ -697,31 +702,40 @@ def decide_counts(counts: Counts, candidate: str, baseline: str, *,
                     tuple(notes))
 
 
-def _more(n, inv, tie, s, margin, mode, theta_pass, theta_reg, pooled_tie, pooled_inv, alpha_each,
+def _more(n, inv, tie, s, margin, theta_pass, theta_reg, pooled_tie, pooled_inv, alpha_each,
           looks, boundary, candidate, baseline):
-    """(more_comparisons, needed_total, note) for an undecided stratum; the rule is in docs/methods.md."""
+    """(more_comparisons, needed_total, note) for an undecided stratum.
+
+    Planning distance = the margin (the distance between "equal" and the
+    threshold) or, when larger, the observed distance of the win rate from the
+    nearer threshold; judgments needed for it from :func:`_needed`, minus the
+    judgments collected (invalid included). When the stratum already has that
+    many, re-plan for the (smaller) observed distance; None when even that is
+    met or below :data:`MIN_PLANNING_EFFECT`. Rule and rationale:
+    docs/methods.md, "Release gates".
+    """
     t = tie if n > 0 else pooled_tie
     r = inv / (n + inv) if n + inv > 0 else pooled_inv
     have = n + inv
-    # planning: the true win rate is 0.5 (non-inferiority) or 0.5 + margin (superiority): the
-    # distance to the threshold the test must clear is the margin either way
-    needed = _needed(margin, t, r, alpha_each, looks, boundary) if margin > 0 else None
+    dist = None if s is None else min(abs(s - theta_pass), abs(s - theta_reg))
+    plan = margin if dist is None else max(margin, dist)
+    level = f"power {PLANNING_POWER:g}, two-sided Bonferroni level {alpha_each:.3g}"
+    needed = _needed(plan, t, r, alpha_each, looks, boundary) if plan > 0 else None
     if needed is not None and needed > have:
-        what = (f"to detect the margin {margin:g} (true win rate 50%" if mode == "non-inferiority"
-                else f"to detect a win rate of {0.5 + margin:.0%} (")
-        return needed - have, needed, (f"{needed:,} judgments {what}, power {PLANNING_POWER:g}, "
-                                       f"Bonferroni level {alpha_each:.3g}); {have:,} collected")
+        basis = (f"the margin {margin:g} (a true win rate of 50%)" if dist is None or dist <= margin
+                 else f"the observed distance {dist:.3f} from the threshold")
+        return needed - have, needed, f"{needed:,} judgments to detect {basis}, {level}; {have:,} collected"
     if s is None:
-        return None, None, f"no comparisons between {candidate} and {baseline} in this stratum"
-    # already past the planned size (or margin 0): plan for the observed distance to the nearer threshold
-    dist = min(abs(s - theta_pass), abs(s - theta_reg))
-    needed = _needed(dist, t, r, alpha_each, looks, boundary)
-    if needed is None or needed <= have:
-        return None, needed, (f"the win rate {s:.1%} sits at the threshold "
-                              f"({theta_reg:.0%}{'' if theta_pass == theta_reg else f'/{theta_pass:.0%}'}): "
-                              "more comparisons may not decide it")
-    return needed - have, needed, (f"{needed:,} judgments to detect the observed distance {dist:.3f} from the "
-                                   f"threshold (power {PLANNING_POWER:g}); {have:,} collected")
+        return None, None, (f"no comparisons between {candidate} and {baseline} in this stratum, and margin 0 "
+                            "leaves no distance to plan for")
+    if dist < plan:  # already past the margin's size: the win rate sits closer to the threshold
+        again = _needed(dist, t, r, alpha_each, looks, boundary)
+        if again is not None and again > have:
+            return again - have, again, (f"{again:,} judgments to detect the observed distance {dist:.3f} from the "
+                                         f"threshold (less than the margin), {level}; {have:,} collected")
+    thresholds = f"{theta_reg:.0%}" + ("" if theta_pass == theta_reg else f"/{theta_pass:.0%}")
+    return None, needed, (f"the win rate {s:.1%} sits at the threshold ({thresholds}) with {have:,} judgments "
+                          "collected: more comparisons may not decide it")
 
 
 def _sentence(verdict, rows, gate, candidate, baseline, mode, margin, theta_reg, confidence, K) -> str:
@@ -755,7 +769,13 @@ def _sentence(verdict, rows, gate, candidate, baseline, mode, margin, theta_reg,
             figs = [r.more_comparisons for r in und]
             verb = "is" if len(und) == 1 else "are"
             label = names(und) if where else "the comparison"
-            if all(f is not None for f in figs):
+            known = [f for f in figs if f is not None]
+            if len(und) > 3:
+                tail = [f"about {sum(known):,} more comparisons in all"] if known else []
+                if len(known) < len(figs):
+                    tail.append(f"{len(figs) - len(known)} may not settle with more data")
+                parts[-1] += f"; {len(und)} strata are undecided ({label}) — " + ", ".join(tail)
+            elif len(known) == len(figs):
                 if len(und) == 1:
                     more = f"about {figs[0]:,} more comparisons there"
                 else:

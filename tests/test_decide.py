@@ -54,13 +54,14 @@ def test_wins_overall_but_loses_one_stratum_regresses(tmp_path):
 
 
 def test_too_little_data_is_undecided_with_power_budget(tmp_path):
-    path = build_study(tmp_path, "few", {"chat": (600, 400, 0), "coding": (12, 8, 0)})
+    path = build_study(tmp_path, "few", {"chat": (600, 400, 0), "coding": (10, 10, 0)})
     d = decide(path, "new", "old")
     by = {s.stratum: s for s in d.strata}
     assert by["chat"].verdict == "pass" and by["coding"].verdict == "undecided"
     assert d.verdict == "undecided" and d.exit_code == 4
-    # The rule written out: judgments to detect the margin 0.05 (true win rate 50%, threshold 45%) at
-    # power 0.8, two-sided at the Bonferroni level 0.05/2 strata = 0.025, no ties or invalid seen:
+    # coding sits at 50%, the margin's distance from the 45% threshold. The rule written out: judgments
+    # to detect the margin 0.05 (true win rate 50%) at power 0.8, two-sided at the Bonferroni level
+    # 0.05/2 strata = 0.025, no ties or invalid seen, minus the 20 collected:
     ref = pw.size(0.05, pw.Design(alpha=0.025, power=0.8, alternative="two-sided", ties="half", tie_rate=0.0))
     assert by["coding"].needed_total == ref.judgments_per_pair
     assert by["coding"].more_comparisons == ref.judgments_per_pair - 20
@@ -70,6 +71,23 @@ def test_too_little_data_is_undecided_with_power_budget(tmp_path):
     assert 0.95 * n_norm < by["coding"].needed_total < 1.1 * n_norm  # exact sign test: a few % above normal
     assert f"coding is undecided — about {by['coding'].more_comparisons:,} more comparisons there" in d.sentence
     assert d.sentence.startswith("Release gate: UNDECIDED — no stratum regresses")
+
+
+def test_more_comparisons_uses_observed_distance_when_larger():
+    # coding 13 wins, 7 losses (65%, 0.20 above the 45% threshold, more than the margin 0.05):
+    # z_pass = (13 - 0.45*20)/sqrt(20 * 0.2475) = 1.798, short of z_{1-0.025} = 1.96: undecided
+    c = counts_of({"chat": (600, 400, 0), "coding": (13, 7, 0)})
+    s = decide_counts(c, "new", "old").strata[1]
+    assert s.z_pass == pytest.approx(4 / math.sqrt(20 * 0.2475), rel=1e-12) and s.verdict == "undecided"
+    # planning distance = observed 0.65 - 0.45 = 0.20 (> margin): power.size(0.20, alpha 0.025, ties half)
+    ref = pw.size(13 / 20 - 0.45, pw.Design(alpha=0.025, power=0.8, ties="half", tie_rate=0.0))
+    assert s.needed_total == ref.judgments_per_pair and s.more_comparisons == ref.judgments_per_pair - 20
+    assert "observed distance 0.200" in s.note
+    # at the threshold with plenty of data (45% of 2,000): no sensible figure, say so
+    c = counts_of({"all": (900, 1100, 0)})
+    s = decide_counts(c, "new", "old").strata[0]
+    assert s.verdict == "undecided" and s.more_comparisons is None and "sits at the threshold" in s.note
+    assert "may not settle" in decide_counts(c, "new", "old").sentence
 
 
 def test_clear_pass(tmp_path):
@@ -185,8 +203,9 @@ def test_sequential_look_uses_boundary():
     assert p2.strata[0].crit_pass == pytest.approx(2.361, abs=6e-4) and p2.verdict == "undecided"
     assert any("look 2 of 4" in n for n in l2.notes)
     assert any("not a p-value" in n for n in l2.notes)
-    # the extra budget is the group-sequential maximum from power.size(looks=4)
-    ref = pw.size(0.05, pw.Design(alpha=0.05, power=0.8, ties="half", tie_rate=0.0), looks=4)
+    # the extra budget is the group-sequential maximum from power.size(looks=4), planned for the
+    # observed distance 106/200 - 0.45 = 0.08 (larger than the margin)
+    ref = pw.size(106 / 200 - 0.45, pw.Design(alpha=0.05, power=0.8, ties="half", tie_rate=0.0), looks=4)
     assert l2.strata[0].needed_total == ref.sequential.n_max
     assert l2.strata[0].more_comparisons == ref.sequential.n_max - 200
 
