@@ -764,8 +764,19 @@ def _sentence(verdict, rows, gate, candidate, baseline, mode, margin, theta_reg,
         return "Release gate: REGRESS — " + "; ".join(parts) + "."
     if verdict == "undecided":
         und = [r for r in rows if r.verdict == "undecided"]
-        parts = ["no stratum regresses" if where else f"{candidate} does not regress"]
-        if und:
+        parts = ["no stratum regresses" if where else f"{candidate} neither passes nor regresses yet"]
+        if not any(r.n for r in rows):
+            figs = [r.more_comparisons for r in rows]
+            total = f" — about {sum(figs):,} comparisons needed" if all(f is not None for f in figs) else ""
+            per = " over all strata" if len(rows) > 1 and total else ""
+            parts = [f"{candidate} and {baseline} have not been compared yet{total}{per}"]
+        elif not where:
+            f = und[0].more_comparisons
+            if f is not None:
+                parts[-1] += f" — about {f:,} more comparisons needed"
+            else:
+                parts[-1] += " — more comparisons may not settle it (see notes)"
+        elif und:
             figs = [r.more_comparisons for r in und]
             verb = "is" if len(und) == 1 else "are"
             label = names(und) if where else "the comparison"

@@ -274,7 +274,7 @@ def test_no_comparisons_between_the_two_is_undecided_with_advice():
     ref = pw.size(0.05, pw.Design(alpha=0.05, power=0.8, ties="half", tie_rate=0.0))
     assert s.more_comparisons == ref.judgments_per_pair
     assert any("no comparisons between new and old" in n for n in d.notes)
-    assert f"about {ref.judgments_per_pair:,} more comparisons" in d.sentence
+    assert f"new and old have not been compared yet — about {ref.judgments_per_pair:,} comparisons needed" in d.sentence
 
 
 def test_superiority_mode():
