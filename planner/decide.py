@@ -400,6 +400,19 @@ def _pair_tallies(counts: Counts, ci: int, bi: int) -> np.ndarray:
     return out
 
 
+def _position_shares(counts: Counts, ci: int, bi: int) -> list[tuple[str, float, int]]:
+    """(stratum, share of usable judgments with the candidate shown first, usable) per stratum."""
+    out = []
+    usable = counts.usable
+    for k, name in enumerate(counts.strata):
+        st = counts.stratum == k
+        first = int(usable[st & (counts.a == ci) & (counts.b == bi)].sum())
+        second = int(usable[st & (counts.a == bi) & (counts.b == ci)].sum())
+        if first + second:
+            out.append((name, first / (first + second), first + second))
+    return out
+
+
 def _interval(w: int, l: int, t: int, confidence: float):
     n = w + l + t
     if n == 0:
@@ -690,6 +703,10 @@ def decide_counts(counts: Counts, candidate: str, baseline: str, *,
                      f"fixed-sample threshold {float(stats.norm.isf(alpha / (2 * K))):.3f}")
     notes.append(f"P(win >= {theta_pass:.0%}) is a posterior probability: it needs no correction for strata or "
                  "looks, but it is not a p-value and does not decide the verdict")
+    for name, share, used in _position_shares(counts, ci, bi):
+        if used >= 20 and abs(share - 0.5) > 0.1:
+            notes.append(f"positions unbalanced in {name}: {candidate} was shown first in {share:.0%} of {used} "
+                         "judgments; the win rate includes any position bias (the posterior corrects for it)")
     if pair_n == 0:
         notes.append(f"no comparisons between {candidate} and {baseline} yet: every stratum is undecided")
     if stratum_weights is None:

@@ -341,3 +341,12 @@ def test_nuts_engine_agrees_with_laplace():
     assert [s.verdict for s in lap.strata] == [s.verdict for s in nuts.strata]
     for a, b in zip(lap.strata, nuts.strata):
         assert a.posterior_mean == pytest.approx(b.posterior_mean, abs=0.02)
+
+
+def test_unbalanced_positions_are_noted():
+    # 40 judgments with new always shown first (cell (new, old) only): share 100% > 60%
+    c = Counts.from_records(SYSTEMS, [("new", "old", "A")] * 25 + [("new", "old", "B")] * 15)
+    d = decide_counts(c, "new", "old")
+    assert any("positions unbalanced in all: new was shown first in 100% of 40" in n for n in d.notes)
+    # balanced (counts_of alternates positions): no note
+    assert not any("unbalanced" in n for n in decide_counts(counts_of({"all": (25, 15, 0)}), "new", "old").notes)
