@@ -9,7 +9,7 @@
    to the truth >= 0.9, per strategy; ratio to round-robin.
    (planner simulate, issue 7, runs the real loop with planner.model.)
 
-Run: python bench/bench_acquisition.py [--reps 10] [--quick]
+Run: python bench/bench_acquisition.py [--reps 20] [--quick] [--skip-speed]
 """
 
 from __future__ import annotations
@@ -122,30 +122,37 @@ def speed(reps=3):
 def quality(reps, budget, quick):
     m, batch, target = 16, 50, 0.9
     truth = np.linspace(-200, 200, m) / bt.ELO_SCALE   # 400 Elo spread, logit scale
-    runs = [("round-robin", "ranking", "truth"), ("random", "ranking", "truth"),
-            ("swiss", "ranking", "truth"), ("arena", "ranking", "truth"),
-            ("active", "entropy", "truth"), ("active", "variance", "truth"),
-            ("active", "ranking", "truth"), ("active", "ranking", "bayes"),
-            ("active", "ranking", "fixed"), ("oracle", "ranking", "truth")]
+    default = (acq.RANKING_RISK, acq.LOOKAHEAD)
+    runs = [("round-robin", "round-robin", "ranking", default),
+            ("random", "random", "ranking", default),
+            ("swiss", "swiss", "ranking", default),
+            ("arena", "arena", "ranking", default),
+            ("active/entropy", "active", "entropy", default),
+            ("active/variance", "active", "variance", default),
+            ("active/ranking (default)", "active", "ranking", default),
+            ("active/ranking bayes L=1", "active", "ranking", ("bayes", (1,))),
+            ("active/ranking truth", "active", "ranking", ("truth", (1,))),
+            ("active/ranking fixed", "active", "ranking", ("fixed", (1,))),
+            ("oracle/ranking", "oracle", "ranking", default)]
     if quick:
-        runs = [r for r in runs if r[0] in ("round-robin", "active", "oracle") and r[1] == "ranking"]
+        runs = [r for r in runs if r[0] in ("round-robin", "active/ranking (default)", "oracle/ranking")]
     print(f"\nquality: {m} systems linear over 400 Elo, no ties, batches of {batch}, {reps} reps, "
-          f"target mean Kendall tau >= {target} (to the truth)")
+          f"target mean Kendall tau >= {target} (to the truth); default ranking risk "
+          f"{default[0]!r}, look-ahead {default[1]}")
     results = {}
-    for strategy, objective, mode in runs:
-        acq.RANKING_RISK = mode
+    for name, strategy, objective, (mode, look) in runs:
+        acq.RANKING_RISK, acq.LOOKAHEAD = mode, look
         t0 = time.perf_counter()
         curves = [run_once(truth, strategy, objective, 1000 + r, batch, budget) for r in range(reps)]
-        acq.RANKING_RISK = "truth"
+        acq.RANKING_RISK, acq.LOOKAHEAD = default
         hit, per_rep = first_reach(curves, target)
-        name = f"{strategy}/{objective}" + (f"[{mode}]" if objective == "ranking" and strategy == "active" else "")
         results[name] = hit
         med = np.nanmedian(per_rep) if np.isfinite(per_rep).any() else np.nan
         q1, q3 = (np.nanpercentile(per_rep, [25, 75]) if np.isfinite(per_rep).any() else (np.nan, np.nan))
         print(f"  {name:28s} mean-tau hit at {hit!s:>6}  per-rep median {med:6.0f} "
               f"[IQR {q1:.0f}-{q3:.0f}, not reached {int(np.isnan(per_rep).sum())}]  "
-              f"({time.perf_counter() - t0:.1f} s)")
-    rr = results.get("round-robin/ranking")
+              f"({time.perf_counter() - t0:.1f} s)", flush=True)
+    rr = results.get("round-robin")
     if rr:
         print("  ratio to round-robin (mean-tau hit):")
         for name, hit in results.items():
@@ -154,7 +161,7 @@ def quality(reps, budget, quick):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--reps", type=int, default=10)
+    ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--budget", type=int, default=3000)
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--skip-speed", action="store_true")

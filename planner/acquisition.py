@@ -42,9 +42,10 @@ STRATEGIES = ("active", "round-robin", "random", "anchor", "swiss", "arena", "or
 OBJECTIVES = ("ranking", "entropy", "variance", "anchor", "top-k")
 
 SETTLE_PROB = 0.95          # P(order) every decision must exceed to call it settled
-RANKING_RISK = "truth"      # pair_risk mode of the ranking/top-k objectives
+RANKING_RISK = "bayes"      # pair_risk mode of the ranking/top-k objectives (bench: best of the three)
 RISK_EPS = 1e-7             # pairs with P(misorder) below this are left out of the ranking sum
 POOL_MIN = 256              # ranking objective: candidate pool size floor (see _active_gaussian)
+LOOKAHEAD = (1, 4, 16)      # ranking: judgments per pair looked ahead (KG(*) rate, see _Ranking.gains)
 LAZY_CHUNK = 8              # candidates re-evaluated at a time in the lazy greedy
 TAIL_A = 5.0                # Owen's T: asymptotic tail formula used for a >= TAIL_A
 ARENA_FLOOR = 1e-3          # arena weights floored at this fraction of the largest weight
@@ -352,10 +353,12 @@ def _setup(posterior, objective, top_k, anchor, judged, pending, draws, allowed,
     cov = np.asarray(posterior.cov, dtype=float)
     if mu.shape != (m,) or cov.shape != (m, m) or not (np.all(np.isfinite(mu)) and np.all(np.isfinite(cov))):
         raise DataError(f"posterior mean/cov must be finite with shapes ({m},) and ({m}, {m})")
+    est_mu = None
     if true_mean is not None:
         true_mean = np.asarray(true_mean, dtype=float)
         if true_mean.shape != (m,) or not np.all(np.isfinite(true_mean)):
             raise UsageError(f"true_mean must be finite with shape ({m},), got {true_mean.shape}")
+        est_mu = mu - mu.mean()
         mu = true_mean
     if draws is not None:
         draws = np.asarray(draws, dtype=float)
@@ -367,7 +370,7 @@ def _setup(posterior, objective, top_k, anchor, judged, pending, draws, allowed,
     ci, cj = _candidates(m, allowed)
     counts = _pair_counts(judged, m, all_fields=False) + _pair_counts(pending, m, all_fields=True)
     ctx = _Context(mu, cov, float(posterior.gamma), float(posterior.nu), objective, top_k, a_idx,
-                   RANKING_RISK)
+                   RANKING_RISK, est_mu)
     state = _State(mu, cov, ctx.gamma, ctx.nu)
     if pending is not None and pending.n_cells:
         state.apply_counts(pending)
@@ -528,33 +531,58 @@ class _Context:
     objective: str
     top_k: int | None
     a_idx: int | None
-    risk_mode: str = "truth"
+    risk_mode: str = "bayes"
+    est_mu: np.ndarray | None = None     # oracle: the posterior mean (ctx.mu is then the truth)
 
 
 # ============================================================ Gaussian path
-def pair_risk(absm, s0_2, s2, mode: str = "truth"):
+def pair_risk(absm, s0_2, s2, mode: str = "bayes", est=None):
     """Misorder probability of system pairs after (fantasized) information.
 
     ``absm = |μ_k − μ_l|``, ``s0_2`` the current posterior variance of
     ``β_k − β_l`` and ``s2`` the variance after the fantasized judgments.
     Modes (see docs/methods.md, "Choosing comparisons"):
 
-    ``truth`` (default of ``ranking``/``top-k``)
+    ``bayes`` (default of ``ranking``/``top-k``)
+        Expected posterior probability of misordering (preposterior: the mean
+        moves when the judgments come back): ``2 T(|m| / s0, s / τ)``,
+        ``τ² = s0² − s²``. It is also the probability that the posterior-mean
+        order after the update differs from the true order (``θ − X'`` is
+        independent of the updated mean ``X'``), so summed over pairs it is the
+        expected number of discordant pairs, ``(1 − E τ_Kendall) · P / 2``.
+        Myopic for one judgment (one judgment rarely flips a decision): the
+        greedy scores a candidate by its best rate over a few look-ahead
+        sizes (``LOOKAHEAD``).
+    ``truth``
         ``E_θ[Φ(−|θ| / s)]`` with the true gap ``θ ~ N(m, s0²)`` (the current
         posterior) and an estimate of sd ``s`` around it:
         ``2 T(|m| / sqrt(s0² + s²), s / s0)``. The expected probability that
         the ranking estimated after the batch orders the pair differently from
-        the truth; summed over pairs it is the expected number of discordant
-        pairs, i.e. ``(1 − Kendall τ) · P / 2``.
-    ``bayes``
-        Expected posterior probability of misordering (preposterior, the mean
-        moves): ``2 T(|m| / s0, s / τ)``, ``τ² = s0² − s²``. Myopic: one
-        judgment rarely flips a decision, so it concentrates on near-ties.
+        the truth when the estimate's error is independent of the current
+        mean (a heuristic: it ignores where the current estimate stands).
     ``fixed``
         ``Φ(−|m| / s)``, the mean held fixed. With the true gap as ``m`` this
         is the probability an estimate of sd ``s`` misorders the pair. Also
         myopic: for a near-tie (``|m| ≪ s``) it barely moves.
+    ``oracle`` (strategy ``oracle``)
+        ``absm`` is the signed TRUE gap ``θ`` and ``est`` the signed current
+        posterior-mean gap ``x``. In the linear-Gaussian model the new data
+        are ``z ~ N(θ, 1/λ)``, ``λ = 1/s² − 1/s0²``, and the updated mean
+        ``X' = s² (x / s0² + λ z)`` has mean ``(s² x + τ² θ) / s0²`` and sd
+        ``s τ / s0``; the risk is ``P(sign X' ≠ sign θ)``
+        ``= Φ(−sign(θ) (s² x + τ² θ) / (s0 s τ))`` (at ``τ = 0``: 1 when the
+        current order is wrong, else 0).
     """
+    if mode == "oracle":
+        theta, x = np.asarray(absm, dtype=float), np.asarray(est, dtype=float)
+        sgn = np.where(theta >= 0, 1.0, -1.0)
+        tau2 = np.clip(s0_2 - s2, 0.0, None)
+        den = np.sqrt(np.clip(s0_2 * s2 * tau2, 0.0, None))
+        num = sgn * (s2 * x + tau2 * theta)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            r = ndtr(-num / den)
+        now = np.where(sgn * x < 0, 1.0, np.where(x == 0, 0.5, 0.0))
+        return np.where(den > 0, r, now)
     absm = np.abs(absm)
     s2 = np.clip(s2, 1e-300, None)
     if mode == "fixed":
@@ -570,41 +598,64 @@ class _Ranking:
 
     def __init__(self, ctx: _Context, state: _State):
         mu = ctx.mu
-        self.mode = ctx.risk_mode
+        self.mode = "oracle" if ctx.est_mu is not None else ctx.risk_mode
         w = _pair_weights(mu, ctx.objective, ctx.top_k)
         v0 = _diff_var(ctx.cov0)
-        absm = np.abs(mu[:, None] - mu[None, :])
+        gap = mu[:, None] - mu[None, :]
         kr, lr = np.nonzero((w > 0) & (v0 > 0))
         # the risk only falls as information arrives: a pair below RISK_EPS stays there
-        keep = pair_risk(absm[kr, lr], v0[kr, lr], v0[kr, lr], self.mode) > RISK_EPS
+        if self.mode == "oracle":
+            x = ctx.est_mu[:, None] - ctx.est_mu[None, :]
+            keep = ((pair_risk(x[kr, lr], v0[kr, lr], v0[kr, lr] / 2, "bayes") > RISK_EPS)
+                    | (x[kr, lr] * gap[kr, lr] <= 0))
+            self.est = x[kr, lr][keep]
+        else:
+            keep = pair_risk(gap[kr, lr], v0[kr, lr], v0[kr, lr], self.mode) > RISK_EPS
+            self.est = None
         kr, lr = kr[keep], lr[keep]
         self.kr, self.lr = kr, lr
-        self.absm = absm[kr, lr]
+        self.absm = gap[kr, lr]
         self.s0_2 = v0[kr, lr]
         vcur = _diff_var(state.cov)
         self.s2 = np.minimum(vcur[kr, lr], self.s0_2)
-        self.r = pair_risk(self.absm, self.s0_2, self.s2, self.mode)
+        self.r = self._risk(self.s2)
+
+    def _risk(self, s2, col=False):
+        if col:
+            est = None if self.est is None else self.est[:, None]
+            return pair_risk(self.absm[:, None], self.s0_2[:, None], s2, self.mode, est)
+        return pair_risk(self.absm, self.s0_2, s2, self.mode, self.est)
 
     def value(self):
         return float(self.r.sum())
 
-    def gains(self, state: _State, ci, cj, info):
-        """Expected reduction of the misorder sum for candidates (ci, cj)."""
+    def gains(self, state: _State, ci, cj, info, lookahead=(1,)):
+        """Expected reduction of the misorder sum for candidates (ci, cj).
+
+        With ``lookahead`` (L_1, L_2, ...) the score is the best reduction per
+        judgment, ``max_L [R − R(after L judgments on the pair)] / L`` (the
+        KG(*) remedy for myopia, Frazier & Powell 2010); ``(1,)`` is the plain
+        one-judgment gain.
+        """
         if self.kr.size == 0:
             return np.zeros(ci.size)
         c = state.cov[:, ci] - state.cov[:, cj]
         ar = np.arange(ci.size)
         v = c[ci, ar] - c[cj, ar]
-        f = info / (1.0 + info * v)
-        dc = c[self.kr] - c[self.lr]
-        s2 = self.s2[:, None] - f * dc * dc
-        after = pair_risk(self.absm[:, None], self.s0_2[:, None], s2, self.mode)
-        return (self.r[:, None] - after).sum(axis=0)
+        dc2 = c[self.kr] - c[self.lr]
+        dc2 *= dc2
+        best = None
+        for n in lookahead:
+            f = n * info / (1.0 + n * info * v)
+            after = self._risk(self.s2[:, None] - f * dc2, col=True)
+            g = (self.r[:, None] - after).sum(axis=0) / n
+            best = g if best is None else np.maximum(best, g)
+        return best
 
     def update(self, c, f):
         dc = c[self.kr] - c[self.lr]
         self.s2 = self.s2 - f * dc * dc
-        self.r = pair_risk(self.absm, self.s0_2, self.s2, self.mode)
+        self.r = self._risk(self.s2)
 
 
 class _ClosedForm:
@@ -684,7 +735,7 @@ def _active_gaussian(ctx: _Context, state: _State, ci, cj, k, rng):
         return pairs, gains, before
     pool = _ranking_pool(ctx, state, ci, cj, info, max(POOL_MIN, 2 * k))
     pi, pj, pinfo = ci[pool], cj[pool], info[pool]
-    stale = _chunked(lambda s: rk.gains(state, pi[s], pj[s], pinfo[s]), pi.size)
+    stale = _chunked(lambda s: rk.gains(state, pi[s], pj[s], pinfo[s], LOOKAHEAD), pi.size)
     for _ in range(k):
         fresh = np.zeros(pi.size, bool)
         while True:
@@ -693,10 +744,11 @@ def _active_gaussian(ctx: _Context, state: _State, ci, cj, k, rng):
                 break
             masked = np.where(fresh, -np.inf, stale)
             top = np.argsort(-masked, kind="stable")[:LAZY_CHUNK]
-            stale[top] = rk.gains(state, pi[top], pj[top], pinfo[top])
+            stale[top] = rk.gains(state, pi[top], pj[top], pinfo[top], LOOKAHEAD)
             fresh[top] = True
         pairs.append((int(pi[best]), int(pj[best])))
-        gains.append(float(stale[best]))
+        gains.append(float(stale[best]) if LOOKAHEAD == (1,) else
+                     float(rk.gains(state, pi[best:best + 1], pj[best:best + 1], pinfo[best:best + 1])[0]))
         c, f = state.apply(pi[best], pj[best], pinfo[best])
         rk.update(c, f)
     return pairs, gains, before
@@ -713,7 +765,8 @@ def _ranking_pool(ctx: _Context, state, ci, cj, info, size):
         return np.arange(ci.size)
     d = np.diag(state.cov)
     v = d[ci] + d[cj] - 2.0 * state.cov[ci, cj]
-    absm = np.abs(state.mu[ci] - state.mu[cj])
+    mu = state.mu if ctx.est_mu is None else ctx.est_mu
+    absm = np.abs(mu[ci] - mu[cj])
     s2_new = v - info * v * v / (1.0 + info * v)
     own = pair_risk(absm, v, v, ctx.risk_mode) - pair_risk(absm, v, s2_new, ctx.risk_mode)
     return np.sort(np.argsort(-own, kind="stable")[:size])
@@ -848,8 +901,13 @@ def _draws_value(ctx, draws, wmat, rel=None):
     """Objective value for each row of weights ``wmat`` (n, S) over ``draws``."""
     obj = ctx.objective
     if obj in ("ranking", "top-k"):
-        p = wmat @ rel[2]
-        return np.minimum(p, 1.0 - p).sum(axis=1)
+        # P(misorder) from the re-weighted moments of β_k − β_l, Φ(−|mean| / sd):
+        # the empirical min(P, 1 − P) of indicators would add O(S^-1/2) noise that the
+        # min turns into a positive bias of every gain
+        diffs = rel[3]
+        mean = wmat @ diffs
+        sd = np.sqrt(np.clip(wmat @ (diffs * diffs) - mean * mean, 1e-300, None))
+        return ndtr(-np.abs(mean) / sd).sum(axis=1)
     if obj == "variance":
         mean = wmat @ draws
         return (wmat @ (draws * draws) - mean * mean).sum(axis=1)
@@ -892,7 +950,7 @@ class _DrawsScorer:
         self.rel = None
         if ctx.objective in ("ranking", "top-k"):
             kr, lr = np.nonzero(_pair_weights(ctx.mu, ctx.objective, ctx.top_k) > 0)
-            self.rel = (kr, lr, (b[:, kr] > b[:, lr]).astype(float), b[:, kr] - b[:, lr])
+            self.rel = (kr, lr, None, b[:, kr] - b[:, lr])
 
     def current(self):
         if self.rel is not None and self.ctx.risk_mode == "truth":
@@ -983,7 +1041,7 @@ def _gaussian_gains(ctx, state, ci, cj):
 
 # ================================================================ stopping
 def _settled(ctx: _Context, systems) -> tuple[bool, str]:
-    mu, cov = ctx.mu, ctx.cov0
+    mu, cov = (ctx.mu if ctx.est_mu is None else ctx.est_mu), ctx.cov0
     s = np.sqrt(_diff_var(cov))
     with np.errstate(divide="ignore", invalid="ignore"):
         p_order = ndtr(np.abs(mu[:, None] - mu[None, :]) / s)

@@ -132,7 +132,8 @@ def test_active_ranking_concentrates_on_close_pair_round_robin_spreads(close_fix
     act = acq.select_pairs(post, 20, judged=judged, rng=rng())
     c = Counter(act.pairs)
     assert c[(0, 1)] > 10                     # most of the batch on the close pair
-    assert c[(0, 1)] < 20                     # ...but fantasized updates spread the rest
+    # (all 20 is allowed: the only near-tie is worth more than anything else even after
+    # 19 fantasized judgments; spreading is tested on the symmetric fixture below)
     rr = acq.select_pairs(post, 20, strategy="round-robin", judged=judged, rng=rng())
     assert len(set(rr.pairs)) == 20           # 20 of the 28 equally judged pairs, once each
     assert act.expected_reduction > rr.expected_reduction
@@ -161,10 +162,20 @@ def test_batch_diversity_symmetric_fixture():
 
 def test_pending_is_fantasized(close_fixture):
     post, judged = close_fixture
-    base = Counter(acq.select_pairs(post, 20, judged=judged, rng=rng()).pairs)[(0, 1)]
-    pending = Counts.from_arrays(post.systems, [0] * 30, [1] * 30, [3] * 30)   # 30 issued on (0, 1)
-    sel = acq.select_pairs(post, 20, judged=judged, pending=pending, rng=rng())
-    assert Counter(sel.pairs)[(0, 1)] < base
+    # six equal systems, balanced design: every pair gets 2 of a batch of 30; with 10
+    # pending items on (0, 1) that pair is no longer worth a pick
+    sym = posterior_from_design(np.zeros(6), np.full((6, 6), 4))
+    sym_judged = round_robin_counts(sym.systems, 4)
+    pending = Counts.from_arrays(sym.systems, [0] * 10, [1] * 10, [3] * 10)
+    for objective in ("ranking", "entropy", "variance"):
+        base = acq.select_pairs(sym, 30, objective=objective, judged=sym_judged, rng=rng(3))
+        sel = acq.select_pairs(sym, 30, objective=objective, judged=sym_judged, pending=pending, rng=rng(3))
+        assert Counter(base.pairs)[(0, 1)] >= 1 and Counter(sel.pairs)[(0, 1)] == 0, objective
+        assert sel.value_before < base.value_before                # pending already counted
+    # the close fixture: pending judgments on the close pair lower its first-pick gain
+    g0 = acq.select_pairs(post, 1, judged=judged, rng=rng()).gains[0]
+    pend = Counts.from_arrays(post.systems, [0] * 30, [1] * 30, [3] * 30)
+    assert acq.select_pairs(post, 1, judged=judged, pending=pend, rng=rng()).gains[0] < g0
     # round-robin: a pair with pending items comes last
     pend = Counts.from_arrays(post.systems, [2], [5], [3])
     rr = acq.select_pairs(post, 27, strategy="round-robin", judged=judged, pending=pend, rng=rng())
@@ -202,16 +213,30 @@ def test_connected_start_design():
     assert sel.pairs == acq.connected_start(10, 10, rng(2))
 
 
-def test_gaussian_and_draws_agree_on_top_choices(close_fixture):
-    post, _ = close_fixture
+def test_gaussian_and_draws_agree_on_top_choices():
+    # the close fixture with 2 judgments per pair (several pairs still uncertain);
+    # 8,000 draws from the Gaussian itself, seeded
+    post = posterior_from_design(CLOSE_MEAN, np.full((8, 8), 2))
     draws = rng(0).multivariate_normal(post.mean, post.cov, size=8000, method="eigh")
-    for objective, n_top in [("ranking", 3), ("entropy", 3), ("variance", 3), ("top-k", 3), ("anchor", 2)]:
-        g = acq.candidate_gains(post, objective=objective, top_k=3, anchor="s3")
-        d = acq.candidate_gains(post, objective=objective, top_k=3, anchor="s3", draws=draws)
-        assert set(g.pairs[:n_top]) == set(d.pairs[:n_top]), objective
-        # 8,000 draws: the re-weighted estimate of the best gain within 10 % (MC error)
-        assert d.gains[0] == pytest.approx(g.gains[0], rel=0.1), objective
-    # anchor: the third choice is a near tie ((1,3) vs (0,3), gains within 5 %), hence n_top = 2
+    for objective in ("ranking", "entropy", "variance", "anchor"):
+        g = acq.candidate_gains(post, objective=objective, anchor="s3")
+        d = acq.candidate_gains(post, objective=objective, anchor="s3", draws=draws)
+        assert g.pairs[:3] == d.pairs[:3], objective
+        assert d.engine == "draws" and g.engine == "gaussian"
+        if objective != "ranking":   # smooth objectives: the best gain within 10 % (MC error)
+            assert d.gains[0] == pytest.approx(g.gains[0], rel=0.1), objective
+    # ranking: the draws see the discrete outcome (the mean gap moves by ±δ), the Gaussian
+    # path a N(m, τ²) move with E|X| = τ √(2/π); at a tie the reduction is ∝ E|X|, so the
+    # draws' gain is up to 1/√(2/π) = 1.25 times larger (+ MC error): ratio in [1, 1.4]
+    g = acq.candidate_gains(post)
+    d = acq.candidate_gains(post, draws=draws)
+    assert 1.0 <= d.gains[0] / g.gains[0] <= 1.4
+    # top-k: the boundary pair of a fixture with a near-tie at the top-3 boundary
+    edge = posterior_from_design(np.array([0, 0.3, 0.6, 0.9, 1.2, 1.25, 1.8, 2.4]), np.full((8, 8), 3))
+    edge_draws = rng(0).multivariate_normal(edge.mean, edge.cov, size=8000, method="eigh")
+    assert (acq.candidate_gains(edge, objective="top-k", top_k=3).pairs[0]
+            == acq.candidate_gains(edge, objective="top-k", top_k=3, draws=edge_draws).pairs[0] == (4, 5))
+    # the batch: same picks from both engines
     sel_g = acq.select_pairs(post, 3, rng=rng())
     sel_d = acq.select_pairs(post, 3, rng=rng(), draws=draws)
     assert sel_g.pairs == sel_d.pairs and sel_d.engine == "draws"
@@ -247,8 +272,13 @@ def test_baseline_strategies(close_fixture):
     assert set(sw.pairs) == {(t, t + 1) for t in range(7)}   # neighbours in the mean ranking
     rnd = acq.select_pairs(post, 50, strategy="random", judged=judged, rng=rng())
     assert len(rnd.pairs) == 50 and all(i < j for i, j in rnd.pairs)
-    ora = acq.select_pairs(post, 10, strategy="oracle", judged=judged, rng=rng(), true_mean=CLOSE_MEAN)
-    assert Counter(ora.pairs).most_common(1)[0][0] == (0, 1)
+    # oracle: the truth has s0 and s1 the other way round (s0 better by 0.1): the current
+    # estimate misorders exactly that pair, and the oracle goes for it
+    truth = CLOSE_MEAN.copy()
+    truth[0] = 0.15
+    ora = acq.select_pairs(post, 10, strategy="oracle", judged=judged, rng=rng(), true_mean=truth)
+    assert Counter(ora.pairs).most_common(1)[0] == ((0, 1), 10)
+    assert ora.gains[0] > 0
     allowed = {(0, 2), (3, 4)}
     for strategy in ("active", "round-robin", "random", "arena"):
         sel = acq.select_pairs(post, 6, strategy=strategy, judged=judged, rng=rng(), allowed=allowed)
