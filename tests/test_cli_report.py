@@ -117,3 +117,12 @@ def test_small_nuts_cli(tmp_path):
     assert doc["model"]["engine"] == "nuts" and doc["posterior_artifact"] == "posterior-nuts.nc"
     assert doc["model"]["diagnostics"]["max_r_hat"] is not None
     assert "fitting with NUTS" in r.stderr
+
+
+def test_unwritable_outputs_exit_2(synth, tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("x", encoding="utf-8")
+    r = runner.invoke(app, ["report", str(synth), "--markdown", str(blocker / "report.md")])
+    assert r.exit_code == 2 and "--markdown" in r.stderr and "Traceback" not in r.stderr
+    r = runner.invoke(app, ["report", str(synth), "--plot", str(blocker / "fig")])
+    assert r.exit_code == 2 and "--plot" in r.stderr

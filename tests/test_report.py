@@ -337,3 +337,46 @@ def test_vicuna_nuts_report(v80, v80_report):
     lm = {x.system: x.mean for x in v80_report.leaderboard}
     for x in r.leaderboard:
         assert abs(x.mean - lm[x.system]) < 0.05                # issue 4 tolerance
+
+
+# ------------------------------------------------- end to end with next-batch
+def test_batch_round_trip_attention_acceptability_reasons(tmp_path):
+    """next-batch (attention + acceptability items, 2 annotators) -> answers -> ingest -> report."""
+    from planner.next_batch import next_batch
+    from planner.study import ingest
+
+    st = fx.synthetic_study(tmp_path / "rt", n=200, reasons=False)
+    res = next_batch(st, size=40, seed=7, attention=0.1, acceptability=0.1, repeat=0.0, overlap=0.0,
+                     annotators=["ann-1", "ann-2"], out=tmp_path / "batch")
+    expected = res.manifest["attention_expected"]
+    assert expected                                           # the batch recorded the unbroken sides
+    rows = []
+    for it in res.items:
+        if it.kind == "attention":
+            good = expected[it.item_id]
+            # ann-1 passes every attention check, ann-2 fails every one (picks the broken side)
+            v = good if it.annotator == "ann-1" else ("left" if good == "right" else "right")
+            rows.append({"item": it.item_id, "verdict": v, "annotator": it.annotator})
+        elif it.kind == "acceptability":
+            rows.append({"item": it.item_id, "verdict": "pass" if it.left_system == "sys-a" else "fail",
+                         "annotator": it.annotator})
+        else:
+            # every second decisive verdict without a reason
+            rows.append({"item": it.item_id, "verdict": "left", "annotator": it.annotator,
+                         **({"reason": "accuracy"} if len(rows) % 2 else {})})
+    f = tmp_path / "answers.jsonl"
+    f.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    ingest(st, [f])
+    r = build_report(st, save_posterior=False)
+    qc = {a.annotator: a for a in r.annotators.annotators}
+    assert qc["ann-1"].attention_rate == 1.0 and "attention" not in qc["ann-1"].flags
+    assert qc["ann-2"].attention_rate == 0.0 and "attention" in qc["ann-2"].flags
+    assert any(f.startswith("annotator ann-2: ") and "attention" in f for f in r.flags)
+    # acceptability from judgments: sys-a passes all its items, the others fail all theirs
+    assert r.acceptability_source == "judgments"
+    rates = {row.system: row.pass_rate for row in r.acceptability.rows if row.pass_rate is not None}
+    assert all(v == (1.0 if s == "sys-a" else 0.0) for s, v in rates.items())
+    # the batch's decisive verdicts: about half carry no reason; the 200 external ones (fixture,
+    # reasons=False) carry none
+    assert r.kinds.get("attention", 0) + r.kinds.get("acceptability", 0) > 0
+    assert 0 < r.reasons.share_without_reason < 1
