@@ -117,6 +117,11 @@ def speed(reps=3):
             times.append(time.perf_counter() - t0)
         print(f"  {strategy:12s} {objective:9s} median {np.median(times):.3f} s "
               f"(distinct pairs {len(set(sel.pairs))}, expected reduction {sel.expected_reduction:.4g})")
+    draws = np.random.default_rng(1).multivariate_normal(post.mean, post.cov, size=2000, method="eigh")
+    t0 = time.perf_counter()
+    sel = acq.select_pairs(post, 200, judged=judged, rng=np.random.default_rng(0), draws=draws)
+    print(f"  active       ranking   draws path (2,000 draws, importance re-weighting): "
+          f"{time.perf_counter() - t0:.3f} s (distinct pairs {len(set(sel.pairs))})")
 
 
 def quality(reps, budget, quick):

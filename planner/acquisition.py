@@ -412,7 +412,9 @@ def candidate_gains(posterior: bt.GaussianPosterior, *, objective: str = "rankin
     _, ctx, state, ci, cj, _, draws = _setup(posterior, objective, top_k, anchor, None, pending,
                                              draws, allowed, true_mean)
     if draws is not None:
-        g, engine = _DrawsScorer(ctx, draws, pending).gains(ci, cj), "draws"
+        rk = _Ranking(ctx, state) if objective in ("ranking", "top-k") else None
+        sc = _DrawsScorer(ctx, draws, pending, None if rk is None else (rk.kr, rk.lr))
+        g, engine = sc.gains(ci, cj), "draws"
     else:
         g, engine = _gaussian_gains(ctx, state, ci, cj), "gaussian"
     order = np.argsort(-g, kind="stable")
@@ -919,6 +921,9 @@ def _draws_value(ctx, draws, wmat, rel=None):
     z = draws @ q
     out = np.empty(wmat.shape[0])
     for r, w in enumerate(wmat):
+        if not w.any():
+            out[r] = 0.0
+            continue
         zc = z - w @ z
         out[r] = 0.5 * np.linalg.slogdet((zc * w[:, None]).T @ zc)[1]
     return out
@@ -934,10 +939,11 @@ class _DrawsScorer:
     re-weighted variance). Earlier picks and pending items are fantasized as
     Gaussian pseudo-observations centred on the current weighted mean,
     ``w_s ∝ w_s exp(−½ I (β_si − β_sj − m_ij)²)`` — the draws analogue of the
-    rank-one precision update.
+    rank-one precision update. ``pairs`` (kr, lr) restricts the misorder sum
+    (the Gaussian path's relevant pairs).
     """
 
-    def __init__(self, ctx: _Context, draws, pending):
+    def __init__(self, ctx: _Context, draws, pending, pairs=None):
         self.ctx = ctx
         b = draws - draws.mean(axis=1, keepdims=True)
         self.b = b
@@ -949,72 +955,92 @@ class _DrawsScorer:
                     self.fantasize(a, bb, nn)
         self.rel = None
         if ctx.objective in ("ranking", "top-k"):
-            kr, lr = np.nonzero(_pair_weights(ctx.mu, ctx.objective, ctx.top_k) > 0)
+            if pairs is None:
+                pairs = np.nonzero(_pair_weights(ctx.mu, ctx.objective, ctx.top_k) > 0)
+            kr, lr = pairs
             self.rel = (kr, lr, None, b[:, kr] - b[:, lr])
 
     def current(self):
         if self.rel is not None and self.ctx.risk_mode == "truth":
-            return _draws_truth_risk(self.w[None, :], np.ones(1), self.rel)
+            return _draws_truth_risk(self.w[None, None, :], np.ones((1, 1)), self.rel)[0]
         return float(_draws_value(self.ctx, self.b, self.w[None, :], self.rel)[0])
 
     def gains(self, ci, cj):
+        """Expected reduction from one judgment, for each candidate (vectorised)."""
         cur = self.current()
-        return np.array([cur - _draws_expected_after(self.ctx, self.b, self.w, i, j, self.rel)
-                         for i, j in zip(ci, cj)])
+        s = self.b.shape[0]
+        chunk = max(1, 2_000_000 // (6 * s))
+        out = []
+        for lo in range(0, len(ci), chunk):
+            rows, probs = _outcome_rows(self.ctx, self.b, self.w, ci[lo:lo + chunk], cj[lo:lo + chunk])
+            if self.rel is not None and self.ctx.risk_mode == "truth":
+                after = _draws_truth_risk(rows, probs, self.rel)
+            else:
+                c = rows.shape[0]
+                vals = _draws_value(self.ctx, self.b, rows.reshape(c * 6, s), self.rel).reshape(c, 6)
+                after = (probs * np.where(probs > 0, vals, 0.0)).sum(axis=1)   # no ties when ν = 0
+            out.append(cur - after)
+        return np.concatenate(out) if out else np.zeros(0)
 
     def fantasize(self, i, j, n=1.0):
         info = n * _draws_info(self.ctx, self.b, self.w, i, j)
         self.w = _pseudo_obs(self.b, self.w, i, j, info)
 
 
+def _outcome_rows(ctx, b, w, ci, cj):
+    """Re-weighted draws per candidate × (position, outcome): rows (C, 6, S), P (C, 6)."""
+    d = b[:, ci] - b[:, cj]                      # (S, C)
+    rows, probs = [], []
+    for sign in (1.0, -1.0):                     # i shown left, then right
+        for p_o in bt.outcome_probs(sign * d + ctx.gamma, ctx.nu):
+            wo = w[:, None] * p_o
+            tot = wo.sum(axis=0)
+            rows.append((wo / np.where(tot > 0, tot, 1.0)).T)
+            probs.append(0.5 * tot)
+    return np.stack(rows, axis=1), np.stack(probs, axis=1)
+
+
 def _active_draws(ctx: _Context, state: _State, draws, ci, cj, k, pending):
-    """Greedy batch with :class:`_DrawsScorer`; with more than ``DRAWS_POOL``
-    candidates, the ``DRAWS_POOL`` with the largest Gaussian gains are scored."""
+    """Greedy batch with :class:`_DrawsScorer`: with more than ``DRAWS_POOL``
+    candidates, the ``DRAWS_POOL`` with the largest Gaussian gains are scored;
+    lazy greedy as in the Gaussian path."""
+    rk = _Ranking(ctx, state) if ctx.objective in ("ranking", "top-k") else None
     if ci.size > DRAWS_POOL:
         g = _gaussian_gains(ctx, state, ci, cj)
         keep = np.sort(np.argsort(-g, kind="stable")[:DRAWS_POOL])
         ci, cj = ci[keep], cj[keep]
-    sc = _DrawsScorer(ctx, draws, pending)
+    sc = _DrawsScorer(ctx, draws, pending, None if rk is None else (rk.kr, rk.lr))
     before = sc.current()
     pairs, gains = [], []
+    stale = sc.gains(ci, cj)
     for _ in range(k):
-        g = sc.gains(ci, cj)
-        t = int(np.argmax(g))
-        pairs.append((int(ci[t]), int(cj[t])))
-        gains.append(float(g[t]))
-        sc.fantasize(ci[t], cj[t])
+        fresh = np.zeros(ci.size, bool)
+        while True:
+            best = int(np.argmax(stale))
+            if fresh[best]:
+                break
+            top = np.argsort(-np.where(fresh, -np.inf, stale), kind="stable")[:LAZY_CHUNK]
+            stale[top] = sc.gains(ci[top], cj[top])
+            fresh[top] = True
+        pairs.append((int(ci[best]), int(cj[best])))
+        gains.append(float(stale[best]))
+        sc.fantasize(ci[best], cj[best])
     return pairs, gains, before
 
 
-def _draws_expected_after(ctx, b, w, i, j, rel):
-    """Expected objective after one judgment on (i, j), from re-weighted draws."""
-    rows, probs = [], []
-    for sign in (1.0, -1.0):                     # i shown left, then right
-        delta = sign * (b[:, i] - b[:, j]) + ctx.gamma
-        for p_o in bt.outcome_probs(delta, ctx.nu):
-            wo = w * p_o
-            tot = wo.sum()
-            if tot > 0:
-                rows.append(wo / tot)
-                probs.append(0.5 * tot)
-    rows, probs = np.array(rows), np.array(probs)
-    if ctx.objective in ("ranking", "top-k") and ctx.risk_mode == "truth":
-        return _draws_truth_risk(rows, probs, rel)
-    return float(probs @ _draws_value(ctx, b, rows, rel))
-
-
 def _draws_truth_risk(rows, probs, rel):
-    """``truth`` risk on draws: Σ_kl E_θ[Φ(−|θ_kl| / s'_kl)].
+    """``truth`` risk on draws, per candidate: Σ_kl E_θ[Φ(−|θ_kl| / s'_kl)].
 
-    ``θ`` runs over the batch-start draws (the truth as the posterior sees
-    it); ``s'²`` is the expected posterior variance of ``β_k − β_l`` after
-    the judgment(s): ``Σ_o P(o) Var_{w_o}`` (law of total variance).
+    ``rows`` (C, O, S) re-weighted draws with outcome probabilities ``probs``
+    (C, O). ``θ`` runs over the batch-start draws (the truth as the posterior
+    sees it); ``s'²`` is the expected posterior variance of ``β_k − β_l``
+    after the judgment: ``Σ_o P(o) Var_{w_o}`` (law of total variance).
     """
     diffs = rel[3]
-    mean = rows @ diffs
-    var = probs @ (rows @ (diffs * diffs) - mean * mean)
+    mean = rows @ diffs                                  # (C, O, P)
+    var = np.einsum("co,cop->cp", probs, rows @ (diffs * diffs) - mean * mean)
     sd = np.sqrt(np.clip(var, 1e-300, None))
-    return float(ndtr(-np.abs(diffs) / sd).mean(axis=0).sum())
+    return np.array([ndtr(-np.abs(diffs) / sd_c).mean(axis=0).sum() for sd_c in sd])
 
 
 def _draws_info(ctx, b, w, i, j):
