@@ -787,13 +787,14 @@ def write_plots(report: Report, directory) -> tuple[str, ...]:
     The forest plot shows each system's posterior mean strength on the Elo
     scale with its 95% credible interval, best at the top, coloured by rank
     group. The heatmap shows row system's half-tie score against the column
-    system (blank = unobserved). matplotlib runs headless (Agg); SVGs carry no
-    date, so the same report gives identical SVG files. Returns the paths.
+    system (blank = unobserved). Headless: figures are built with
+    :class:`matplotlib.figure.Figure` (no pyplot, the global backend is left
+    alone) and rendered by the Agg / SVG backends. SVGs carry no date and a
+    fixed hash salt, so the same report gives identical SVG files. Returns the
+    paths.
     """
     import matplotlib
-
-    matplotlib.use("Agg", force=True)
-    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
 
     out = Path(directory)
     try:
@@ -803,9 +804,10 @@ def write_plots(report: Report, directory) -> tuple[str, ...]:
     paths: list[str] = []
     rows = report.leaderboard
     with matplotlib.rc_context({"svg.hashsalt": "planner", "font.size": 9}):
-        fig, ax = plt.subplots(figsize=(6.4, 0.45 * len(rows) + 1.2))
+        fig = Figure(figsize=(6.4, 0.45 * len(rows) + 1.2))
+        ax = fig.subplots()
         y = np.arange(len(rows))[::-1]
-        colours = plt.get_cmap("tab10")
+        colours = matplotlib.colormaps["tab10"]
         for yi, x in zip(y, rows):
             col = colours((x.group - 1) % 10)
             ax.plot([x.elo_lo, x.elo_hi], [yi, yi], color=col, lw=2)
@@ -816,14 +818,14 @@ def write_plots(report: Report, directory) -> tuple[str, ...]:
         ax.set_title(f"{Path(report.study).name}: strengths ({report.model.engine})")
         fig.tight_layout()
         paths += _save(fig, out / "strengths")
-        plt.close(fig)
 
         names = [x.system for x in rows]
         idx = [report.systems.index(s) for s in names]
         mat = np.array([[np.nan if report.win_matrix[i][j] is None else report.win_matrix[i][j] for j in idx]
                         for i in idx], dtype=float)
         n = len(names)
-        fig, ax = plt.subplots(figsize=(0.6 * n + 2.4, 0.55 * n + 1.6))
+        fig = Figure(figsize=(0.6 * n + 2.4, 0.55 * n + 1.6))
+        ax = fig.subplots()
         im = ax.imshow(np.ma.masked_invalid(mat), cmap="RdBu", vmin=0, vmax=1)
         ax.set_xticks(range(n), names, rotation=45, ha="right")
         ax.set_yticks(range(n), names)
@@ -836,7 +838,6 @@ def write_plots(report: Report, directory) -> tuple[str, ...]:
         ax.set_title("win rates (ties = half)")
         fig.tight_layout()
         paths += _save(fig, out / "win_rates")
-        plt.close(fig)
     return tuple(paths)
 
 
