@@ -77,6 +77,8 @@ def _num(x, fmt: str = ".3f") -> str:
 def _render(r) -> None:
     from rich.table import Table
 
+    from planner.bt import ELO_SCALE as ELO
+
     con = out()
     t = r.totals
     con.print(f"{r.study}: A {t['A']:,} / B {t['B']:,} / tie {t['tie']:,} / invalid {t['invalid']:,}; "
@@ -156,10 +158,34 @@ def _render(r) -> None:
                         ", ".join(a.flags) or "—")
         con.print(tab)
 
+    ag = r.annotators.agreement if r.annotators is not None else None
+    if ag is not None and ag.method:
+        con.print(f"agreement on {ag.n_items} overlap comparisons ({ag.n_annotators} annotators): "
+                  f"{ag.method} kappa = {_num(ag.kappa, '.2f')}" + (" FLAG" if ag.flagged else ""),
+                  markup=False, soft_wrap=True)
+
+    rs = r.reasons
+    if any(s.reason for x in rs.rows for s in x.win_reasons):
+        tab = Table(title="reasons: share of each system's wins / losses")
+        for h in ("system", "wins", "win reasons", "losses", "loss reasons"):
+            tab.add_column(h, justify="right" if h in ("wins", "losses") else "left")
+        for x in rs.rows:
+            tab.add_row(x.system, f"{x.wins:,}", ", ".join(f"{s.reason or 'none'} {_pct(s.share, 0)}" for s in x.win_reasons),
+                        f"{x.losses:,}", ", ".join(f"{s.reason or 'none'} {_pct(s.share, 0)}" for s in x.loss_reasons))
+        con.print(tab)
+
     st = r.strata
+    if len(st.rows) > 1 and st.rows[0].mean is not None:
+        tab = Table(title="strength per stratum (Elo, partially pooled)")
+        tab.add_column("stratum", no_wrap=True)
+        for s in st.systems:
+            tab.add_column(s, justify="right")
+        for row in st.rows:
+            tab.add_row(row.stratum, *(f"{1500 + ELO * v:.0f}" for v in row.mean))
+        con.print(tab)
     if len(st.rows) > 1:
         tab = Table(title=f"half-tie score per stratum (weights: {st.weights_source})")
-        tab.add_column("stratum")
+        tab.add_column("stratum", no_wrap=True)
         tab.add_column("weight", justify="right")
         tab.add_column("n", justify="right")
         for s in st.systems:

@@ -37,6 +37,7 @@ def test_tables_on_stdout_notes_on_stderr(synth):
     assert "leaderboard" in r.stdout and "sys-a" in r.stdout
     assert "against the anchor sys-b" in r.stdout
     assert "posterior-laplace.nc" in r.stdout
+    assert "reasons: share of each system's wins / losses" in r.stdout   # fixture: reason codes given
     # fixture: true gamma 0.4 logit -> about 60% left wins, flagged (> 8 points) on stderr only
     assert "warning: position bias" in r.stderr
     assert "position bias" not in r.stdout.split("diagnostics")[0]
@@ -76,6 +77,8 @@ def test_by_stratum_and_seed(synth):
     # fixture: prompts i % 4 == 0 are "hard" (25 of 100) -> stratum sizes 0.25 / 0.75
     assert doc["model"]["stratum_weights"] == {"easy": 0.75, "hard": 0.25}
     assert all(row["mean"] is not None for row in doc["strata"]["rows"])
+    r = runner.invoke(app, ["report", str(synth), "--by-stratum"])
+    assert r.exit_code == 0 and "strength per stratum" in r.stdout
 
 
 @pytest.mark.parametrize("args, needle", [
