@@ -269,36 +269,57 @@ class Report:
 
 
 # --------------------------------------------------------------- store reads
-def _grouped_judgments(study) -> list[tuple]:
+def _grouped_judgments(db_path) -> list[tuple]:
     """One grouped scan of the judgments: ``(a, b, verdict, kind, reason, length_sign, n)``.
 
     ``a``/``b`` are system names (``b`` None for acceptability), ``reason`` the
     raw reason, ``length_sign`` = sign(len(a's response) - len(b's response))
     or ``None`` when either response is unknown. The grouping keeps the
     result small (systems² x verdicts x kinds x reasons x 3) whatever the number
-    of judgments. Reads the study's SQLite connection directly (read-only; the
-    response lengths are copied to a TEMP ``WITHOUT ROWID`` table first, which
-    makes the two length look-ups per judgment about twice as fast).
+    of judgments.
+
+    Reads the study database ``db_path`` through its own connection (so it can
+    run in a worker thread while the main thread aggregates the counts and
+    imports arviz: sqlite releases the GIL while it scans). The response
+    lengths are first copied to a TEMP ``WITHOUT ROWID`` table, which makes the
+    two length look-ups per judgment about twice as fast. Nothing is written to
+    the study.
     """
-    con = study._con
-    names = dict(con.execute("SELECT id, name FROM systems").fetchall())
-    con.execute("DROP TABLE IF EXISTS temp.report_lengths")
-    con.execute("CREATE TEMP TABLE report_lengths (prompt TEXT, system INTEGER, length INTEGER, "
-                "PRIMARY KEY (prompt, system)) WITHOUT ROWID")
+    import sqlite3
+
+    con = sqlite3.connect(str(db_path), timeout=30.0)
     try:
+        names = dict(con.execute("SELECT id, name FROM systems").fetchall())
+        con.execute("CREATE TEMP TABLE report_lengths (prompt TEXT, system INTEGER, length INTEGER, "
+                    "PRIMARY KEY (prompt, system)) WITHOUT ROWID")
         con.execute("INSERT INTO temp.report_lengths SELECT prompt, system, length FROM responses")
+        # one integer key for (a, b, length sign): grouping on it sorts faster than on three columns
+        span = int(con.execute("SELECT coalesce(max(id), 0) + 2 FROM systems").fetchone()[0])
         rows = con.execute(
-            """SELECT j.a, j.b, j.verdict, j.kind, j.reason,
-                      CASE WHEN ra.length IS NULL OR rb.length IS NULL THEN NULL
-                           ELSE (ra.length > rb.length) - (ra.length < rb.length) END,
-                      count(*)
+            f"""SELECT (j.a * {span} + coalesce(j.b, -1) + 1) * 4
+                       + coalesce((ra.length > rb.length) - (ra.length < rb.length) + 1, 3),
+                      j.verdict, j.kind, j.reason, count(*)
                FROM judgments j
                LEFT JOIN temp.report_lengths ra ON ra.prompt = j.prompt AND ra.system = j.a
                LEFT JOIN temp.report_lengths rb ON rb.prompt = j.prompt AND rb.system = j.b
-               GROUP BY 1, 2, 3, 4, 5, 6""").fetchall()
+               GROUP BY 1, 2, 3, 4""").fetchall()
     finally:
-        con.execute("DROP TABLE IF EXISTS temp.report_lengths")
-    return [(names[a], None if b is None else names[b], v, k, r, s, int(n)) for a, b, v, k, r, s, n in rows]
+        con.close()
+    out = []
+    for key, v, kind, reason, n in rows:
+        ab, code = divmod(int(key), 4)
+        a, b1 = divmod(ab, span)
+        out.append((names[a], None if b1 == 0 else names[b1 - 1], v, kind, reason,
+                    None if code == 3 else code - 1, int(n)))
+    return out
+
+
+def _warm_imports(engine: str) -> None:
+    """Import arviz (and pymc for NUTS) ahead of use, in a worker thread (see build_report)."""
+    import arviz  # noqa: F401
+
+    if engine == "nuts":
+        import pymc  # noqa: F401
 
 
 def _annotated_judgments(study, limit: int) -> tuple[list, bool]:
@@ -517,15 +538,22 @@ def build_report(study_path, *, engine: str = "laplace", by_stratum: bool = Fals
         Bad engine / draws / tune / chains / min_pass_rate, or a study without
         any usable judgment.
     """
+    from concurrent.futures import ThreadPoolExecutor
+
     from planner.model import fit as fit_model
-    from planner.study import Study
+    from planner.study import DB_NAME, Study
 
     if engine not in ENGINES:
         raise UsageError(f"--engine ({engine!r}) must be one of 'laplace' or 'nuts'")
     check_range("--min-pass-rate", min_pass_rate, 0.0, 1.0, low_open=False, high_open=False)
     notes: list[str] = []
     flags: list[str] = []
-    with Study.open(study_path) as study:
+    with Study.open(study_path) as study, ThreadPoolExecutor(max_workers=2) as pool:
+        # Overlap the two store scans and the heavy imports: sqlite releases the GIL while scanning,
+        # so the grouped scan (worker), Study.counts (here) and importing arviz (worker) run together.
+        grouped = pool.submit(_grouped_judgments, Path(study.path) / DB_NAME)
+        if save_posterior:
+            pool.submit(_warm_imports, engine)
         systems = tuple(study.systems)
         counts_k = study.counts(by_stratum=True)
         counts = counts_k.pooled()
@@ -564,7 +592,7 @@ def build_report(study_path, *, engine: str = "laplace", by_stratum: bool = Fals
                            for i in range(len(systems)))
 
         # ---- judgment-level aggregates (one grouped scan)
-        groups = _grouped_judgments(study)
+        groups = grouped.result()
         from planner.study import COUNTED_KINDS
 
         totals = {"A": 0, "B": 0, "tie": 0, "invalid": 0}
@@ -633,7 +661,7 @@ def build_report(study_path, *, engine: str = "laplace", by_stratum: bool = Fals
                      f"{100 * strata.max_share_gap:.0f} points away from the stratum weights); "
                      "use --by-stratum for the ranking re-weighted to stratum weights")
     if triads.zeta is None and triads.n_unobserved_pairs:
-        notes.append(f"consistency zeta not computed: {triads.n_unobserved_pairs} pairs have no usable judgment")
+        notes.append(f"consistency zeta not computed: {triads.n_unobserved_pairs} pair(s) without a usable judgment")
     if reasons.n_decisive and reasons.share_without_reason:
         notes.append(f"{reasons.n_without_reason:,} of {reasons.n_decisive:,} decisive judgments "
                      f"({100 * reasons.share_without_reason:.0f}%) carry no reason code")
