@@ -29,9 +29,11 @@ Conventions
 Scale: the model is fitted on aggregated cells, and the judgment-level figures
 (A/B totals, length bias, reason shares) come from one grouped SQL scan of the
 store, so memory and Python work do not follow the number of judgments; only
-the store scan does. Annotator quality control needs judgments one by one and
-uses at most the latest :data:`ANNOTATOR_QC_MAX` judgments that name an
-annotator (the report says so when it caps).
+the store scans do, and the grouped scan runs in a worker thread (its own
+connection) while :meth:`Study.counts` runs and arviz is imported, so their
+cost overlaps (bench/bench_report.py). Annotator quality control needs
+judgments one by one and uses at most the latest :data:`ANNOTATOR_QC_MAX`
+judgments that name an annotator (the report says so when it caps).
 
 Formulas and references: docs/methods.md, sections "Report diagnostics" and
 "The report (`planner report`)".
