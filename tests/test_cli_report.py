@@ -74,6 +74,7 @@ def test_by_stratum_and_seed(synth):
     assert r.exit_code == 0, r.stderr
     doc = json.loads(r.stdout)
     assert doc["model"]["by_stratum"] is True and doc["model"]["seed"] == 5
+    assert doc["posterior_artifact"] == "posterior-laplace-by-stratum.nc"
     # fixture: prompts i % 4 == 0 are "hard" (25 of 100) -> stratum sizes 0.25 / 0.75
     assert doc["model"]["stratum_weights"] == {"easy": 0.75, "hard": 0.25}
     assert all(row["mean"] is not None for row in doc["strata"]["rows"])
