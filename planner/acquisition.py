@@ -1001,30 +1001,49 @@ def _outcome_rows(ctx, b, w, ci, cj):
 
 
 def _active_draws(ctx: _Context, state: _State, draws, ci, cj, k, pending):
-    """Greedy batch with :class:`_DrawsScorer`: with more than ``DRAWS_POOL``
-    candidates, the ``DRAWS_POOL`` with the largest Gaussian gains are scored;
-    lazy greedy as in the Gaussian path."""
-    rk = _Ranking(ctx, state) if ctx.objective in ("ranking", "top-k") else None
+    """Greedy batch scored on the draws, conditioned with Gaussian updates.
+
+    Each candidate's one-judgment gain ``g_draws`` is computed once on the
+    re-weighted draws (:class:`_DrawsScorer`; with more than ``DRAWS_POOL``
+    candidates, the ``DRAWS_POOL`` with the largest Gaussian gains). Within
+    the batch, the picks before are accounted for by the Gaussian rank-one
+    updates: a candidate's score is ``g_draws · G_t / G_0``, with ``G_t`` its
+    Gaussian score (with look-ahead for ranking) after the earlier picks and
+    ``G_0`` before them. (Fantasizing on the draws themselves either leaves
+    the mean in place while shrinking the variance — the gain of the same
+    pair then grows — or, with sampled outcomes, lets the fantasized mean
+    drift; both spoil the batch.)
+    """
+    ranking = ctx.objective in ("ranking", "top-k")
+    rk = _Ranking(ctx, state) if ranking else None
     if ci.size > DRAWS_POOL:
         g = _gaussian_gains(ctx, state, ci, cj)
         keep = np.sort(np.argsort(-g, kind="stable")[:DRAWS_POOL])
         ci, cj = ci[keep], cj[keep]
     sc = _DrawsScorer(ctx, draws, pending, None if rk is None else (rk.kr, rk.lr))
     before = sc.current()
+    g_draws = sc.gains(ci, cj)
+    info = state.info(ci, cj)
+    cf = None if ranking else _ClosedForm(ctx, state)
+
+    def gauss(look):
+        if ranking:
+            return rk.gains(state, ci, cj, info, look)
+        return cf.gains(state, ci, cj, info)
+    g0, g0_one = gauss(LOOKAHEAD), gauss((1,))
     pairs, gains = [], []
-    stale = sc.gains(ci, cj)
     for _ in range(k):
-        fresh = np.zeros(ci.size, bool)
-        while True:
-            best = int(np.argmax(stale))
-            if fresh[best]:
-                break
-            top = np.argsort(-np.where(fresh, -np.inf, stale), kind="stable")[:LAZY_CHUNK]
-            stale[top] = sc.gains(ci[top], cj[top])
-            fresh[top] = True
-        pairs.append((int(ci[best]), int(cj[best])))
-        gains.append(float(stale[best]))
-        sc.fantasize(ci[best], cj[best])
+        with np.errstate(divide="ignore", invalid="ignore"):
+            score = np.where(g0 > 0, g_draws * gauss(LOOKAHEAD) / g0, 0.0)
+            one = np.where(g0_one > 0, g_draws * gauss((1,)) / g0_one, 0.0)
+        t = int(np.argmax(score))
+        pairs.append((int(ci[t]), int(cj[t])))
+        gains.append(float(one[t]))
+        c, f = state.apply(ci[t], cj[t], info[t])
+        if ranking:
+            rk.update(c, f)
+        else:
+            cf.update(state, c, f)
     return pairs, gains, before
 
 
