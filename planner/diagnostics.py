@@ -376,7 +376,9 @@ class PositionBias:
 
     ``difference_points = 100 * (left_win_rate - right_win_rate)
     = 100 * (2 * left_win_rate - 1)``; ``flagged`` when its absolute value
-    exceeds ``threshold_points`` (8). ``gamma`` is the model's position effect
+    exceeds ``threshold_points`` (8) **and** the Wilson interval of the left
+    win rate excludes 50% (so a handful of judgments cannot raise the flag by
+    chance). ``gamma`` is the model's position effect
     summary passed through unchanged (e.g. ``(mean, low, high)`` in logits).
     """
 
@@ -402,8 +404,10 @@ def position_bias(counts: Counts, gamma: Any = None,
     n = left + right
     p = proportion(left, n, confidence_level)
     diff = 100.0 * (left - right) / n if n else None
+    credible = n > 0 and (p.ci_low > 0.5 or p.ci_high < 0.5)
+    flagged = diff is not None and abs(diff) > threshold_points and credible
     return PositionBias(left, right, n, p.rate, p.ci_low, p.ci_high, diff, _binom_p(left, n),
-                        threshold_points, diff is not None and abs(diff) > threshold_points, gamma)
+                        threshold_points, flagged, gamma)
 
 
 # --------------------------------------------------------------- length bias

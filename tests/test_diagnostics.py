@@ -123,9 +123,13 @@ def test_position_bias_flag():
     assert pb.difference_points == pytest.approx(8.0, abs=1e-9)
     assert not pb.flagged
     assert pb.gamma == (0.1, -0.05, 0.25)
-    # 28 / 50 = 56% -> 12 points > 8 -> flag
+    # 28 / 50 = 56% -> 12 points > 8, but the 95% Wilson interval [42.3%, 68.8%] includes 50%:
+    # 50 judgments cannot tell a 56% left preference from chance -> no flag
     c2 = _counts([("x", "y", "A")] * 28 + [("x", "y", "B")] * 22)
-    assert dg.position_bias(c2).flagged
+    assert not dg.position_bias(c2).flagged
+    # 280 / 500 = 56%: 12 points, Wilson [51.6%, 60.3%] excludes 50% -> flag
+    c3 = _counts([("x", "y", "A")] * 280 + [("x", "y", "B")] * 220)
+    assert dg.position_bias(c3).flagged
 
 
 def test_position_bias_empty():
