@@ -47,6 +47,7 @@ from scipy import stats
 from planner import bt
 from planner.counts import Counts
 from planner.errors import UsageError, check_range
+from planner.power import check_look
 
 MODES = ("non-inferiority", "superiority")
 ENGINES = ("laplace", "nuts")
@@ -583,12 +584,7 @@ def decide_counts(counts: Counts, candidate: str, baseline: str, *,
         raise UsageError(f"--boundary ({boundary!r}) must be one of {', '.join(BOUNDARIES)}")
     if min_pass_rate is not None:
         check_range("--min-pass-rate", min_pass_rate, 0, 1, low_open=False, high_open=False)
-    if not isinstance(looks, (int, np.integer)) or looks < 1:
-        raise UsageError(f"--looks ({looks}) must be an integer >= 1")
-    if look is None:
-        look = looks
-    if not 1 <= look <= looks:
-        raise UsageError(f"--look ({look}) must be in [1, {looks}] (--looks)")
+    look = check_look(look, looks)
 
     alpha = 1 - confidence
     strata = tuple(counts.strata)

@@ -870,6 +870,17 @@ class SignificanceResult:
     nominal_alpha: float | None = None
 
 
+def check_look(look: int | None, looks: int) -> int:
+    """Validate ``--look k --looks K`` (1 <= k <= K); ``look`` defaults to the final look ``K``."""
+    if not isinstance(looks, (int, np.integer)) or looks < 1:
+        raise UsageError(f"--looks ({looks}) must be an integer >= 1")
+    if look is None:
+        return int(looks)
+    if not 1 <= look <= looks:
+        raise UsageError(f"--look ({look}) must be in [1, {looks}] (--looks)")
+    return int(look)
+
+
 def significance(wins: int, losses: int, ties: int = 0, *, ties_convention: str = "drop",
                  confidence: float = 0.95, alternative: str = "two-sided",
                  look: int | None = None, looks: int = 1,
@@ -895,12 +906,7 @@ def significance(wins: int, losses: int, ties: int = 0, *, ties_convention: str 
     _choice("--ties-convention", ties_convention, TIE_CONVENTIONS)
     _choice("--alternative", alternative, ALTERNATIVES)
     check_range("--confidence", confidence, 0, 1)
-    if looks < 1:
-        raise UsageError(f"--looks ({looks}) must be an integer >= 1")
-    if look is None:
-        look = looks
-    if not 1 <= look <= looks:
-        raise UsageError(f"--look ({look}) must be in [1, {looks}] (--looks)")
+    look = check_look(look, looks)
     alpha = 1 - confidence
     n_dec = wins + losses
     n = n_dec + ties if ties_convention == "half" else n_dec
