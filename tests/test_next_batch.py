@@ -199,3 +199,52 @@ def test_full_loop_on_vicuna80_with_real_gpt4_verdicts(shared_data, tmp_path):
     f = fit(counts)
     # GPT-4 as judge ranks gpt-4 first (README reference ranking: gpt-4 366 Elo above the mean)
     assert f.systems[int(np.argmax(f.mean))] == "gpt-4"
+
+
+def test_style_options_never_change_stored_responses(study, tmp_path):
+    with Study.open(study) as st:
+        before = [(r.prompt, r.system, r.text, r.length) for r in st.responses()]
+    res = next_batch(study, size=20, max_words=25, truncate=True, normalize_style="full",
+                     out=tmp_path / "styled.jsonl")
+    assert any("truncated by planner" in (it.left_text or "") + (it.right_text or "") for it in res.items)
+    with Study.open(study) as st:
+        after = [(r.prompt, r.system, r.text, r.length) for r in st.responses()]
+    assert before == after
+    text = Path(res.files[0]).read_text()
+    assert not any(s in text for s in SYSTEMS)
+
+
+def test_max_words_skips_and_says_so(study):
+    # responses have 26, 31, 36, 41, 46, 51 words (6-word lead + 20 + 5k): --max-words 40 keeps only
+    # pairs among the first three systems and must skip (and report) the others
+    res = next_batch(study, size=30, max_words=40, dry_run=True, attention=0, repeat=0, overlap=0)
+    assert any("skipped" in n for n in res.notes)
+    assert res.manifest["batch_manifest"]["skipped"]
+
+
+def test_acceptability_items_round_trip_to_report_and_decide(study, tmp_path):
+    from planner.decide import decide
+    from planner.report import build_report
+
+    res = next_batch(study, size=30, acceptability=0.25, attention=0, repeat=0, overlap=0,
+                     out=tmp_path / "acc.jsonl")
+    acc = [it for it in res.items if it.kind == "acceptability"]
+    assert acc and all(it.right_system is None for it in acc)
+    rows = []
+    for it in res.items:
+        if it.kind == "acceptability":
+            # alpha-model always fails, everyone else passes
+            rows.append({"item": it.item_id, "verdict": "fail" if it.left_system == "alpha-model" else "pass"})
+        else:
+            rows.append({"item": it.item_id, "verdict": "left", "reason": "accuracy"})
+    f = tmp_path / "v.jsonl"
+    f.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    result = ingest(study, [f])
+    assert result.files[0].passed + result.files[0].failed == len(acc)
+    with Study.open(study) as st:
+        ac = st.acceptability_counts()
+    rates = dict(zip(ac.systems, ac.pass_rate()))
+    assert rates["alpha-model"] in (0.0, None)
+    assert all(r in (1.0, None) for s, r in rates.items() if s != "alpha-model")
+    rep = build_report(study, save_posterior=False)
+    assert rep.acceptability is not None
