@@ -223,7 +223,6 @@ def test_max_words_skips_and_says_so(study):
 
 
 def test_acceptability_items_round_trip_to_report_and_decide(study, tmp_path):
-    from planner.decide import decide
     from planner.report import build_report
 
     res = next_batch(study, size=30, acceptability=0.25, attention=0, repeat=0, overlap=0,
