@@ -462,6 +462,27 @@ class Study:
             out.setdefault(key, set()).add(prompt)
         return {k: frozenset(v) for k, v in out.items()}
 
+    def annotated_judgments(self, limit: int) -> tuple[list, bool]:
+        """The latest ``limit`` judgments that name an annotator, oldest first, and whether capped.
+
+        Returns :class:`planner.diagnostics.JudgmentRecord` objects (the fields
+        annotator QC needs), read in one query.
+        """
+        from planner.diagnostics import JudgmentRecord
+
+        names = self._sys_name
+        rows = self._con.execute(
+            """SELECT j.id, j.item, j.prompt, j.a, j.b, j.verdict, j.a_position, j.kind, j.annotator,
+                      j.reason, j.seconds, j.confidence
+               FROM judgments j WHERE j.annotator IS NOT NULL ORDER BY j.seq DESC LIMIT ?""",
+            (limit + 1,)).fetchall()
+        capped = len(rows) > limit
+        rows = rows[:limit][::-1]
+        out = [JudgmentRecord(a=names[r[3]], b=None if r[4] is None else names[r[4]], verdict=r[5], id=r[0],
+                              item=r[1], prompt=r[2], a_position=r[6], kind=r[7], annotator=r[8], reason=r[9],
+                              seconds=r[10], confidence=r[11]) for r in rows]
+        return out, capped
+
     # ------------------------------------------------------------ batches
     def record_batch(self, manifest: dict, items: Sequence[BatchItem]) -> int:
         """Record an issued batch and its key in ONE transaction; returns the batch id.
@@ -1158,3 +1179,47 @@ def status(path) -> StatusResult:
         nfiles = study._con.execute("SELECT count(*) FROM files").fetchone()[0]
         return StatusResult(str(path), study.systems, int(n), c.totals(), tuple(study.batches()), tuple(pairs),
                             tuple(per_system), tuple(ann), acceptability, int(nfiles))
+
+
+# ------------------------------------------------------------ report reads
+def grouped_judgments(db_path) -> list[tuple]:
+    """One grouped scan of the judgments: ``(a, b, verdict, kind, reason, length_sign, n)``.
+
+    ``a``/``b`` are system names (``b`` None for acceptability), ``reason`` the
+    raw reason, ``length_sign`` = sign(len(a's response) - len(b's response))
+    or ``None`` when either response is unknown. The grouping keeps the
+    result small (systems² x verdicts x kinds x reasons x 3) whatever the number
+    of judgments.
+
+    Reads the study database ``db_path`` through its own connection (so it can
+    run in a worker thread while the main thread aggregates the counts and
+    imports arviz: sqlite releases the GIL while it scans). The response
+    lengths are first copied to a TEMP ``WITHOUT ROWID`` table, which makes the
+    two length look-ups per judgment about twice as fast. Nothing is written to
+    the study.
+    """
+    con = sqlite3.connect(str(db_path), timeout=30.0)
+    try:
+        names = dict(con.execute("SELECT id, name FROM systems").fetchall())
+        con.execute("CREATE TEMP TABLE report_lengths (prompt TEXT, system INTEGER, length INTEGER, "
+                    "PRIMARY KEY (prompt, system)) WITHOUT ROWID")
+        con.execute("INSERT INTO temp.report_lengths SELECT prompt, system, length FROM responses")
+        # one integer key for (a, b, length sign): grouping on it sorts faster than on three columns
+        span = int(con.execute("SELECT coalesce(max(id), 0) + 2 FROM systems").fetchone()[0])
+        rows = con.execute(
+            f"""SELECT (j.a * {span} + coalesce(j.b, -1) + 1) * 4
+                       + coalesce((ra.length > rb.length) - (ra.length < rb.length) + 1, 3),
+                      j.verdict, j.kind, j.reason, count(*)
+               FROM judgments j
+               LEFT JOIN temp.report_lengths ra ON ra.prompt = j.prompt AND ra.system = j.a
+               LEFT JOIN temp.report_lengths rb ON rb.prompt = j.prompt AND rb.system = j.b
+               GROUP BY 1, 2, 3, 4""").fetchall()
+    finally:
+        con.close()
+    out = []
+    for key, v, kind, reason, n in rows:
+        ab, code = divmod(int(key), 4)
+        a, b1 = divmod(ab, span)
+        out.append((names[a], None if b1 == 0 else names[b1 - 1], v, kind, reason,
+                    None if code == 3 else code - 1, int(n)))
+    return out
