@@ -49,6 +49,9 @@ LOOKAHEAD = (1, 4, 16)      # ranking: judgments per pair looked ahead (KG(*) ra
 LAZY_CHUNK = 8              # candidates re-evaluated at a time in the lazy greedy
 TAIL_A = 5.0                # Owen's T: asymptotic tail formula used for a >= TAIL_A
 ARENA_FLOOR = 1e-3          # arena weights floored at this fraction of the largest weight
+BATCH_CAP = 0.1             # ranking: picks one pair may take in a batch (share of k) before yielding
+CAP_MIN = 5                 # ... but never fewer than this many picks
+CAP_YIELD = 0.25            # ... to any candidate worth at least this share of its score
 DRAWS_POOL = 64             # draws path: candidates kept (by Gaussian gain) when there are more
 _GH_Z, _GH_W = np.polynomial.hermite_e.hermegauss(7)
 _GH_W = _GH_W / _GH_W.sum()
@@ -738,22 +741,50 @@ def _active_gaussian(ctx: _Context, state: _State, ci, cj, k, rng):
     pool = _ranking_pool(ctx, state, ci, cj, info, max(POOL_MIN, 2 * k))
     pi, pj, pinfo = ci[pool], cj[pool], info[pool]
     stale = _chunked(lambda s: rk.gains(state, pi[s], pj[s], pinfo[s], LOOKAHEAD), pi.size)
+    # batch diversity: a pair holding `cap` picks of this batch yields to any candidate
+    # worth at least CAP_YIELD of its own (look-ahead) score; it keeps taking picks
+    # when nothing else comes close (the objective says so)
+    cap = _batch_cap(k)
+    taken = np.zeros(pi.size, np.int64)
     for _ in range(k):
+        blocked = taken >= cap
         fresh = np.zeros(pi.size, bool)
-        while True:
-            best = int(np.argmax(stale))
+        while not blocked.all():
+            best = int(np.argmax(np.where(blocked, -np.inf, stale)))
             if fresh[best]:
                 break
-            masked = np.where(fresh, -np.inf, stale)
+            masked = np.where(fresh | blocked, -np.inf, stale)
             top = np.argsort(-masked, kind="stable")[:LAZY_CHUNK]
+            top = top[np.isfinite(masked[top])]
             stale[top] = rk.gains(state, pi[top], pj[top], pinfo[top], LOOKAHEAD)
             fresh[top] = True
+        if blocked.any():           # the best open candidate is fresh: compare it with the capped ones
+            bi = np.flatnonzero(blocked)
+            stale[bi] = rk.gains(state, pi[bi], pj[bi], pinfo[bi], LOOKAHEAD)
+            best = _capped_argmax(stale, taken, cap)
         pairs.append((int(pi[best]), int(pj[best])))
         gains.append(float(stale[best]) if LOOKAHEAD == (1,) else
                      float(rk.gains(state, pi[best:best + 1], pj[best:best + 1], pinfo[best:best + 1])[0]))
+        taken[best] += 1
         c, f = state.apply(pi[best], pj[best], pinfo[best])
         rk.update(c, f)
     return pairs, gains, before
+
+
+def _batch_cap(k):
+    """Picks one pair may take in a batch of ``k`` before it yields (``BATCH_CAP``)."""
+    return k if BATCH_CAP is None else max(CAP_MIN, int(np.ceil(BATCH_CAP * k)))
+
+
+def _capped_argmax(score, taken, cap):
+    """Best candidate under the batch cap: a pair holding ``cap`` picks yields to the best
+    other candidate unless that one is worth less than ``CAP_YIELD`` of its score."""
+    blocked = taken >= cap
+    if not blocked.any():
+        return int(np.argmax(score))
+    t_open = int(np.argmax(np.where(blocked, -np.inf, score))) if not blocked.all() else -1
+    t_cap = int(np.argmax(np.where(blocked, score, -np.inf)))
+    return t_cap if t_open < 0 or score[t_open] < CAP_YIELD * score[t_cap] else t_open
 
 
 def _chunked(fn, n, size=64):
@@ -1032,11 +1063,13 @@ def _active_draws(ctx: _Context, state: _State, draws, ci, cj, k, pending):
         return cf.gains(state, ci, cj, info)
     g0, g0_one = gauss(LOOKAHEAD), gauss((1,))
     pairs, gains = [], []
+    cap, taken = _batch_cap(k), np.zeros(ci.size, np.int64)
     for _ in range(k):
         with np.errstate(divide="ignore", invalid="ignore"):
             score = np.where(g0 > 0, g_draws * gauss(LOOKAHEAD) / g0, 0.0)
             one = np.where(g0_one > 0, g_draws * gauss((1,)) / g0_one, 0.0)
-        t = int(np.argmax(score))
+        t = _capped_argmax(score, taken, cap) if ranking else int(np.argmax(score))
+        taken[t] += 1
         pairs.append((int(ci[t]), int(cj[t])))
         gains.append(float(one[t]))
         c, f = state.apply(ci[t], cj[t], info[t])
