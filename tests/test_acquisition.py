@@ -160,6 +160,23 @@ def test_batch_diversity_symmetric_fixture():
         assert max(Counter(sel.pairs).values()) <= math.ceil(30 / 15) + 1, objective
 
 
+def test_batch_cap_spreads_over_competing_pairs(close_fixture, monkeypatch):
+    # four near-tie-ish neighbour pairs (gaps 0.02, 0.2, 0.2, 0.2 logit) after 6 judgments
+    # per pair: the plain greedy gives the closest pair 16 of 50 (measured); the cap
+    # (max(5, ceil(0.1 * 50)) = 5 picks, yielding to any pair worth >= 25 %) spreads the batch
+    mean = np.array([0.0, 0.02, 0.5, 0.7, 1.2, 1.4, 2.0, 2.2])
+    post = posterior_from_design(mean, np.full((8, 8), 6))
+    judged = round_robin_counts(post.systems, 6)
+    assert max(Counter(acq.select_pairs(post, 50, judged=judged, rng=rng()).pairs).values()) <= 5
+    monkeypatch.setattr(acq, "BATCH_CAP", None)
+    assert max(Counter(acq.select_pairs(post, 50, judged=judged, rng=rng()).pairs).values()) > 10
+    monkeypatch.undo()
+    # ... but a pair keeps taking picks when nothing else is worth a quarter of it: the
+    # close fixture's only near-tie takes the whole batch (the objective says so)
+    post, judged = close_fixture
+    assert Counter(acq.select_pairs(post, 50, judged=judged, rng=rng()).pairs)[(0, 1)] == 50
+
+
 def test_pending_is_fantasized(close_fixture):
     post, judged = close_fixture
     # six equal systems, balanced design: every pair gets 2 of a batch of 30; with 10
