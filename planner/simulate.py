@@ -415,7 +415,9 @@ def _run_task(args):
 # -------------------------------------------------------------- result
 @dataclass(frozen=True)
 class StrategyResult:
-    """Per strategy: mean and 10/90% band of each metric over repetitions, and
+    """Per strategy: mean and 10/90% band of each metric over repetitions (on the
+    common ``checkpoints``, multiples of the batch size: a run's value at ``c`` is
+    the one after its last refit with at most ``c`` comparisons spent), and
     comparisons needed to reach the target: the headline ``needed_mean_curve``
     (first checkpoint at which the metric averaged over repetitions reaches the
     target) and the spread over repetitions (first crossing per rep; median and
@@ -493,12 +495,35 @@ def _needed(trace: Trace, metric: str, target: float) -> int | None:
     return int(trace.spent[hit[0]]) if hit.size else None
 
 
-def _summarise(name: str, strat: Strategy, traces: list[Trace], metric: str, target: float) -> StrategyResult:
-    n = min(t.spent.size for t in traces)
-    checkpoints = traces[0].spent[:n] if n else np.zeros(0, dtype=np.int64)
+def _grid(traces: list[Trace], batch: int, budget: int) -> np.ndarray:
+    """Common checkpoints: multiples of ``batch`` (and ``budget``) up to the furthest run."""
+    last = max((int(t.spent[-1]) for t in traces if t.spent.size), default=0)
+    grid = np.arange(batch, budget + 1, batch, dtype=np.int64)
+    if budget % batch:
+        grid = np.append(grid, budget)
+    return grid[grid <= last]
+
+
+def _on_grid(trace: Trace, key: str, grid: np.ndarray) -> np.ndarray:
+    """A run's metric at each grid point: its value after the last refit with ``spent <= c``.
+
+    Replay batches can come back short (a pair runs dry), so runs' own
+    checkpoints drift off the multiples of ``batch``; a run that stopped early
+    (pool exhausted) keeps its last value.
+    """
+    if trace.spent.size == 0:
+        return np.full(grid.size, np.nan)
+    idx = np.searchsorted(trace.spent, grid, side="right") - 1
+    return trace.values[key][np.clip(idx, 0, None)]
+
+
+def _summarise(name: str, strat: Strategy, traces: list[Trace], metric: str, target: float,
+               batch: int, budget: int) -> StrategyResult:
+    checkpoints = _grid(traces, batch, budget)
+    n = checkpoints.size
     mean, low, high = {}, {}, {}
     for k in METRICS:
-        arr = np.vstack([t.values[k][:n] for t in traces]) if n else np.zeros((len(traces), 0))
+        arr = np.vstack([_on_grid(t, k, checkpoints) for t in traces]) if n else np.zeros((len(traces), 0))
         mean[k] = arr.mean(axis=0)
         low[k] = np.quantile(arr, 0.1, axis=0) if n else arr[0]
         high[k] = np.quantile(arr, 0.9, axis=0) if n else arr[0]
@@ -559,7 +584,7 @@ def simulate(spec: SimulationSpec, *, target: str = "tau=0.9", workers: int | No
     by_strategy = []
     for si, strat in enumerate(spec.strategies):
         traces = [results[si * spec.reps + r] for r in range(spec.reps)]
-        by_strategy.append(_summarise(strat.name, strat, traces, metric, value))
+        by_strategy.append(_summarise(strat.name, strat, traces, metric, value, spec.batch, spec.budget))
     notes = []
     rr = next((s for s in by_strategy if s.strategy == "round-robin"), None)
     if rr is not None and rr.needed_mean_curve is not None:

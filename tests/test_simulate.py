@@ -98,6 +98,24 @@ def test_replay_never_reuses_a_judgment_and_stops_when_exhausted(tmp_path):
     assert trace.totals == pool.counts().totals()
 
 
+def test_reps_are_averaged_on_common_checkpoints():
+    # a replay batch can come back short (a pair ran dry), so a run's checkpoints drift off
+    # the multiples of the batch: run A spent 4, 7, 11; run B 4, 8, 12 (batch 4, budget 12).
+    # On the grid 4, 8, 12 run A counts its value after the last refit with <= c spent:
+    # 0.1, 0.2 (at 7), 0.3 (at 11); mean with B's 0.5, 0.6, 0.7 -> 0.3, 0.4, 0.5 (hand calculation)
+    from planner.simulate import METRICS, Trace, _summarise
+
+    def trace(spent, tau):
+        vals = {k: np.asarray(tau, dtype=float) for k in METRICS}
+        return Trace("random", 0, np.asarray(spent), vals)
+    res = _summarise("random", parse_strategies("random")[0],
+                     [trace([4, 7, 11], [0.1, 0.2, 0.3]), trace([4, 8, 12], [0.5, 0.6, 0.7])],
+                     "tau", 0.45, batch=4, budget=12)
+    assert res.checkpoints.tolist() == [4, 8, 12]
+    assert np.allclose(res.mean["tau"], [0.3, 0.4, 0.5])
+    assert res.needed_mean_curve == 12 and res.needed == (None, 4)
+
+
 def test_replay_rejects_bad_lines(tmp_path):
     p = tmp_path / "bad.jsonl"
     p.write_text('{"id": "1", "a": "x", "b": "y", "verdict": "A"}\n{"id": "2", "a": "x", "b": "y", "verdict": "win"}\n')
