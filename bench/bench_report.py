@@ -93,9 +93,8 @@ def time_command(study: Path, repeat: int) -> float:
 
 
 def parts(study: Path) -> dict[str, float]:
-    from planner import report as rp
     from planner.model import fit
-    from planner.study import DB_NAME, Study
+    from planner.study import DB_NAME, Study, grouped_judgments
 
     out = {}
     with Study.open(study) as st:
@@ -103,7 +102,7 @@ def parts(study: Path) -> dict[str, float]:
         counts = st.counts(by_stratum=True)
         out["counts"] = time.perf_counter() - t
         t = time.perf_counter()
-        rp._grouped_judgments(Path(st.path) / DB_NAME)
+        grouped_judgments(Path(st.path) / DB_NAME)
         out["grouped scan"] = time.perf_counter() - t
     t = time.perf_counter()
     fit(counts.pooled(), engine="laplace")
