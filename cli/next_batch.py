@@ -36,6 +36,7 @@ def next_batch_cmd(
     max_words: Annotated[Optional[int], typer.Option(help="Longest response shown, in words (default: study config).")] = None,
     truncate: Annotated[bool, typer.Option(help="Cut longer responses with a visible marker instead of skipping.")] = False,
     normalize_style: Annotated[str, typer.Option(help="none | markdown | full (annotator-facing text only).")] = "none",
+    reuse_prompts: Annotated[bool, typer.Option(help="Let a pair that has used every prompt take one again.")] = False,
     json_out: Annotated[bool, typer.Option("--json", help="Print the manifest as one JSON document.")] = False,
 ) -> None:
     """Choose the next comparisons by expected posterior-uncertainty reduction and write a blinded batch.
@@ -54,7 +55,7 @@ def next_batch_cmd(
                   attention=attention, repeat=repeat, overlap=overlap, acceptability=acceptability,
                   both_orders=both_orders, annotators=annotators, attention_pool=attention_pool,
                   template=template, max_words=max_words, truncate=truncate, normalize_style=normalize_style,
-                  judge_model=judge_model)
+                  judge_model=judge_model, reuse_prompts=reuse_prompts)
     for note in result.notes:
         warn(note)
     for w in result.manifest["model"]["warnings"]:

@@ -108,8 +108,12 @@ def _model_summary(fit) -> dict:
 
 
 def plan_next_batch(study, *, size: int, strategy: str, objective: str, top_k: int | None, engine: str,
-                    seed: int, rng: np.random.Generator, frozen_first: bool = True):
+                    seed: int, rng: np.random.Generator, frozen_first: bool = True, reuse_prompts: bool = False):
     """Choose ``size`` (prompt, system pair, stratum) comparisons for the study.
+
+    A pair takes prompts not yet judged or issued for it; with ``reuse_prompts``
+    a pair that has used all of its prompts may take one again (a fresh
+    judgment of the same comparison).
 
     Returns ``(planned, selection, fit, notes)``; ``planned`` is a list of
     :class:`planner.batch.PlannedComparison`.
@@ -138,15 +142,19 @@ def plan_next_batch(study, *, size: int, strategy: str, objective: str, top_k: i
     unused = {}
     for (i, j), ps in pair_prompts.items():
         used = usage.get((systems[i], systems[j]), frozenset())
-        unused[(i, j)] = ps - used
+        unused[(i, j)] = (ps - used) or (ps if reuse_prompts else set())
     allowed = {p for p, ps in unused.items() if ps}
+    reused = sum(1 for (i, j), ps in pair_prompts.items()
+                 if ps and not ps - usage.get((systems[i], systems[j]), frozenset()) and (i, j) in allowed)
+    if reused:
+        notes.append(f"{reused} system pair(s) have used every prompt; --reuse-prompts lets them take one again")
     missing = [f"{systems[i]} vs {systems[j]}" for (i, j), ps in pair_prompts.items() if not ps]
     if missing:
         notes.append(f"{len(missing)} system pair(s) have no prompt with responses from both systems and "
                      f"cannot be issued: {', '.join(missing[:5])}{' …' if len(missing) > 5 else ''}")
     if not allowed:
         raise DataError("no comparison can be issued: every system pair has used all prompts that have "
-                        "responses from both systems (add prompts or responses)")
+                        "responses from both systems (add prompts or responses, or allow --reuse-prompts)")
     anchor = study.anchor
     if strategy == "anchor" or objective == "anchor":
         if anchor is None:
@@ -248,7 +256,8 @@ def next_batch(study_path, *, size: int = DEFAULT_SIZE, strategy: str = "active"
                annotators: Sequence[str] | int | str | None = None,
                attention_pool: str | Path | None = None, template: str | Path | None = None,
                max_words: int | None = None, truncate: bool = False, normalize_style: str = "none",
-               judge_model: str | None = None, frozen_first: bool = True) -> NextBatchResult:
+               judge_model: str | None = None, frozen_first: bool = True,
+               reuse_prompts: bool = False) -> NextBatchResult:
     """Choose the next comparisons for a study and write them as a blinded batch.
 
     Parameters
@@ -277,6 +286,7 @@ def next_batch(study_path, *, size: int = DEFAULT_SIZE, strategy: str = "active"
     max_words, truncate, normalize_style : one-screen, style-blind items (see
         :mod:`planner.batch`); ``max_words`` defaults to the study's setting.
     judge_model : ``body.model`` of judge requests.
+    reuse_prompts : let a pair that has used every prompt take one again.
     """
     from planner.batch import assemble_batch
     from planner.formats.writers import read_attention_pool, render_batch, staged_files
@@ -310,7 +320,7 @@ def next_batch(study_path, *, size: int = DEFAULT_SIZE, strategy: str = "active"
         words = max_words if max_words is not None else config.get("max_words")
         planned, selection, fit, plan_notes = plan_next_batch(
             study, size=size, strategy=strategy, objective=objective, top_k=top_k, engine=engine, seed=seed,
-            rng=rng, frozen_first=frozen_first)
+            rng=rng, frozen_first=frozen_first, reuse_prompts=reuse_prompts)
         notes.extend(plan_notes)
         prompt_text = {p.id: p.text for p in study.prompts()}
         response_text = {(r.prompt, r.system): r.text for r in study.responses()}

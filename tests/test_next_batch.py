@@ -247,3 +247,16 @@ def test_acceptability_items_round_trip_to_report_and_decide(study, tmp_path):
     assert all(r in (1.0, None) for s, r in rates.items() if s != "alpha-model")
     rep = build_report(study, save_posterior=False)
     assert rep.acceptability is not None
+
+
+def test_exhausted_pairs_are_refused_unless_prompts_may_be_reused(shared_data, tmp_path):
+    # the GPT-4 file judges all 80 prompts for all 28 pairs: nothing unused is left
+    v80 = shared_data / "vicuna80"
+    path = tmp_path / "full"
+    init_study(path, prompts_file=v80 / "prompts.jsonl", responses_file=v80 / "responses.jsonl")
+    ingest(path, [shared_data / "judgments" / "qlora_vicuna80_gpt4.jsonl"])
+    with pytest.raises(DataError, match="reuse-prompts"):
+        next_batch(path, size=10, dry_run=True)
+    res = next_batch(path, size=10, dry_run=True, reuse_prompts=True, max_words=2000)
+    assert sum(1 for it in res.items if it.kind == "regular") >= 1
+    assert any("reuse-prompts" in n for n in res.notes)
