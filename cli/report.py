@@ -85,8 +85,9 @@ def _render(r) -> None:
               f"engine {r.model.engine}" + (" (by stratum, re-weighted)" if r.model.by_stratum else ""),
               markup=False, soft_wrap=True)
     has_acc = r.acceptability is not None
-    tab = Table(title="leaderboard (same group = not credibly separated)")
+    tab = Table(title="leaderboard (shared letter = not credibly separated)")
     tab.add_column("grp", justify="right")
+    tab.add_column("letters")
     tab.add_column("system", no_wrap=True)
     tab.add_column("Elo [95% CrI]", justify="right", no_wrap=True)
     tab.add_column("P(best)", justify="right")
@@ -95,7 +96,7 @@ def _render(r) -> None:
     if has_acc:
         tab.add_column("acceptable", justify="right", no_wrap=True)
     for x in r.leaderboard:
-        row = [str(x.group), x.system, f"{x.elo:.0f} [{x.elo_lo:.0f}, {x.elo_hi:.0f}]", f"{x.p_best:.3f}",
+        row = [str(x.group), x.letters, x.system, f"{x.elo:.0f} [{x.elo_lo:.0f}, {x.elo_hi:.0f}]", f"{x.p_best:.3f}",
                str(x.rank_low) if x.rank_low == x.rank_high else f"{x.rank_low}–{x.rank_high}", _num(x.score)]
         if has_acc:
             row.append("—" if x.pass_rate is None else

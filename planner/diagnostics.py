@@ -1059,6 +1059,12 @@ class RankGroups:
     (1-level)/2 and (1+level)/2 quantiles of each system's rank over draws
     (1 = best), ``p_best``: share of draws where the system ranks first; all
     three follow ``order`` and are ``None`` without draws.
+
+    ``letters`` (following ``order``): a compact letter display (Piepho 2004,
+    insert-absorb): two systems share a letter **if and only if** the interval
+    of their difference includes 0. Unlike ``groups`` it does not chain: in a
+    long close chain the ends get different letters once they are credibly
+    apart, while neighbours still share one.
     """
 
     order: tuple[str, ...]
@@ -1068,6 +1074,53 @@ class RankGroups:
     rank_high: tuple[int, ...] | None
     p_best: tuple[float, ...] | None
     confidence_level: float
+    letters: tuple[str, ...] = ()
+
+
+def _letter(k: int) -> str:
+    alphabet = "abcdefghijklmnopqrstuvwxyz"
+    out = ""
+    k += 1
+    while k:
+        k, r = divmod(k - 1, 26)
+        out = alphabet[r] + out
+    return out
+
+
+def compact_letters(separated: np.ndarray) -> tuple[str, ...]:
+    """Compact letter display for systems already in display order (best first).
+
+    ``separated[p, q]`` is True when systems ``p`` and ``q`` are credibly
+    different. Insert-absorb (H.-P. Piepho 2004, "An algorithm for a
+    letter-based representation of all-pairwise comparisons", J. Comput.
+    Graph. Stat. 13:456–466): start with one letter shared by all; for each
+    separated pair split every letter holding both into two (one without each
+    system); drop letters contained in another. Letters are then named in the
+    order of their best member, so the top system gets ``a``. With more than
+    26 letters they are ``aa``, ``ab``, ... and a system's letters are
+    separated by commas.
+    """
+    m = separated.shape[0]
+    cols: list[frozenset] = [frozenset(range(m))] if m else []
+    for p in range(m):
+        for q in range(p + 1, m):
+            if not separated[p, q]:
+                continue
+            new = []
+            for c in cols:
+                if p in c and q in c:
+                    new.extend([c - {p}, c - {q}])
+                else:
+                    new.append(c)
+            new = list(dict.fromkeys(new))
+            cols = [c for c in new if c and not any(c < d for d in new)]
+    cols.sort(key=lambda c: (min(c), sorted(c)))
+    labels: list[list[str]] = [[] for _ in range(m)]
+    for k, c in enumerate(cols):
+        for i in c:
+            labels[i].append(_letter(k))
+    sep_char = "" if len(cols) <= 26 else ","   # past z the letters are aa, ab, ...: keep them apart
+    return tuple(sep_char.join(x) for x in labels)
 
 
 def rank_groups(systems: Sequence[str], means: Sequence[float], sds: Sequence[float] | None = None,
@@ -1118,6 +1171,17 @@ def rank_groups(systems: Sequence[str], means: Sequence[float], sds: Sequence[fl
             current = [nxt]
     if current:
         groups.append(current)
+    # every pair's separation (same interval rule as the groups) for the letter display
+    sep = np.zeros((m, m), dtype=bool)
+    for a_ in range(m - 1):
+        p_, rest = order[a_], order[a_ + 1:]
+        if draws is not None:
+            low, high = np.quantile(draws[:, [p_]] - draws[:, rest], [lo_q, hi_q], axis=0)
+        else:
+            se = np.hypot(float(sds[p_]), np.asarray(sds, dtype=float)[rest])
+            low, high = mu[p_] - mu[rest] - z * se, mu[p_] - mu[rest] + z * se
+        sep[a_, a_ + 1:] = sep[a_ + 1:, a_] = ~((low <= 0.0) & (0.0 <= high))
+    letters = compact_letters(sep)
     rank_low = rank_high = p_best = None
     if draws is not None:
         ranks = (-draws).argsort(axis=1).argsort(axis=1) + 1     # 1 = best in that draw
@@ -1127,4 +1191,4 @@ def rank_groups(systems: Sequence[str], means: Sequence[float], sds: Sequence[fl
     names = tuple(systems[i] for i in order)
     return RankGroups(names, tuple(float(mu[i]) for i in order),
                       tuple(tuple(systems[i] for i in g) for g in groups),
-                      rank_low, rank_high, p_best, confidence_level)
+                      rank_low, rank_high, p_best, confidence_level, letters)

@@ -86,6 +86,10 @@ class LeaderRow:
         the study has no acceptability labels for the system).
     pass_n : int
         Pass + fail labels behind ``pass_rate``.
+    letters : str
+        Compact letter display (:func:`planner.diagnostics.compact_letters`):
+        two systems share a letter if and only if their 95% difference
+        interval includes 0. Unlike ``group`` it does not chain.
     """
 
     system: str
@@ -109,6 +113,7 @@ class LeaderRow:
     pass_low: float | None = None
     pass_high: float | None = None
     pass_n: int = 0
+    letters: str = ""
 
 
 @dataclass(frozen=True)
@@ -528,7 +533,7 @@ def build_report(study_path, *, engine: str = "laplace", by_stratum: bool = Fals
                 float(rg.p_best[pos]), int(rg.rank_low[pos]), int(rg.rank_high[pos]), w, l, ti, inv,
                 half_tie_score(w, l, ti),
                 None if a is None else a.pass_rate, None if a is None else a.ci_low,
-                None if a is None else a.ci_high, 0 if a is None else a.passed + a.failed))
+                None if a is None else a.ci_high, 0 if a is None else a.passed + a.failed, rg.letters[pos]))
         win_matrix = tuple(tuple(None if i == j else half_tie_score(*t[i, j, :3]) for j in range(len(systems)))
                            for i in range(len(systems)))
 
@@ -640,15 +645,17 @@ def render_markdown(report: Report) -> str:
     if r.flags:
         L += ["## Flags", ""] + [f"- {f}" for f in r.flags] + [""]
     L += ["## Leaderboard", "",
-          "Strength β on the logit scale (sum to zero), Elo = 1500 + 173.7 β. Systems in one group are not "
-          "credibly separated: their order inside the group is not established.", ""]
+          "Strength β on the logit scale (sum to zero), Elo = 1500 + 173.7 β. Two systems sharing a letter are "
+          "not credibly separated (95% interval of their difference includes 0); systems sharing no letter are. "
+          "`group` chains neighbours that share a letter: no order is established inside a group.", ""]
     has_acc = r.acceptability is not None
-    head = ["group", "system", "Elo", "Elo 95% CrI", "β", "β 95% CrI", "P(best)", "rank", "score", "W/L/T/inv"]
+    head = ["group", "letters", "system", "Elo", "Elo 95% CrI", "β", "β 95% CrI", "P(best)", "rank", "score", "W/L/T/inv"]
     if has_acc:
         head.append("acceptable")
     rows = []
     for x in r.leaderboard:
-        row = [str(x.group), x.system, f"{x.elo:.0f}", f"[{x.elo_lo:.0f}, {x.elo_hi:.0f}]", f"{x.mean:+.3f}",
+        row = [str(x.group), x.letters, x.system, f"{x.elo:.0f}", f"[{x.elo_lo:.0f}, {x.elo_hi:.0f}]",
+               f"{x.mean:+.3f}",
                f"[{x.lo:+.3f}, {x.hi:+.3f}]", f"{x.p_best:.3f}",
                f"{x.rank_low}" if x.rank_low == x.rank_high else f"{x.rank_low}–{x.rank_high}",
                _num(x.score), f"{x.wins}/{x.losses}/{x.ties}/{x.invalid}"]

@@ -519,3 +519,28 @@ def test_p_better_from_draws():
     # hand: system 0 above system 1 in draws 1, 3 and 4 -> 3/4; the reverse 1/4
     p = dg.p_better_from_draws(np.array([[1.0, 0.0], [0.0, 1.0], [2.0, 1.0], [3.0, 0.0]]))
     assert p.tolist() == [[0.5, 0.75], [0.25, 0.5]]
+
+
+def test_compact_letters_do_not_chain():
+    # Hand example: strengths 120, 80, 40, 0 with SE 20. Adjacent differences 40 with
+    # SE 20*sqrt(2) = 28.3: 95% interval 40 ± 55.4 includes 0 -> not separated; two apart:
+    # 80 ± 55.4 excludes 0 -> separated. Chained groups put all four together; the letter
+    # display (Piepho 2004) gives a / ab / bc / c: neighbours share a letter, the ends do not.
+    r = dg.rank_groups(["W", "X", "Y", "Z"], [120, 80, 40, 0], sds=[20] * 4)
+    assert r.groups == (("W", "X", "Y", "Z"),)
+    assert r.letters == ("a", "ab", "bc", "c")
+    # the seed (1512, 1508, 1497, 1491, 1483; SE 22): nothing separated, one letter
+    assert dg.rank_groups(list("ABCDE"), [1512, 1508, 1497, 1491, 1483], sds=[22] * 5).letters == ("a",) * 5
+
+
+def test_compact_letters_share_a_letter_iff_not_separated():
+    # Property check on random separation patterns: share a letter <=> not separated.
+    rng = np.random.default_rng(0)
+    for _ in range(50):
+        m = int(rng.integers(2, 9))
+        sep = np.triu(rng.random((m, m)) < 0.4, 1)
+        sep = sep | sep.T
+        letters = dg.compact_letters(sep)
+        for p in range(m):
+            for q in range(p + 1, m):
+                assert bool(set(letters[p]) & set(letters[q])) == (not sep[p, q])

@@ -182,7 +182,9 @@ def test_vicuna_posterior_saved_as_netcdf(v80, v80_report):
 def test_vicuna_markdown_and_plots(v80_report, tmp_path):
     md = render_markdown(v80_report)
     assert md.startswith("# Report: ")
-    assert "| 1 | gpt-4 |" in md
+    # gpt-4 is group 1 and the only system with letter "a" (credibly above every other system)
+    assert "| 1 | a | gpt-4 |" in md
+    assert [x.letters for x in v80_report.leaderboard].count("a") == 1
     assert "A 2,512 / B 1,355 / tie 600 / invalid 13" in md
     assert "## Flags" in md and "position bias" in md
     path = write_markdown(v80_report, tmp_path / "sub" / "report.md")
