@@ -125,8 +125,9 @@ def plan_next_batch(study, *, size: int, strategy: str, objective: str, top_k: i
 
     systems = tuple(study.systems)
     notes: list[str] = []
-    judged = study.counts(by_stratum=False)
-    pending = study.pending_counts(by_stratum=False)
+    judged_s = study.counts(by_stratum=True)          # one scan each; pooled below for the model
+    pending_s = study.pending_counts(by_stratum=True)
+    judged, pending = judged_s.pooled(), pending_s.pooled()
     fit = fit_model(judged, engine=engine, seed=seed, progressbar=False)
 
     # pairs with at least one prompt that has responses from both systems
@@ -169,7 +170,7 @@ def plan_next_batch(study, *, size: int, strategy: str, objective: str, top_k: i
     strata = sorted({p.stratum or "all" for p in prompts})
     stratum_of = {p.id: (p.stratum or "all") for p in prompts}
     target = _target_shares(prompts, strata)
-    received = study.counts(by_stratum=True) + study.pending_counts(by_stratum=True)
+    received = judged_s + pending_s
     already = Counter()
     for s_idx, n in zip(received.stratum, received.usable + received.invalid):
         already[received.strata[int(s_idx)]] += int(n)
