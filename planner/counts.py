@@ -78,12 +78,7 @@ class Counts:
         key = (a * m + b) * s + stratum
         table = np.zeros((m * m * s, 4), dtype=np.int64)
         np.add.at(table, (key, outcome), 1)
-        cells = np.flatnonzero(table.sum(axis=1))
-        ab, st = np.divmod(cells, s)
-        ca, cb = np.divmod(ab, m)
-        t = table[cells]
-        return cls(tuple(systems), tuple(strata), ca, cb, st,
-                   t[:, 0].copy(), t[:, 1].copy(), t[:, 2].copy(), t[:, 3].copy())
+        return cls._from_table(systems, strata, table)
 
     @classmethod
     def from_records(cls, systems: Sequence[str], records: Iterable[tuple],
@@ -123,6 +118,12 @@ class Counts:
             key = (c.a * m + c.b) * s + st
             for code, field in enumerate(("a_wins", "b_wins", "ties", "invalid")):
                 np.add.at(table[:, code], key, getattr(c, field))
+        return Counts._from_table(systems, strata, table)
+
+    @staticmethod
+    def _from_table(systems, strata, table: np.ndarray) -> "Counts":
+        """Counts from a dense ``(M*M*S, 4)`` table indexed by ``(a*M + b)*S + stratum``."""
+        m, s = len(systems), len(strata)
         cells = np.flatnonzero(table.sum(axis=1))
         ab, st = np.divmod(cells, s)
         ca, cb = np.divmod(ab, m)
