@@ -75,6 +75,29 @@ def build_demo_files(directory: Path, n_systems: int, n_prompts: int, rng: np.ra
     return systems, prompts, responses
 
 
+def answer_batch(study_path, result, verdict_of, *, annotator: str | None = None) -> list[dict]:
+    """Position-verdict rows answering a written batch, as an attentive annotator would.
+
+    ``result`` is the :class:`planner.next_batch.NextBatchResult`;
+    ``verdict_of(key_item)`` gets the study's key of a pairwise item
+    (:class:`planner.study.BatchItem`: prompt, left, right) and returns
+    ``left``/``right``/``tie``/``invalid``. Attention items get their expected
+    verdict. Used by the demo and by loop tests with real judgments.
+    """
+    from planner.study import Study
+
+    with Study.open(study_path) as st:
+        key = {it.item_id: it for it in st.items(result.batch_id)}
+    rows = []
+    for it in result.items:
+        verdict = it.expected if it.kind == "attention" else verdict_of(key[it.item_id])
+        row = {"item": it.item_id, "verdict": verdict}
+        if annotator is not None:
+            row["annotator"] = annotator
+        rows.append(row)
+    return rows
+
+
 def run_demo(directory, *, n_systems: int = 6, n_prompts: int = 40, rounds: int = 3, size: int = 40,
              seed: int = 0, force: bool = False, progress=None) -> DemoResult:
     """Build a synthetic study in ``directory`` and run ``rounds`` annotation rounds.
@@ -110,17 +133,11 @@ def run_demo(directory, *, n_systems: int = 6, n_prompts: int = 40, rounds: int 
     for r in range(rounds):
         res = next_batch(study, size=size, out=directory / f"batch-{r + 1}.jsonl", attention=0.05, repeat=0.05,
                          overlap=0.0, acceptability=0.0)
-        with Study.open(study) as st:
-            key = {it.item_id: it for it in st.items(res.batch_id)}
-        rows = []
-        for it in res.items:
-            k = key[it.item_id]
-            if it.kind == "attention":
-                verdict = it.expected
-            else:
-                out = judge.judge(truth, np.array([idx[k.left]]), np.array([idx[k.right]]), rng)[0]
-                verdict = ("left", "right", "tie")[int(out)]
-            rows.append({"item": it.item_id, "verdict": verdict, "annotator": "simulated-judge"})
+        def verdict_of(k):
+            out = judge.judge(truth, np.array([idx[k.left]]), np.array([idx[k.right]]), rng)[0]
+            return ("left", "right", "tie")[int(out)]
+
+        rows = answer_batch(study, res, verdict_of, annotator="simulated-judge")
         vfile = directory / f"verdicts-{r + 1}.jsonl"
         vfile.write_text("".join(json.dumps(x) + "\n" for x in rows), encoding="utf-8")
         ingest(study, [vfile])

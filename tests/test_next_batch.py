@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 
 from cli.main import app
 from planner import bt
+from planner.demo import answer_batch
 from planner.errors import DataError, UsageError
 from planner.next_batch import next_batch
 from planner.study import Study, ingest, init_study
@@ -175,17 +176,8 @@ def test_full_loop_on_vicuna80_with_real_gpt4_verdicts(shared_data, tmp_path):
     returned = Counter()
     for rnd in range(3):
         res = next_batch(path, size=40, out=tmp_path / f"r{rnd}.jsonl", max_words=2000)
-        with Study.open(path) as st:
-            key = {it.item_id: it for it in st.items(res.batch_id)}
-        rows = []
-        for it in res.items:
-            k = key[it.item_id]
-            if it.kind == "attention":
-                v = it.expected
-            else:
-                v = verdicts[(k.prompt, k.left, k.right)]
-            rows.append({"item": it.item_id, "verdict": v})
-            returned[v] += 1
+        rows = answer_batch(path, res, lambda k: verdicts[(k.prompt, k.left, k.right)])
+        returned.update(r["verdict"] for r in rows)
         f = tmp_path / f"verdicts{rnd}.jsonl"
         f.write_text("".join(json.dumps(r) + "\n" for r in rows))
         ingest(path, [f])
