@@ -62,3 +62,33 @@ def check_range(name: str, value: float, low: float, high: float, *,
         rb = ")" if high_open else "]"
         raise UsageError(f"{name} ({value:g}) must be in {lb}{low:g}, {high:g}{rb}")
     return value
+
+
+QUOTE_LIMIT = 80
+
+
+def quote(value, limit: int = QUOTE_LIMIT) -> str:
+    """A user value as it may appear in a one-line message.
+
+    ``None`` reads "missing" (never Python's ``None``); anything else is shown
+    with :func:`repr` (strings quoted, control characters, NUL bytes and lone
+    surrogates escaped) and cut to about ``limit`` characters with ``…`` and the
+    full length, so a 1 MB bad value never floods a terminal::
+
+        >>> quote(None)
+        'missing'
+        >>> quote("x" * 1000)[-22:]
+        "xxxx…' (1000 characters)"
+    """
+    if value is None:
+        return "missing"
+    try:
+        text = repr(value) if not isinstance(value, int) or abs(value) < 10 ** 60 else f"an integer of {len(str(abs(value)))} digits"
+    except (ValueError, RecursionError):  # int too large for str(), or a self-referencing structure
+        text = f"a {type(value).__name__} too large to show"
+    if len(text) <= limit:
+        return text
+    size = len(value) if isinstance(value, (str, bytes, list, dict, tuple)) else None
+    unit = "characters" if isinstance(value, str) else "items" if size is not None else ""
+    tail = f" ({size} {unit})" if size is not None else ""
+    return text[: limit - 1] + "…" + (text[0] if text[:1] in "'\"" else "") + tail
