@@ -78,9 +78,9 @@ def void_batches(path, batches: Sequence[int] = (), *, older_than_days: float | 
         if older_than_days is not None:
             cutoff = (_dt.datetime.now(_dt.timezone.utc) - _dt.timedelta(days=older_than_days)).replace(
                 microsecond=0).isoformat()
-            ids += [b for b, created in known.items() if created < cutoff and b not in ids]
+            ids += [b for b, created in known.items() if created <= cutoff and b not in ids]
         target = [b for b in sorted(set(ids))
-                  if (con.execute("SELECT voided IS NOT NULL FROM batches WHERE id = ?", (b,)).fetchone()[0]) != undo]
+                  if (con.execute("SELECT voided IS NOT NULL FROM batches WHERE id = ?", (b,)).fetchone()[0]) == undo]
         pending = 0
         for b in target:
             pending += con.execute(
