@@ -528,6 +528,41 @@ class Study:
         for r in cur:
             yield Judgment(r[0], r[1], r[2], r[3], names[r[4]], None if r[5] is None else names[r[5]], *r[6:])
 
+    #: columns of :meth:`judgment_table`, in order
+    JUDGMENT_COLUMNS = ("judgment", "batch", "item", "kind", "prompt", "stratum", "a", "b", "a_position",
+                        "left", "right", "verdict", "position_verdict", "winner", "annotator",
+                        "source_annotator", "reason", "seconds", "confidence", "time", "file")
+
+    def judgment_table(self) -> Iterator[tuple]:
+        """Every stored judgment, unblinded, as rows of :data:`JUDGMENT_COLUMNS` (ingest order, streamed).
+
+        ``a``/``b`` the stored orientation and ``verdict`` relative to it
+        (A, B, tie, invalid; pass/fail for acceptability, ``b`` empty);
+        ``left``/``right`` the systems as shown and ``position_verdict`` in
+        position form (None when the position is unknown); ``winner`` the
+        winning system (None for tie/invalid/acceptability); ``time`` when the
+        file holding it was ingested; ``file`` that file's name.
+        """
+        names = self._sys_name
+        cur = self._con.execute(
+            """SELECT j.id, i.batch, j.item, j.kind, j.prompt, coalesce(p.stratum, ?), j.a, j.b, j.a_position,
+                      j.verdict, j.annotator, j.source_annotator, j.reason, j.seconds, j.confidence,
+                      f.ingested, f.name
+               FROM judgments j JOIN files f ON f.id = j.file LEFT JOIN prompts p ON p.id = j.prompt
+               LEFT JOIN items i ON i.id = j.item ORDER BY j.seq""", (DEFAULT_STRATUM,))
+        for (jid, batch, item, kind, prompt, stratum, a, b, pos, verdict, ann, src, reason, sec, conf,
+             at, fname) in cur:
+            a, b = names[a], None if b is None else names[b]
+            left, right = (a, b) if pos == "left" else (b, a) if pos == "right" else (None, None)
+            pv = None
+            if b is None or verdict in ("tie", "invalid"):
+                pv = verdict if pos is not None or b is None else None
+            elif pos is not None:
+                pv = "left" if (verdict == "A") == (pos == "left") else "right"
+            win = a if verdict == "A" else b if verdict == "B" else None
+            yield (jid, batch, item, kind, prompt, stratum, a, b, pos, left, right, verdict, pv, win, ann, src,
+                   reason, sec, conf, at, fname)
+
     def pair_prompt_usage(self) -> dict[tuple[str, str], frozenset[str]]:
         """Prompts already judged or issued for each unordered pair.
 
