@@ -87,7 +87,7 @@ def test_malformed_lines_name_file_and_line(tmp_path):
     with pytest.raises(DataError, match=rf"{p.name}:2: not valid JSON"):
         next(gen)
     p.write_text('{"content": "[[A]]"}\n', encoding="utf-8")
-    with pytest.raises(DataError, match=r":1: missing \"custom_id\""):
+    with pytest.raises(DataError, match=r"bad.jsonl:1: custom_id missing; expected the item id"):
         list(read_judge_outputs(p))
     p.write_text('[1, 2]\n', encoding="utf-8")
     with pytest.raises(DataError, match=":1: expected a JSON object"):
@@ -139,7 +139,7 @@ def test_registry_rows_form(tmp_path):
     rows = list(read_judge_rows(p))
     assert rows[0] == (1, {"item": "it-1", "verdict": "right", "reason": "style", "id": "judge:it-1",
                            "annotator": "judge-x", "seconds": None, "confidence": None}, None)
-    assert rows[1][1] is None and rows[1][2].startswith(f"{p}:2: not valid JSON")
+    assert rows[1][1] is None and rows[1][2].startswith(f"{p.name}:2: not valid JSON")  # name, not full path
     assert rows[2][1]["verdict"] == "invalid"  # unparseable text: invalid, counted
 
 
