@@ -161,7 +161,11 @@ _PREF_TOL = 1e-6  # preferences are stored rounded to 10 decimals
 
 
 def _shown_rank(raw) -> int | None:
-    """Rank (1 or 2) the judge gave the first-shown output, from a ranking raw_completion."""
+    """Rank (1 or 2) the judge gave the first-shown output in a ranking raw_completion.
+
+    As alpaca_eval's ``ranking_parser``: the rank of the first-shown model's entry
+    (``m`` in the turbo_fn templates, ``model_1`` in alpaca_eval_gpt4's), 1 or 2.
+    """
     if isinstance(raw, str):
         try:
             raw = json.loads(raw)
@@ -176,11 +180,11 @@ def _shown_rank(raw) -> int | None:
         raw = raw.get("ordered_models")
     if not isinstance(raw, list):
         return None
-    ranks = {m.get("model"): m.get("rank") for m in raw if isinstance(m, dict)}
-    for first, second in zip(_FIRST_NAMES, _SECOND_NAMES):
-        r1, r2 = ranks.get(first), ranks.get(second)
-        if r1 in (1, 2) and r2 in (1, 2) and r1 != r2:
-            return int(r1)
+    for first in _FIRST_NAMES:
+        ranks = [m.get("rank") for m in raw if isinstance(m, dict) and m.get("model") == first]
+        if ranks:
+            r = ranks[0]
+            return int(r) if r in (1, 2) and not isinstance(r, bool) else None
     return None
 
 
@@ -208,15 +212,16 @@ def alpaca_shown_first(row: dict, p: float) -> bool | None:
     switch column, but these fields still tell (checked in this order):
 
     1. ``is_switched_outputs`` (bool; alpaca_eval's switch column, kept by older files);
-    2. ``referenced_models`` (chain-of-thought annotators): ``{"m": "output_2", ...}``
-       says ``output_2`` was shown first (as ``m``);
-    3. ``raw_completion`` of a ranking annotator (``ordered_models`` with
-       ``m``/``M`` or ``model_1``/``model_2``): the rank of the first-shown
-       output r gives the unswitched preference r; the row's preference equals
-       r (not switched) or 3 - r (switched);
-    4. ``raw_completion`` with ``logprobs`` (weighted annotators, logprob_parser
-       with numerator token ``m``): with P = P(m), an unswitched row has
-       preference 2 - P, a switched one 1 + P (within 1e-6).
+    2. ``raw_completion`` with ``logprobs`` (weighted annotators, ``logprob_parser``
+       with numerator token ``m`` = the first-shown output): with P = P(m), an
+       unswitched row has preference 2 - P, a switched one 1 + P (within 1e-6);
+    3. ``raw_completion`` of a ranking annotator (``ordered_models``; the
+       first-shown output is ``m``, or ``model_1`` for ``alpaca_eval_gpt4``):
+       its rank r is the unswitched preference (``ranking_parser``), so a row
+       with preference r was not switched and one with 3 - r was;
+    4. ``referenced_models`` (chain-of-thought annotators) ``{"m": "output_2", ...}``
+       -- only when there is no raw completion: alpaca_eval derives it from the
+       ranks and gets it wrong when both outputs are ranked 1.
 
     Ambiguous cases (P = 0.5, preference 1.5, no raw completion -- e.g.
     ``alpaca_eval_gpt4`` files) give ``None``.
@@ -224,24 +229,21 @@ def alpaca_shown_first(row: dict, p: float) -> bool | None:
     sw = row.get("is_switched_outputs")
     if isinstance(sw, bool):
         return not sw
-    ref = row.get("referenced_models")
-    if isinstance(ref, dict) and ref.get("m") in ("output_1", "output_2"):
-        return ref["m"] == "output_1"
     raw = row.get("raw_completion")
-    if raw is None or not math.isfinite(p):
-        return None
-    rank = _shown_rank(raw) if not (isinstance(raw, dict) and "logprobs" in raw) else None
-    if rank is not None:
-        if p == rank and p != 3 - rank:
-            return True
-        if p == 3 - rank:
-            return False
-        return None
-    prob = _shown_first_probability(raw) if isinstance(raw, dict) else None
-    if prob is None:
-        return None
-    plain, switched = abs(p - (2 - prob)) <= _PREF_TOL, abs(p - (1 + prob)) <= _PREF_TOL
-    return None if plain == switched else plain
+    if raw is not None and math.isfinite(p):
+        if isinstance(raw, dict) and "logprobs" in raw:
+            prob = _shown_first_probability(raw)
+            if prob is not None:
+                plain, switched = abs(p - (2 - prob)) <= _PREF_TOL, abs(p - (1 + prob)) <= _PREF_TOL
+                return None if plain == switched else plain
+        else:
+            rank = _shown_rank(raw)
+            if rank is not None and p in (1, 2):
+                return p == rank
+    ref = row.get("referenced_models")
+    if isinstance(ref, dict) and ref.get("m") in ("output_1", "output_2") and p in (1, 2):
+        return ref["m"] == "output_1"
+    return None
 
 
 def _alpaca_verdict(p, tie_band: float) -> tuple[str | None, float | None]:
