@@ -149,13 +149,16 @@ def iter_csv(path: Path, *, rows: bool = False) -> Iterator[Row]:
 
     try:
         with jsonsafe._OPEN(path, encoding="utf-8-sig", newline="") as f:
-            reader = csv.reader(f)
+            reader = csv.reader(f, strict=True)  # an unterminated quote (a cut-off file) is an error
             try:
                 header = [h.strip() for h in next(reader)]
             except StopIteration:
                 return
             except (csv.Error, UnicodeDecodeError) as exc:
                 yield 1, None, f"{name}:1: unreadable CSV header ({_csv_reason(exc)}); expected a header row"
+                return
+            if any("\x00" in h for h in header):
+                yield 1, None, f"{name}:1: a NUL byte in the header; expected a CSV text file"
                 return
             n = len(header)
             while True:
@@ -169,6 +172,9 @@ def iter_csv(path: Path, *, rows: bool = False) -> Iterator[Row]:
                     return
                 line = n_row if rows else reader.line_num
                 if not cells or all(not c.strip() for c in cells):
+                    continue
+                if any("\x00" in c for c in cells):
+                    yield line, None, f"{at(reader)}: a NUL byte; expected text cells"
                     continue
                 if len(cells) != n:
                     yield line, None, f"{at(reader)}: {len(cells)} cells; expected {n} (the header's columns)"
