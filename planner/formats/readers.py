@@ -205,7 +205,7 @@ def _normalized_jsonl(path: Path) -> Iterator[Row]:
         with jsonsafe._OPEN(path, encoding="utf-8-sig", newline=None) as f:
             for line_no, text in enumerate(f, 1):
                 try:
-                    if surrogate(text) is not None:
+                    if "\\u" in text and surrogate(text) is not None:
                         raise ValueError
                     row, end = scan(text, 0)
                     if end != len(text) - 1 and end != len(text) and text[end:].strip():
