@@ -156,3 +156,12 @@ def test_real_server_exports_agree():
     assert keyed
     for stem, by_fmt in keyed.items():
         assert len(set(map(frozenset, by_fmt.values()))) == 1, (stem, by_fmt)
+
+
+def test_detection_when_the_first_task_is_longer_than_the_head(tmp_path):
+    """JSON_MIN puts the task texts before annotation_id: a 200 kB response must not hide the format."""
+    rows = json.loads((CONV / "export_min.json").read_text(encoding="utf-8"))
+    rows[0]["left"] = "x" * 200_000
+    f = tmp_path / "big.json"
+    f.write_text(json.dumps(rows), encoding="utf-8")
+    assert detect_format(f).name == "label-studio-min"

@@ -31,6 +31,7 @@ Row = tuple[int, "dict | None", "str | None"]
 
 POSITION_VERDICTS = ("left", "right", "tie", "invalid", "pass", "fail")
 SNIFF_BYTES = 65536
+FIRST_ELEMENT_BYTES = 8 << 20  # detection reads this much to see the first element of a JSON array
 
 
 # --------------------------------------------------------------------------- sniff
@@ -84,10 +85,7 @@ def sniff(path: Path) -> Sniff:
             obj = jsonsafe.loads(stripped.split("\n", 1)[0])
             first_record = obj if isinstance(obj, dict) else None
         elif first_char == "[":
-            rest = stripped[1:].lstrip()
-            if rest[:1] == "{":
-                obj, _ = jsonsafe.raw_decode(rest, 0)
-                first_record = obj if isinstance(obj, dict) else None
+            first_record = _first_element(path, stripped, len(raw) == SNIFF_BYTES)
         elif first_char:
             header = tuple(h.strip() for h in next(csv.reader(head.splitlines()[:1])))
     except (ValueError, StopIteration, csv.Error):
@@ -97,6 +95,26 @@ def sniff(path: Path) -> Sniff:
 
 class BadValue(ValueError):
     """A value in a row is not allowed; ``str(exc)`` is the whole one-line problem (``where: what; expected``)."""
+
+
+def _first_element(path: Path, stripped: str, more: bool) -> dict | None:
+    """The first element of a JSON array, reading up to :data:`FIRST_ELEMENT_BYTES` when the head cuts it."""
+    rest = stripped[1:].lstrip()
+    if rest[:1] != "{":
+        return None
+    try:
+        obj, _ = jsonsafe.raw_decode(rest, 0)
+    except ValueError:
+        if not more:
+            return None
+        try:
+            with jsonsafe._OPEN(path, "rb") as f:
+                text = f.read(FIRST_ELEMENT_BYTES).decode("utf-8", errors="replace").lstrip("\ufeff").lstrip()
+            rest = text[1:].lstrip()
+            obj, _ = jsonsafe.raw_decode(rest, 0)
+        except (OSError, ValueError):
+            return None
+    return obj if isinstance(obj, dict) else None
 
 
 # ------------------------------------------------------------------ locations
