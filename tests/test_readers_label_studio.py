@@ -142,20 +142,41 @@ def test_truncated_export_is_refused(tmp_path):
         assert "truncated" in problems[0] or "expected ']'" in problems[0]
 
 
-@pytest.mark.skipif(not REAL.is_dir(), reason="no real Label Studio server exports copied yet")
-def test_real_server_exports_agree():
-    """Exports of one project from a real Label Studio 1.23.2 server (see data/label_studio/readers/real/README.md)."""
-    keyed = {}
-    for f in sorted(REAL.iterdir()):
-        if f.suffix not in (".json", ".csv"):
-            continue
-        fmt, out = read(f)
-        assert [p for _, _, p in out if p] == [], f.name
-        keyed.setdefault(f.stem.split("_")[0], {})[fmt] = {(r["id"], r["item"], r["verdict"], r["reason"])
-                                                            for r in judgments(out)}
-    assert keyed
-    for stem, by_fmt in keyed.items():
-        assert len(set(map(frozenset, by_fmt.values()))) == 1, (stem, by_fmt)
+REAL_FILES = {"round1.json": ("round1", "label-studio"), "round1.min.json": ("round1", "label-studio-min"),
+              "round1.csv": ("round1", "label-studio-csv"), "round2.json": ("round2", "label-studio"),
+              "round2.snapshot.json": ("round2", "label-studio"),
+              "round2.snapshot.min.json": ("round2", "label-studio-min"),
+              "round2.snapshot.csv": ("round2", "label-studio-csv")}
+LS_USERS = {"ls-user:2": "alice@example.com", "ls-user:3": "bob@example.com"}
+
+
+@pytest.mark.parametrize("name", list(REAL_FILES))
+def test_real_server_exports(name):
+    """Exports of one project from a real Label Studio 1.23.2 server (data/label_studio/readers/real/README.md):
+    every annotation is read with its id, item, position verdict and user, in every export type."""
+    expected = json.loads((REAL / "expected.json").read_text(encoding="utf-8"))
+    key = json.loads((REAL / "key.json").read_text(encoding="utf-8"))
+    rnd, fmt = REAL_FILES[name]
+    got_fmt, out = read(REAL / name)
+    assert got_fmt == fmt
+    assert [p for _, _, p in out if p] == []
+    recs = judgments(out)
+    assert {r["id"]: [r["item"], r["verdict"]] for r in recs} == {k: v[:2] for k, v in expected[rnd].items()}
+    for r in recs:
+        assert r["item"] in key
+        # default exports give the numeric user id, snapshot exports with only_id=false the e-mail
+        assert LS_USERS.get(r["annotator"], r["annotator"]) == expected[rnd][r["id"]][2]
+        assert r["where"].startswith(f"{name}:")
+    skips = [r for _, r, _ in out if "skip" in r]
+    if fmt == "label-studio":  # the cancelled annotation is in the full JSON only (the converter drops it)
+        assert [(s["skip"], s["where"]) for s in skips if s["skip"] == "cancelled annotation"] == [
+            ("cancelled annotation", f"{name}:task 22")]
+        assert expected["cancelled"] == "ls:22:19" and expected["cancelled"] not in {r["id"] for r in recs}
+    if "snapshot" in name:  # all tasks: the never-annotated item is a skip
+        assert {s["item"] for s in skips if s["skip"] == "task without annotations"} == {
+            expected["never_annotated_item"]}
+    if rnd == "round2":
+        assert {r["id"]: r["verdict"] for r in recs}[expected["edited"]] == "right"  # the edit, same id
 
 
 def test_detection_when_the_first_task_is_longer_than_the_head(tmp_path):
