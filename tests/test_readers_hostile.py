@@ -251,3 +251,20 @@ def test_control_characters_in_echoed_values_stay_on_one_line(tmp_path):
                  encoding="utf-8")
     (problem,) = assert_one_line_problems(read("positions", f))
     assert "\\n" in problem and "\x1b" not in problem and "(10021 characters)" in problem
+
+
+@pytest.mark.parametrize("content", [
+    b"\x00" * 64, b"\xff\xfe\x00garbage", b"[" * 100_000, b"{" * 100_000, b'[{"a": "\\ud800"}]',
+    b'{"zz": ' + b"9" * 5000 + b"}\n", b"", b"   \n\n", ("x" * 2_000_000).encode()])
+def test_detect_format_on_hostile_heads(tmp_path, content):
+    from planner.formats.readers import detect_format
+
+    f = tmp_path / "h.dat"
+    f.write_bytes(content)
+    try:
+        reader = detect_format(f)
+    except DataError as exc:
+        msg = str(exc)
+        assert "\n" not in msg and "None" not in msg and len(msg) < 400, msg
+    else:
+        assert_one_line_problems(list(reader.read(f)), at_least=0)
