@@ -42,8 +42,8 @@ import os
 import re
 import string
 import tempfile
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Iterator, Sequence
 from xml.sax.saxutils import quoteattr
 
 from planner.errors import DataError, UsageError
