@@ -58,6 +58,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from xml.sax.saxutils import quoteattr
 
+from planner.csvcell import CSV_DANGEROUS, neutralize_cell  # noqa: F401  (re-exported)
 from planner.errors import DataError, UsageError, quote
 from planner.formats.staging import stage, write_atomically
 
@@ -67,7 +68,6 @@ PAIRWISE_VERDICTS = ("left", "right", "tie", "invalid")
 ACCEPTABILITY_VERDICTS = ("pass", "fail", "invalid")
 ACCEPTABILITY_QUESTION = "Would you be happy to send this response to a customer? (pass / fail)"
 CSV_COLUMNS = ("item", "prompt", "left", "right", "response", "question", "verdict", "reason")
-CSV_DANGEROUS = ("=", "+", "-", "@", "\t", "\r")
 # No default judge model: the judge is a choice the user makes (and a default
 # such as "gpt-4o" would put a near-copy of a compared system's name, "gpt-4",
 # into the request file). Reasoning models (o1, o3, o4-mini, ...) take no
@@ -205,11 +205,6 @@ def _records_jsonl(items) -> list[dict]:
             out.append({"item": it.item_id, "prompt": it.prompt, "response": it.left_text,
                         "question": ACCEPTABILITY_QUESTION})
     return out
-
-
-def neutralize_cell(value: str) -> str:
-    """Prefix ``'`` to a cell beginning with ``= + - @``, tab or CR (OWASP CSV injection)."""
-    return "'" + value if value.startswith(CSV_DANGEROUS) else value
 
 
 def _csv_bytes(items) -> bytes:
