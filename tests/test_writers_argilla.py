@@ -17,10 +17,10 @@ import json
 import uuid
 import warnings
 
+import _batch_fixture as fx
 import numpy as np
 import pytest
 
-import _batch_fixture as fx
 from planner.batch import assemble_batch
 from planner.formats.writers import write_batch
 
@@ -42,7 +42,7 @@ def offline_client(monkeypatch):
 
 
 def _batch(**kw):
-    opts = dict(attention=0.1, repeat=0.05, overlap=0.0, acceptability=0.15, both_orders=False)
+    opts = {"attention": 0.1, "repeat": 0.05, "overlap": 0.0, "acceptability": 0.15, "both_orders": False}
     opts.update(kw)
     return assemble_batch(fx.planned(2), prompt_text=fx.prompts(), response_text=fx.responses(),
                           rng=np.random.default_rng(3), **opts)
@@ -116,7 +116,7 @@ def test_settings_equal_the_sdk_built_settings(offline_client, tmp_path):
         metadata=[rg.TermsMetadataProperty(name="item_id", title="Item")],
         guidelines=ours["guidelines"], allow_extra_metadata=False).serialize()
     for key in ("fields", "questions", "metadata"):
-        strip = lambda xs: [{k: v for k, v in x.items() if k not in ("id", "inserted_at", "updated_at", "dataset_id")}  # noqa: E731
+        strip = lambda xs: [{k: v for k, v in x.items() if k not in ("id", "inserted_at", "updated_at", "dataset_id")}
                             for x in xs]
         assert strip(ours[key]) == strip(theirs[key]), key
     assert ours["allow_extra_metadata"] is False

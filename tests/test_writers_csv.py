@@ -58,9 +58,8 @@ def test_batch_csv_neutralises_every_formula_cell(tmp_path):
 def _prompts_file(tmp_path: Path) -> Path:
     path = tmp_path / "prompts.jsonl"
     with open(path, "w", encoding="utf-8") as fh:
-        for k, h in enumerate(HOSTILE * 2):
-            fh.write(json.dumps({"id": f"{h[:1]}id{k}", "text": f"t{k}", "stratum": f"{h[:1]}s{k % 2}",
-                                 "weight": 1.0 + k}) + "\n")
+        fh.writelines(json.dumps({"id": f"{h[:1]}id{k}", "text": f"t{k}", "stratum": f"{h[:1]}s{k % 2}",
+                                 "weight": 1.0 + k}) + "\n" for k, h in enumerate(HOSTILE * 2))
     return path
 
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 import typing
 
+import _batch_fixture as fx
 import numpy as np
 import pytest
 
-import _batch_fixture as fx
 from planner.batch import assemble_batch
 from planner.errors import UsageError
 from planner.formats.writers import check_temperature, judge_temperature, write_batch
