@@ -197,7 +197,12 @@ def plan_next_batch(study, *, size: int, strategy: str, objective: str, top_k: i
         already[received.strata[int(s_idx)]] += int(n)
     k = len(selection.pairs)
     n_prompts = Counter(stratum_of.values())
-    plan = plan_strata(target, already, k, {s: n_prompts[s] * len(allowed) for s in strata})
+    available = {s: n_prompts[s] * len(allowed) for s in strata}
+    if k > sum(available.values()):   # more picks than stratum slots: issue what can be, say so
+        notes.append(f"{k - sum(available.values())} pick(s) dropped: the strata hold only "
+                     f"{sum(available.values())} unused comparison slot(s) for the pairs that can be issued")
+        k = sum(available.values())
+    plan = plan_strata(target, already, k, available)
     slots = [s for s in strata for _ in range(plan.get(s, 0))]
     slots = [slots[int(i)] for i in rng.permutation(len(slots))]
 
