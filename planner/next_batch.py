@@ -398,6 +398,14 @@ def next_batch(study_path, *, size: int = DEFAULT_SIZE, strategy: str = "active"
         notes: list[str] = []
         rates = _qc_rates(config, names, attention, repeat, overlap, acceptability, notes)
         n_batches = len(study.batches())
+        if format == "judge":  # model, template, temperature: refused before the fit
+            from planner.formats.writers import judge_requests
+
+            judge_requests([], reasons=config.get("reasons", ()), template=template_text, model=judge_model,
+                           temperature=temperature)
+        if dry_run and _interrupted(study):
+            notes.append("an interrupted next-batch left files to complete or roll back; the next run without "
+                         "--dry-run does it")
         if not dry_run:
             out = _default_out(study_path, out, n_batches)
             from planner.formats.staging import check_outputs
@@ -440,6 +448,12 @@ def next_batch(study_path, *, size: int = DEFAULT_SIZE, strategy: str = "active"
         batch_id, targets = _issue(study, batch, manifest, rendering, out, force)
     return NextBatchResult(batch_id, tuple(str(t) for t in targets), manifest, bool(selection.settled),
                            selection.reason, tuple(notes), False, batch.items)
+
+
+def _interrupted(study) -> bool:
+    from planner.formats.staging import journals
+
+    return bool(journals(study.path))
 
 
 def _default_out(study_path, out, n_batches: int) -> Path:

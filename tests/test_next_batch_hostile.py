@@ -148,3 +148,17 @@ def test_cli_prints_the_names_note_on_stderr(tmp_path):
     assert r.exit_code == 0, r.stderr
     assert "redacted" in r.stderr
     assert not name_pattern(SYSTEMS).search((tmp_path / "x.jsonl").read_text())
+
+
+def test_judge_format_problems_are_refused_before_the_fit(small, tmp_path, monkeypatch):
+    import planner.model
+
+    monkeypatch.setattr(planner.model, "fit", lambda *a, **k: (_ for _ in ()).throw(AssertionError("fitted")))
+    with pytest.raises(UsageError, match="--judge-model"):
+        next_batch(small, size=3, format="judge", out=tmp_path / "j")
+    tpl = tmp_path / "t.txt"
+    tpl.write_text("{prompt} {left} {colour}")
+    with pytest.raises(UsageError, match=r"--template: unknown placeholder \{colour\}"):
+        next_batch(small, size=3, format="judge", judge_model="m", template=tpl, out=tmp_path / "j")
+    with Study.open(small) as st:
+        assert st.batches() == []
