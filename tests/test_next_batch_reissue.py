@@ -214,7 +214,7 @@ def test_failure_after_the_commit_is_completed_by_the_next_run(study, tmp_path, 
     journals = staging.journals(study)
     assert len(journals) == 1
     if lose_temps:
-        for p in tmp_path.glob(".r*planner-tmp"):
+        for p in tmp_path.glob(".r*planner.tmp"):
             p.unlink()
     res = next_batch(study, size=4, out=tmp_path / "next")
     assert any(n.startswith("completed batch 1's files") for n in res.notes), res.notes
@@ -252,7 +252,7 @@ def test_kill_9_just_after_the_commit_then_rerun(study, tmp_path):
     with Study.open(study) as st:
         (info,) = st.batches()
     assert not any(Path(f).exists() for f in info.manifest["files"])   # recorded, no file in place yet
-    assert len(list(tmp_path.glob(".k*planner-tmp"))) == len(info.manifest["files"])
+    assert len(list(tmp_path.glob(".k*planner.tmp"))) == len(info.manifest["files"])
     res = next_batch(study, size=4, out=tmp_path / "later")
     assert any("completed batch 1" in n for n in res.notes)
     for f, digest in zip(info.manifest["files"], info.manifest["files_sha256"]):
@@ -263,7 +263,7 @@ def test_kill_9_just_after_the_commit_then_rerun(study, tmp_path):
 
 def test_kill_9_before_the_commit_is_rolled_back(study, tmp_path):
     assert _run_killed(study, tmp_path / "k", "before") == -signal.SIGKILL
-    assert list(tmp_path.glob(".k*planner-tmp"))       # temporaries left by the kill
+    assert list(tmp_path.glob(".k*planner.tmp"))       # temporaries left by the kill
     with Study.open(study) as st:
         assert st.batches() == []
     res = next_batch(study, size=4, out=tmp_path / "later")

@@ -9,7 +9,7 @@ Writing (:func:`stage`) follows a journal protocol so that a hard kill at any
 instant leaves something the next run can finish or undo:
 
 1. a journal ``<journal_dir>/.planner-staging.<token>.json`` lists every
-   target, its temporary name (``.<target name>.<token>.planner-tmp`` next to
+   target, its temporary name (``.<target name>.<token>.planner.tmp`` next to
    the target) and the SHA-256 of its bytes; it is fsynced and held under an
    exclusive ``flock`` while its owner runs;
 2. the temporaries are written (mode ``0o666`` minus the umask, like any file
@@ -45,7 +45,7 @@ except ImportError:  # pragma: no cover - Windows: no lock, recovery assumes no 
     fcntl = None
 
 JOURNAL_PREFIX = ".planner-staging."
-TMP_SUFFIX = ".planner-tmp"
+TMP_SUFFIX = ".planner.tmp"
 
 
 def sha256(data: bytes) -> str:
