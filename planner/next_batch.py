@@ -494,7 +494,8 @@ def _issue(study, batch, manifest: dict, rendering: dict, out, force: bool):
         staged.abort()
         raise
     try:
-        targets = staged.commit()
+        staged.commit()
+        targets = [p for p, _ in files]
     except OSError as exc:
         staged.release()
         raise DataError(f"batch {batch_id} was recorded but its files could not be put in place "

@@ -207,7 +207,8 @@ def write_atomically(files: Sequence[tuple[Path, bytes]], *, force: bool = False
     """Write ``(path, bytes)`` pairs: all temporaries first, then all renames (no journal)."""
     staged = stage(files, force=force, option=option)
     try:
-        return staged.commit()
+        staged.commit()
+        return [Path(p) for p, _ in files]
     except BaseException:
         staged.abort()
         raise
