@@ -328,3 +328,37 @@ def test_retry_failed_without_store_support_is_a_usage_error(study, tmp_path, mo
         monkeypatch.delattr(Study, "unanswered_items")
     with pytest.raises(UsageError, match="--retry-failed"):
         retry_failed(study, out=tmp_path / "r")
+
+
+def test_retry_failed_against_the_store_after_ingesting_transport_failures(study, tmp_path, monkeypatch):
+    # end to end with the store's own Study.unanswered_items (CONTRACT.md): failures recorded by ingest
+    readers = pytest.importorskip("planner.formats.readers")
+    if not hasattr(Study, "unanswered_items") or not hasattr(readers, "register"):
+        pytest.skip("the store does not track transport failures in this build")
+    from planner.study import ingest
+
+    def read(path, **_):
+        for n, line in enumerate(Path(path).read_text().splitlines(), start=1):
+            obj = json.loads(line)
+            yield n, {"item": obj["custom_id"], "unanswered": obj["error"], "id": f"judge:{obj['custom_id']}",
+                      "annotator": None}, None
+
+    reader = readers.Reader("test-failures", read, lambda sniff: False, "transport failures (test)")
+    monkeypatch.setitem(readers.READERS, "test-failures", reader)
+    res = next_batch(study, size=8, out=tmp_path / "j", format="judge", judge_model="gpt-5",
+                     attention=0, repeat=0, overlap=0, acceptability=0)
+    lines = {json.loads(x)["custom_id"]: x for x in Path(res.files[0]).read_text().splitlines()}
+    failed = [it.item_id for it in res.items][2:5]
+    errors = tmp_path / "errors.jsonl"
+    errors.write_text("".join(json.dumps({"custom_id": i, "error": "HTTP 500"}) + "\n" for i in failed))
+    ingest(study, [errors], format="test-failures")
+    retry = retry_failed(study, out=tmp_path / "retry")
+    assert Path(retry.files[0]).read_text().splitlines() == [lines[i] for i in failed]
+    # one retried request answered: the next retry leaves it out
+    answer = tmp_path / "answer.jsonl"
+    answer.write_text(json.dumps({"item": failed[0], "verdict": "left", "reason": "correctness"}) + "\n")
+    ingest(study, [answer])
+    again = retry_failed(study, out=tmp_path / "retry2")
+    assert Path(again.files[0]).read_text().splitlines() == [lines[i] for i in failed[1:]]
+    with Study.open(study) as st:
+        assert len(st.batches()) == 1
