@@ -212,7 +212,7 @@ ANNOTATORS = ("alice@example.com", "bob@example.com")
 
 
 @pytest.fixture(scope="session")
-def label_studio(tmp_path_factory):
+def label_studio(tmp_path_factory, request):
     """A real Label Studio 1.23 with users ``admin``, ``alice`` and ``bob`` (``@example.com``)."""
     exe = os.environ.get("PLANNER_LABEL_STUDIO")
     if not exe:
@@ -224,6 +224,9 @@ def label_studio(tmp_path_factory):
         pytest.fail(f"PLANNER_LABEL_STUDIO ({exe}) is not a file")
     ls = start(exe, tmp_path_factory.mktemp("label-studio"), ANNOTATORS, data_dir=os.environ.get("PLANNER_LS_DATA_DIR"))
     try:
+        reporter = request.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.write_line(f"label-studio at {ls.url}: answered /api/version after {ls.start_seconds:.0f} s")
         yield ls
     finally:
         ls.stop()

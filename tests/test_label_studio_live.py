@@ -32,7 +32,7 @@ from ls_server import ANNOTATORS, label_studio  # noqa: F401  (session fixture)
 
 from planner.errors import DataError
 from planner.next_batch import next_batch
-from planner.study import Study, ingest, init_study
+from planner.study import DB_NAME, Study, ingest, init_study
 
 pytestmark = [pytest.mark.labelstudio, pytest.mark.slow]
 
@@ -321,7 +321,7 @@ def _orientation_errors(judgments: dict, key: dict, expected: dict) -> list[str]
 
 def _audit_rows(study) -> int:
     """Rows of the store's audit table (the lead names it; any table with 'audit' in its name)."""
-    con = sqlite3.connect(str(Path(study) / "study.sqlite"))
+    con = sqlite3.connect(str(Path(study) / DB_NAME))
     try:
         names = [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table' AND name LIKE '%audit%'")]
         assert names, "the store has no audit table"
