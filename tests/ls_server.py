@@ -225,8 +225,10 @@ def label_studio(tmp_path_factory, request):
     ls = start(exe, tmp_path_factory.mktemp("label-studio"), ANNOTATORS, data_dir=os.environ.get("PLANNER_LS_DATA_DIR"))
     try:
         reporter = request.config.pluginmanager.get_plugin("terminalreporter")
-        if reporter is not None:
-            reporter.write_line(f"label-studio at {ls.url}: answered /api/version after {ls.start_seconds:.0f} s")
+        capman = request.config.pluginmanager.getplugin("capturemanager")
+        if reporter is not None and capman is not None:
+            with capman.global_and_fixture_disabled():
+                reporter.write_line(f"label-studio at {ls.url}: answered /api/version after {ls.start_seconds:.0f} s")
         yield ls
     finally:
         ls.stop()
