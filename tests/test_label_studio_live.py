@@ -346,7 +346,7 @@ def test_every_export_ingests_once_with_orientation_checked(round_trip, tmp_path
         assert set(_judgments(study)) == set(rt["round1"]), kind
     with pytest.raises(DataError, match="(?i)chang"):  # the edited annotation, refused by default
         ingest(study, [rt["exports2"]["JSON"]])
-    assert set(_judgments(study)) == set(rt["round1"]), "a refused file stores nothing"
+    assert set(_judgments(study)) == set(rt["round1"]), "a refused file stores nothing (all-or-nothing per file)"
     ingest(study, [rt["exports2"]["JSON"]], accept_changes=True)
     for kind in ("JSON_MIN", "CSV"):
         ingest(study, [rt["exports2"][kind]])
@@ -357,6 +357,8 @@ def test_every_export_ingests_once_with_orientation_checked(round_trip, tmp_path
     # GET exports carry only the numeric user id -> "ls-user:<id>" (CONTRACT.md).
     assert {j.annotator for j in got.values()} == {f"ls-user:{ls.users[e]['id']}" for e in ANNOTATORS}
     assert all(j.annotator == f"ls-user:{ls.users[rt['expected'][i][2]]['id']}" for i, j in got.items())
+    # ... and each LS user judged only the items the plan gave their --annotators name.
+    assert all(key[j.item].annotator == PLAN[rt["expected"][i][2]] for i, j in got.items())
     for kind in EXPORTS:  # snapshot exports: completed_by expanded -> the email
         ingest(snap_study, [rt["snapshot2"][kind]])
     snap = _judgments(snap_study)
