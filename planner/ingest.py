@@ -595,8 +595,14 @@ def ingest(path, files: Sequence, format: str | None = None, dry_run: bool = Fal
             results.append(res)
     if refused:
         stored = [f"{Path(r.path).name} ({r.rows} new)" for r in results if r.stored]
+        def why(p, res, n):
+            if res.changed and not res.replaced and n == 1:  # the only problem: edits at the source
+                return f"{p.name} ({res.changed} judgment(s) changed at the source; --accept-changes applies them)"
+            return f"{p.name} ({n} problem{'s' if n != 1 else ''})"
+
+        by_path = {r.path: r for r in results}
         msg = (f"{len(refused)} of {len(paths)} file(s) refused, nothing stored from "
-               + ", ".join(f"{p.name} ({n} problem{'s' if n != 1 else ''})" for p, _, n in refused)
+               + ", ".join(why(p, by_path[str(p)], n) for p, _, n in refused)
                + (f"; stored: {', '.join(stored)}" if stored else ""))
         problems = [q for _, ps, _ in refused
                     for q in (ps.ordered() if isinstance(ps, _Problems) else ps)][:_Problems.KEEP]
