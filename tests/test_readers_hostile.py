@@ -268,3 +268,12 @@ def test_detect_format_on_hostile_heads(tmp_path, content):
         assert "\n" not in msg and "None" not in msg and len(msg) < 400, msg
     else:
         assert_one_line_problems(list(reader.read(f)), at_least=0)
+
+
+@pytest.mark.parametrize("reader", list(CSV_SAMPLES))
+def test_duplicated_csv_column(tmp_path, reader):
+    header, row = CSV_SAMPLES[reader].split("\r\n")[:2]
+    f = tmp_path / "s.csv"
+    f.write_text(f"{header},verdict\r\n{row},right\r\n", encoding="utf-8")
+    (problem,) = assert_one_line_problems(read(reader, f))
+    assert problem == "s.csv:1: column 'verdict' appears twice in the header; expected each column once"

@@ -178,6 +178,10 @@ def iter_csv(path: Path, *, rows: bool = False) -> Iterator[Row]:
             if any("\x00" in h for h in header):
                 yield 1, None, f"{name}:1: a NUL byte in the header; expected a CSV text file"
                 return
+            dup = sorted({h for h in header if h and header.count(h) > 1})
+            if dup:
+                yield 1, None, f"{name}:1: column {quote(dup[0])} appears twice in the header; expected each column once"
+                return
             n = len(header)
             while True:
                 n_row += 1
