@@ -816,8 +816,11 @@ def write_prompts(result: Allocation, path: str | os.PathLike, *, force: bool = 
     written as numbers.
     """
     from planner.csvcell import neutralize_cell
+    from planner.errors import quote
 
     p = _check_out(path, force)
+    if p.is_dir():
+        raise UsageError(f"--out: {quote(str(p))} is a directory; give a file name")
     tmp = p.with_name(f".{p.name}.{os.getpid()}.tmp")
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
@@ -833,9 +836,11 @@ def write_prompts(result: Allocation, path: str | os.PathLike, *, force: bool = 
                 for r in rows:
                     fh.write(json.dumps(r, ensure_ascii=False) + "\n")
         os.replace(tmp, p)
-    except BaseException:
+    except BaseException as exc:
         if os.path.exists(tmp):
             os.unlink(tmp)
+        if isinstance(exc, OSError):
+            raise UsageError(f"--out: cannot write {quote(str(p))} ({exc.strerror or exc})") from None
         raise
 
 

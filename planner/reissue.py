@@ -166,8 +166,11 @@ def retry_failed(study_path, *, out=None, force: bool = False, batch: int | None
         items = [it for info, bis in failed for it in rebuild_items(study, info, bis)]
         rendering = _rendering(failed[0][0])
         if out is None:
-            out = Path(study_path) / "batches" / ("retry-batch-" + "-".join(str(i.id) for i, _ in failed))
-            check_output(out, "--out", force=force)
+            out_dir = Path(study_path) / "batches"
+            if not out_dir.is_dir():
+                check_output(out_dir, "--out")
+                out_dir.mkdir()
+            out = out_dir / ("retry-batch-" + "-".join(str(i.id) for i, _ in failed))
         files = _render(items, rendering, out)
     targets = write_atomically(files, force=force)
     manifest = {"retry_failed": {"items": len(items), "batches": [i.id for i, _ in failed],

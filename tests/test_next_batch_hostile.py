@@ -162,3 +162,14 @@ def test_judge_format_problems_are_refused_before_the_fit(small, tmp_path, monke
         next_batch(small, size=3, format="judge", judge_model="m", template=tpl, out=tmp_path / "j")
     with Study.open(small) as st:
         assert st.batches() == []
+
+
+@pytest.mark.parametrize("name", ["bad\0name.jsonl", "x" * 5000 + ".jsonl", "z" * 230 + ".jsonl"])
+def test_output_names_the_system_cannot_take(small, tmp_path, name):
+    with pytest.raises(UsageError, match="--out: .* cannot be used as an output file") as err:
+        next_batch(small, size=3, out=tmp_path / name)
+    assert len(str(err.value)) < 300
+    with Study.open(small) as st:
+        assert st.batches() == []
+    r = CliRunner().invoke(app, ["next-batch", str(small), "--out", str(tmp_path / ("y" * 5000))])
+    assert r.exit_code == 2 and "Traceback" not in r.output

@@ -307,6 +307,10 @@ def test_retry_failed_writes_the_same_items_without_fitting(study, tmp_path, mon
     assert retry.batch_id is None and retry.manifest["retry_failed"]["items"] == 3
     with Study.open(study) as st:
         assert len(st.batches()) == 1
+    # default output under STUDY/batches (created when missing)
+    default = retry_failed(study)
+    assert [Path(f).name for f in default.files] == ["retry-batch-1.jsonl"]
+    assert Path(default.files[0]).parent == study / "batches"
     # CLI
     r = CliRunner().invoke(app, ["next-batch", str(study), "--retry-failed", "--out", str(tmp_path / "r2"),
                                  "--json"])

@@ -114,3 +114,14 @@ def test_allocate_out_gets_the_umask_mode(tmp_path, umask, mask, mode):
     allocate_files(budget=4, prompts=_prompts_file(tmp_path), out=out, seed=0)
     assert stat.S_IMODE(out.stat().st_mode) == mode
     assert sorted(x.name for x in tmp_path.iterdir()) == ["chosen.jsonl", "prompts.jsonl"]
+
+
+def test_allocate_out_onto_a_directory_with_force_is_a_usage_error(tmp_path):
+    from planner.errors import UsageError
+
+    (tmp_path / "d.csv").mkdir()
+    with pytest.raises(UsageError, match="--out: .* is a directory"):
+        allocate_files(budget=4, prompts=_prompts_file(tmp_path), out=tmp_path / "d.csv", force=True, seed=0)
+    r = CliRunner().invoke(app, ["allocate", "--prompts", str(tmp_path / "prompts.jsonl"), "--budget", "4",
+                                 "--out", str(tmp_path / "d.csv"), "--force"])
+    assert r.exit_code == 2 and "Traceback" not in r.output

@@ -46,6 +46,7 @@ except ImportError:  # pragma: no cover - Windows: no lock, recovery assumes no 
 
 JOURNAL_PREFIX = ".planner-staging."
 TMP_SUFFIX = ".planner.tmp"
+MAX_NAME_BYTES = 200  # NAME_MAX (255) minus the temporary's "." + "." + token + TMP_SUFFIX
 
 
 def sha256(data: bytes) -> str:
@@ -64,15 +65,31 @@ def _probe_writable(directory: Path, option: str) -> None:
         os.unlink(probe)
 
 
-def check_output(path, option: str, *, force: bool = False, exists_ok: bool = False) -> Path:
+def check_output(path, option: str, *, force: bool = False, exists_ok: bool = False,
+                 probe: bool = True) -> Path:
     """Refuse an output path planner could not (or must not) write, before any work.
 
     A directory in place of the file, a missing parent or a parent that is not
-    a directory, a directory planner cannot create files in, or an existing
-    file (unless ``force`` or ``exists_ok``) raise :class:`UsageError` naming
+    a directory, a directory planner cannot create files in (``probe``), a name
+    with a NUL byte or longer than :data:`MAX_NAME_BYTES`, or an existing file
+    (unless ``force`` or ``exists_ok``) raise :class:`UsageError` naming
     ``option`` and the path.
     """
     p = Path(path)
+    try:
+        return _check_output(p, option, force=force, exists_ok=exists_ok, probe=probe)
+    except (OSError, ValueError) as exc:  # NUL byte in the name, a name too long, ...
+        if isinstance(exc, UsageError):
+            raise
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise UsageError(f"{option}: {quote(str(p))} cannot be used as an output file ({reason})") from None
+
+
+def _check_output(p: Path, option: str, *, force: bool, exists_ok: bool, probe: bool) -> Path:
+    if "\0" in str(p):
+        raise ValueError("a file name cannot contain a NUL byte")
+    if len(p.name.encode("utf-8", "surrogateescape")) > MAX_NAME_BYTES:
+        raise ValueError(f"the file name is {len(p.name)} characters long; at most {MAX_NAME_BYTES} bytes fit")
     if p.is_dir():
         raise UsageError(f"{option}: {quote(str(p))} is a directory; give a file name")
     parent = p.parent
@@ -80,7 +97,8 @@ def check_output(path, option: str, *, force: bool = False, exists_ok: bool = Fa
         raise UsageError(f"{option}: directory {quote(str(parent))} does not exist")
     if not parent.is_dir():
         raise UsageError(f"{option}: {quote(str(parent))} is not a directory")
-    _probe_writable(parent, option)
+    if probe:
+        _probe_writable(parent, option)
     if p.exists() and not (force or exists_ok):
         raise UsageError(f"{option}: {quote(str(p))} already exists (use --force to overwrite)")
     return p
@@ -92,13 +110,9 @@ def check_outputs(paths: Sequence[Path], option: str, *, force: bool = False) ->
         raise UsageError(f"{option}: two output files would have the same name")
     probed: set[Path] = set()
     existing = []
-    for p in paths:
-        p = Path(p)
-        if p.is_dir():
-            raise UsageError(f"{option}: {quote(str(p))} is a directory; give a file name")
-        if p.parent not in probed:
-            check_output(p, option, exists_ok=True)
-            probed.add(p.parent)
+    for p in map(Path, paths):
+        check_output(p, option, exists_ok=True, probe=p.parent not in probed)
+        probed.add(p.parent)
         if p.exists():
             existing.append(str(p))
     if existing and not force:
