@@ -823,32 +823,6 @@ def _sentence(verdict, rows, gate, candidate, baseline, mode, margin, theta_reg,
 # --------------------------------------------------------------------------- #
 
 
-def stratum_weights_of(prompts, strata: Sequence[str]) -> tuple[dict[str, float], str]:
-    """Population weight per stratum and how it was obtained.
-
-    Summed prompt ``weight`` per stratum when every prompt has one (and they
-    do not all sum to 0); otherwise the number of prompts per stratum; equal
-    weights when the study holds no prompts. Strata without prompts (e.g.
-    ``"all"`` for judgments on unknown prompts) get weight 0 unless every
-    stratum would.
-    """
-    from planner.counts import DEFAULT_STRATUM
-
-    prompts = list(prompts)
-    if not prompts:
-        return {s: 1.0 for s in strata}, "equal (the study holds no prompts)"
-    by_weight = all(p.weight is not None for p in prompts) and sum(p.weight for p in prompts) > 0
-    out = {s: 0.0 for s in strata}
-    for p in prompts:
-        key = p.stratum or DEFAULT_STRATUM
-        if key in out:
-            out[key] += float(p.weight) if by_weight else 1.0
-    if sum(out.values()) <= 0:
-        return {s: 1.0 for s in strata}, "equal"
-    return out, ("summed prompt weight per stratum" if by_weight else "prompts per stratum"
-                 + (" (some prompts have no weight)" if any(p.weight is not None for p in prompts) else ""))
-
-
 def decide(path, candidate: str, baseline: str, *, margin: float = 0.05, mode: str = "non-inferiority",
            confidence: float = 0.95, min_pass_rate: float | None = None, engine: str = "laplace",
            look: int | None = None, looks: int = 1, boundary: str = "obrien-fleming",
@@ -856,7 +830,8 @@ def decide(path, candidate: str, baseline: str, *, margin: float = 0.05, mode: s
     """Release gate of ``candidate`` against ``baseline`` on a study; see :func:`decide_counts`.
 
     Reads the study's by-stratum counts (QC kinds excluded), its stratum
-    weights (:func:`stratum_weights_of`) and its acceptability verdicts.
+    weights (:func:`planner.strata.stratum_weights`, the one rule) and its
+    acceptability verdicts.
     ``seed`` defaults to the study's seed.
 
     Raises
@@ -867,12 +842,14 @@ def decide(path, candidate: str, baseline: str, *, margin: float = 0.05, mode: s
         Unknown or identical systems, or an option out of range (named with
         the allowed values).
     """
+    from planner.strata import stratum_weights
     from planner.study import Study
 
     with Study.open(path) as study:
         check_systems(study.systems, candidate, baseline)
         counts = study.counts(by_stratum=True)
-        weights, how = stratum_weights_of(study.prompts(), counts.strata)
+        sw = stratum_weights(study.prompts(), counts.strata)
+        weights, how = sw.weights, sw.note
         acc = study.acceptability_counts(by_stratum=False)
         if seed is None:
             seed = int(study.config.get("seed", 0))

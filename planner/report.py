@@ -53,6 +53,7 @@ from planner import diagnostics as dg
 from planner.bt import ELO_SCALE, to_elo
 from planner.counts import Counts, half_tie_score
 from planner.errors import UsageError, check_range
+from planner.strata import stratum_weights
 
 ANNOTATOR_QC_MAX = 20_000   # judgments (latest first) read for annotator QC
 ENGINES = ("laplace", "nuts")
@@ -147,9 +148,10 @@ class StrataReport:
     ----------
     systems : tuple of str
     weights_source : str
+        :attr:`planner.strata.StratumWeights.source` of the one weight rule:
         ``"prompt weights"`` (sum of the prompts' ``weight`` per stratum; a
-        prompt without one counts 1), ``"stratum sizes"`` (prompts per stratum)
-        or ``"judgment shares"`` (the study has no prompts).
+        prompt without one counts 1), ``"stratum sizes"`` (prompts per stratum:
+        no weights, or all 0) or ``"equal"`` (the study has no prompts).
     rows : tuple of StratumRow
     weighted_scores : tuple of float or None
         Per system: ``sum_k w_k s_k / sum_k w_k`` over the strata where the
@@ -365,28 +367,11 @@ def _pair_tensor(counts: Counts) -> np.ndarray:
     return t
 
 
-def _stratum_weights(study, counts: Counts) -> tuple[dict[str, float], str]:
-    """Population weight of each stratum: summed prompt weights, else prompts per stratum."""
-    from planner.counts import DEFAULT_STRATUM
-
-    prompts = study.prompts()
-    has_w = any(p.weight is not None for p in prompts)
-    w: dict[str, float] = {s: 0.0 for s in counts.strata}
-    for p in prompts:
-        s = p.stratum or DEFAULT_STRATUM
-        w[s] = w.get(s, 0.0) + ((p.weight if p.weight is not None else 1.0) if has_w else 1.0)
-    if sum(w.values()) > 0:
-        return w, "prompt weights" if has_w else "stratum sizes"
-    usable = np.bincount(counts.stratum, weights=counts.usable, minlength=len(counts.strata))
-    return {s: float(u) for s, u in zip(counts.strata, usable)}, "judgment shares"
-
-
 def _strata_report(study, counts: Counts, fit, by_stratum: bool, weights: dict[str, float],
                    source: str) -> StrataReport:
     systems, strata = counts.systems, counts.strata
     t = _pair_tensor(counts)                       # (K, M, M, 4)
     per = t.sum(axis=2)                            # (K, M, 4): system vs everyone in stratum k
-    total_w = sum(weights.values()) or 1.0
     usable_k = (per[:, :, :3].sum(axis=(1, 2)) // 2).astype(np.int64)
     invalid_k = (per[:, :, 3].sum(axis=1) // 2).astype(np.int64)
     all_usable = int(usable_k.sum())
@@ -400,7 +385,7 @@ def _strata_report(study, counts: Counts, fit, by_stratum: bool, weights: dict[s
         if by_stratum and fit.stratum_mean is not None:
             mean = tuple(float(x) for x in fit.stratum_mean[k])
             sd = tuple(float(x) for x in fit.stratum_sd[k])
-        rows.append(StratumRow(s, weights.get(s, 0.0) / total_w, prompts_per.get(s, 0), int(usable_k[k]),
+        rows.append(StratumRow(s, weights.get(s, 0.0), prompts_per.get(s, 0), int(usable_k[k]),
                                int(invalid_k[k]), float(usable_k[k] / all_usable) if all_usable else None,
                                float(ties_k / usable_k[k]) if usable_k[k] else None, scores, usable, mean, sd))
     weighted = []
@@ -506,9 +491,10 @@ def build_report(study_path, *, engine: str = "laplace", by_stratum: bool = Fals
         if int(counts.usable.sum()) == 0:
             raise UsageError(f"STUDY ({study_path}) has no usable judgment yet (A, B or tie); "
                              "ingest judgments first (planner ingest)")
-        weights, w_source = _stratum_weights(study, counts_k)
+        sw = stratum_weights(study.prompts(), counts_k.strata)
+        weights, w_source = sw.weights, sw.source
         fit = fit_model(counts_k if by_stratum else counts, engine=engine, by_stratum=by_stratum,
-                        stratum_weights=weights if by_stratum and sum(weights.values()) > 0 else None,
+                        stratum_weights=weights if by_stratum else None,
                         seed=seed, draws=draws, tune=tune, chains=chains, progressbar=progressbar)
         artifact = None
         if save_posterior:
