@@ -18,12 +18,14 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
+from planner.equality import array_eq
 from planner.errors import DataError
 
 OUTCOMES = ("A", "B", "tie", "invalid")
 DEFAULT_STRATUM = "all"
 
 
+@array_eq
 @dataclass(frozen=True)
 class Counts:
     """Aggregated pairwise counts.

@@ -50,6 +50,7 @@ import numpy as np
 
 from planner import bt
 from planner.counts import Counts
+from planner.equality import array_eq
 from planner.errors import DataError, UsageError, check_range
 
 SCENARIOS = ("linear", "arena", "asap")
@@ -62,6 +63,7 @@ Z95 = 1.959963984540054  # scipy.stats.norm.ppf(0.975)
 
 
 # --------------------------------------------------------------- truth
+@array_eq
 @dataclass(frozen=True)
 class Truth:
     """A known truth for a simulated study.
@@ -135,6 +137,7 @@ class Judge:
 
 
 # -------------------------------------------------------------- replay
+@array_eq
 @dataclass(frozen=True)
 class ReplayPool:
     """Real judgments grouped by unordered system pair.
@@ -318,6 +321,7 @@ class SimulationSpec:
     replay: ReplayPool | None = None
 
 
+@array_eq
 @dataclass(frozen=True)
 class Trace:
     """Metrics of one (strategy, repetition) run after every batch."""
@@ -413,6 +417,7 @@ def _run_task(args):
 
 
 # -------------------------------------------------------------- result
+@array_eq
 @dataclass(frozen=True)
 class StrategyResult:
     """Per strategy: mean and 10/90% band of each metric over repetitions (on the
