@@ -783,23 +783,16 @@ def read_pointwise(path: str | os.PathLike, known: set[str]) -> dict[str, float]
 
 
 def read_pilot(path: str | os.PathLike, known: set[str]) -> list[dict]:
-    """Read normalized judgments (``{"prompt", "a", "b", "verdict"}``) for Neyman's ``S_h``."""
-    problems, out = [], []
-    for where, rec in _records(path, "--pilot"):
-        prompt, a, b, verdict = (rec.get(k) for k in ("prompt", "a", "b", "verdict"))
-        if prompt is None or a is None or b is None or verdict is None:
-            problems.append(f"{where}: needs prompt, a, b and verdict")
-        elif str(prompt) not in known:
-            problems.append(f"{where}: unknown prompt {prompt!r}")
-        elif verdict not in ("A", "B", "tie", "invalid"):
-            problems.append(f"{where}: verdict ({verdict!r}) must be one of A, B, tie, invalid")
-        elif str(a) == str(b):
-            problems.append(f"{where}: self-comparison of {a!r}")
-        else:
-            out.append({"prompt": str(prompt), "a": str(a), "b": str(b), "verdict": verdict})
-    if problems:
-        raise _bad(problems, "bad judgment rows")
-    return out
+    """Read normalized judgments for Neyman's ``S_h``, with the reader ``ingest`` uses.
+
+    Accepts exactly what ``planner ingest`` accepts
+    (:func:`planner.formats.normalized.load_normalized`); judgments on prompts
+    not in ``known`` are an error naming ``file:line``.
+    """
+    from planner.formats.normalized import load_normalized
+
+    return [{"prompt": r["prompt"], "a": r["a"], "b": r["b"], "verdict": r["verdict"]}
+            for r in load_normalized(path, "--pilot", prompts=known)]
 
 
 OUT_FIELDS = ("prompt", "stratum", "weight", "order", "frozen", "gap")

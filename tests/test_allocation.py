@@ -310,9 +310,11 @@ def test_read_prompts_csv_with_bom_and_bad_rows(tmp_path):
 
 def test_read_pilot_rejects_unknown_and_bad_verdicts(tmp_path):
     f = tmp_path / "pilot.jsonl"
-    f.write_text(json.dumps({"prompt": "p1", "a": "x", "b": "y", "verdict": "A"}) + "\n"
-                 + json.dumps({"prompt": "zz", "a": "x", "b": "y", "verdict": "A"}) + "\n"
-                 + json.dumps({"prompt": "p1", "a": "x", "b": "y", "verdict": "left"}) + "\n", encoding="utf-8")
+    # ids are required: --pilot reads with ingest's reader (normalized judgments need an id)
+    f.write_text(json.dumps({"id": "j1", "prompt": "p1", "a": "x", "b": "y", "verdict": "A"}) + "\n"
+                 + json.dumps({"id": "j2", "prompt": "zz", "a": "x", "b": "y", "verdict": "A"}) + "\n"
+                 + json.dumps({"id": "j3", "prompt": "p1", "a": "x", "b": "y", "verdict": "left"}) + "\n",
+                 encoding="utf-8")
     with pytest.raises(DataError) as exc:
         read_pilot(f, {"p1"})
     assert [p.split(": ", 1)[0] for p in exc.value.lines()] == ["pilot.jsonl:2", "pilot.jsonl:3"]
