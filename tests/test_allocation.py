@@ -12,7 +12,6 @@ from hypothesis import strategies as st
 
 from planner.allocation import (
     Allocation,
-    _PromptRow,
     allocate,
     apportion,
     choose_prompts,
@@ -25,11 +24,12 @@ from planner.allocation import (
     write_prompts,
 )
 from planner.errors import DataError, UsageError
+from planner.formats.prompts import PromptRow
 
 
-def rows(spec: dict[str, int], **extra) -> list[_PromptRow]:
+def rows(spec: dict[str, int], **extra) -> list[PromptRow]:
     """Prompts ``<stratum>-<i>`` with ``spec[stratum]`` prompts per stratum."""
-    return [_PromptRow(f"{h}-{i:03d}", f"text {h} {i}", h, **extra) for h, n in spec.items() for i in range(n)]
+    return [PromptRow(f"{h}-{i:03d}", f"text {h} {i}", h, **extra) for h, n in spec.items() for i in range(n)]
 
 
 # ---------------------------------------------------------------------------
@@ -181,7 +181,7 @@ def test_with_replacement_cycles_the_stratum():
 
 
 def test_missing_stratum_one_stratum_or_error():
-    prompts = [_PromptRow(f"p{i}", "t") for i in range(5)]
+    prompts = [PromptRow(f"p{i}", "t") for i in range(5)]
     res = allocate(prompts, 3)
     assert [s.stratum for s in res.strata] == ["all"] and "one stratum" in res.notes[0]
     with pytest.raises(DataError, match="--by stratum needs one"):
@@ -193,7 +193,7 @@ def test_missing_stratum_one_stratum_or_error():
 
 
 def test_by_difficulty():
-    prompts = [_PromptRow(f"p{i}", "t", "x", difficulty=[1, 2, 3][i % 3]) for i in range(9)]
+    prompts = [PromptRow(f"p{i}", "t", "x", difficulty=[1, 2, 3][i % 3]) for i in range(9)]
     res = allocate(prompts, 6, by="difficulty", method="equal")
     assert {s.stratum: s.allocated for s in res.strata} == {"1": 2, "2": 2, "3": 2}
 
@@ -215,7 +215,7 @@ def test_bad_weights_are_data_errors():
 
 
 def test_frozen_first_then_contested_then_random():
-    prompts = [_PromptRow(f"p{i}", "t", "s", frozen=(i == 7)) for i in range(8)]
+    prompts = [PromptRow(f"p{i}", "t", "s", frozen=(i == 7)) for i in range(8)]
     gaps = {"p3": 0.0, "p5": 1.0, "p1": 3.0}  # others have no pointwise gap
     got = choose_prompts(prompts, "s", 8, set(), np.random.default_rng(0), frozen_first=True, pointwise=gaps)
     assert got[:4] == ["p7", "p3", "p5", "p1"]
@@ -302,9 +302,9 @@ def test_read_prompts_csv_with_bom_and_bad_rows(tmp_path):
         read_prompts(bad)
     bad = bad.name  # problems name the file by its name, as the shared readers do
     assert exc.value.lines() == [
-        f"{bad}:2: weight ('-1') must be a finite number >= 0 (and 2 more bad prompt rows below)",
+        f"{bad}:2: weight '-1'; expected a finite number >= 0 (and 2 more bad prompt rows below)",
         f"{bad}:3: duplicate prompt id 'p1' (first at {bad}:2)",
-        f"{bad}:4: weight ('abc') must be a finite number >= 0",
+        f"{bad}:4: weight 'abc'; expected a finite number >= 0",
     ]
 
 

@@ -89,3 +89,92 @@ def test_replay_orientation_follows_a_position(tmp_path):
     # j5: a = s1 shown right, verdict b (s2 won) -> left s2 won: outcome 0 (left wins)
     assert (pool.systems[pool.left[4]], pool.systems[pool.right[4]], int(pool.outcome[4])) == ("s2", "s1", 0)
     assert np.array_equal(pool.outcome, [0, 2, 1, 3, 0, 0])
+
+
+# --------------------------------------------------------------------------- prompts
+# one prompts reader (planner.formats.prompts) behind `init --prompts` and `allocate --prompts`
+FROZEN_TRUE = ["true", "True", "t", "T", "yes", "Y", "1", " y "]
+FROZEN_FALSE = ["false", "F", "no", "n", "0", ""]
+
+
+def _prompts_csv(path, frozen_cells):
+    body = "".join(f"p{i},text {i},s,{v}\n" for i, v in enumerate(frozen_cells))
+    path.write_text("id,text,stratum,frozen\n" + body, encoding="utf-8")
+    return path
+
+
+def _read_both(tmp_path, f):
+    from planner.allocation import read_prompts
+
+    got_alloc = [p.frozen for p in read_prompts(f)]
+    root = tmp_path / f"study-{f.stem}"
+    init_study(root, systems=["s1", "s2"], prompts_file=f)
+    with Study.open(root) as st:
+        got_study = [p.frozen for p in st.prompts()]
+    return got_alloc, got_study
+
+
+def test_frozen_spellings_are_the_same_for_init_and_allocate(tmp_path):
+    cells = FROZEN_TRUE + FROZEN_FALSE
+    f = _prompts_csv(tmp_path / "p.csv", cells)
+    want = [True] * len(FROZEN_TRUE) + [False] * len(FROZEN_FALSE)
+    assert _read_both(tmp_path, f) == (want, want)
+    j = tmp_path / "pj.jsonl"
+    j.write_text("".join(json.dumps({"id": f"q{i}", "text": "t", "frozen": v}) + "\n"
+                         for i, v in enumerate([True, False, 1, 0, None, "yes"])), encoding="utf-8")
+    assert _read_both(tmp_path, j) == ([True, False, True, False, False, True],) * 2
+
+
+@pytest.mark.parametrize("cell", ["pass", "fail", "maybe", "2"])
+def test_bad_frozen_gets_one_message_from_both(tmp_path, cell):
+    from planner.allocation import read_prompts
+
+    f = _prompts_csv(tmp_path / "p.csv", ["true", cell])
+    want = f"p.csv:3: frozen '{cell}'; expected true or false (or t/f, yes/no, y/n, 1/0)"
+    with pytest.raises(DataError) as e:
+        read_prompts(f)
+    assert e.value.lines() == [want]
+    with pytest.raises(DataError) as e:
+        init_study(tmp_path / "st", systems=["s1", "s2"], prompts_file=f)
+    assert want in e.value.lines()
+    assert not (tmp_path / "st" / "study.json").exists()
+
+
+def test_acceptable_keeps_pass_fail(tmp_path):
+    """Responses' `acceptable` shares the flag words and adds pass/fail (its own vocabulary)."""
+    prompts = _prompts_csv(tmp_path / "p.csv", ["", ""])
+    resp = tmp_path / "r.jsonl"
+    resp.write_text("".join(json.dumps({"prompt": f"p{i}", "system": s, "text": "x", "acceptable": v}) + "\n"
+                            for i, (s, v) in enumerate([("s1", "pass"), ("s2", "t")])), encoding="utf-8")
+    init_study(tmp_path / "st", systems=["s1", "s2"], prompts_file=prompts, responses_file=resp)
+    resp.write_text(json.dumps({"prompt": "p0", "system": "s1", "text": "x", "acceptable": "ok"}) + "\n")
+    with pytest.raises(DataError) as e:
+        init_study(tmp_path / "st2", systems=["s1", "s2"], prompts_file=prompts, responses_file=resp)
+    assert ("r.jsonl:1: acceptable 'ok'; expected true or false (or t/f, yes/no, y/n, 1/0, pass/fail)"
+            in e.value.lines())
+
+
+def test_other_prompt_fields_read_alike(tmp_path):
+    from planner.allocation import read_prompts
+
+    f = tmp_path / "p.jsonl"
+    f.write_text("".join(json.dumps(r) + "\n" for r in [
+        {"id": 7, "text": "seven", "stratum": " a ", "weight": "2.5", "difficulty": "hard"},
+        {"id": "p8", "text": "eight", "weight": 0, "difficulty": 3},
+    ]), encoding="utf-8")
+    got = [(p.id, p.stratum, p.weight, p.difficulty) for p in read_prompts(f)]
+    assert got == [("7", "a", 2.5, "hard"), ("p8", None, 0.0, 3.0)]
+    init_study(tmp_path / "st", systems=["s1", "s2"], prompts_file=f)
+    with Study.open(tmp_path / "st") as st:
+        assert [(p.id, p.stratum, p.weight, p.difficulty) for p in st.prompts()] == got
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps({"id": "", "text": "x"}) + "\n" + json.dumps({"id": "q", "text": None}) + "\n"
+                   + json.dumps({"id": "r", "text": "x", "weight": -1, "difficulty": "nan"}) + "\n")
+    with pytest.raises(DataError) as e:
+        read_prompts(bad)
+    assert e.value.lines() == [
+        "bad.jsonl:1: id ''; expected a non-empty prompt id (columns id, text) (and 3 more bad prompt rows below)",
+        "bad.jsonl:2: text of prompt 'q' is missing; expected the prompt text",
+        "bad.jsonl:3: weight -1; expected a finite number >= 0",
+        "bad.jsonl:3: difficulty 'nan'; expected a finite number or a label",
+    ]
