@@ -48,6 +48,7 @@ from planner import bt
 from planner.counts import Counts
 from planner.errors import UsageError, check_range
 from planner.power import check_look
+from planner.proportions import newcombe_difference, wilson_interval
 
 MODES = ("non-inferiority", "superiority")
 ENGINES = ("laplace", "nuts")
@@ -256,12 +257,6 @@ class Decision:
 # --------------------------------------------------------------------------- #
 
 
-def _wilson(k: float, n: float, confidence: float) -> tuple[float | None, float | None]:
-    from planner.diagnostics import wilson_interval
-
-    return wilson_interval(k, n, confidence)
-
-
 def conditional_threshold(theta: float, tie_rate: float) -> float:
     """Decisive-win-rate threshold equivalent to half-tie score ``theta`` given tie share ``t``.
 
@@ -324,23 +319,6 @@ def holm_adjusted(p: Sequence[float | None]) -> list[float | None]:
         running = max(running, min(1.0, (K - step) * p[i]))
         out[i] = running
     return out
-
-
-def newcombe_difference(k1: int, n1: int, k2: int, n2: int,
-                        confidence: float) -> tuple[float | None, float | None, float | None]:
-    """Newcombe's hybrid score interval for ``p1 - p2`` (method 10).
-
-    ``L = d - sqrt((p1 - l1)^2 + (u2 - p2)^2)``, ``U = d + sqrt((u1 - p1)^2 + (p2 - l2)^2)``
-    with ``(l_i, u_i)`` the Wilson intervals (Newcombe 1998, Stat. Med.
-    17:873–890). ``(None, None, None)`` when either ``n`` is 0.
-    """
-    if n1 <= 0 or n2 <= 0:
-        return None, None, None
-    p1, p2 = k1 / n1, k2 / n2
-    l1, u1 = _wilson(k1, n1, confidence)
-    l2, u2 = _wilson(k2, n2, confidence)
-    d = p1 - p2
-    return d, d - math.sqrt((p1 - l1) ** 2 + (u2 - p2) ** 2), d + math.sqrt((u1 - p1) ** 2 + (p2 - l2) ** 2)
 
 
 @lru_cache(maxsize=256)
@@ -422,7 +400,7 @@ def _interval(w: int, l: int, t: int, confidence: float):
     s = (w + t / 2) / n
     if w + l == 0:
         return s, tie, None, None
-    lo, hi = _wilson(w, w + l, confidence)
+    lo, hi = wilson_interval(w, w + l, confidence)
     return s, tie, tie / 2 + (1 - tie) * lo, tie / 2 + (1 - tie) * hi
 
 
@@ -448,7 +426,7 @@ def _pooled(rows: list[StratumDecision], confidence: float, post: tuple) -> Stra
                 p = r.wins / d
                 var += wi * wi * (1 - r.tie_rate) ** 2 * p * (1 - p) / d
         n_eff = n_all if var <= 0 else min(n_all, s * (1 - s) / var)
-        lo, hi = _wilson(s * n_eff, n_eff, confidence) if n_eff > 0 else (None, None)
+        lo, hi = wilson_interval(s * n_eff, n_eff, confidence) if n_eff > 0 else (None, None)
         tie = tot[2] / n_all
     elif have:  # every stratum with data has weight 0: fall back to the raw pooled score
         s, tie, lo, hi = _interval(tot[0], tot[1], tot[2], confidence)
@@ -483,8 +461,8 @@ def _acceptability_gate(acc, ci: int, bi: int, min_pass_rate: float | None,
     cn, bn = cp + cf, bp + bf
     cr = cp / cn if cn else None
     br = bp / bn if bn else None
-    cl, ch = _wilson(cp, cn, confidence)
-    bl, bh = _wilson(bp, bn, confidence)
+    cl, ch = wilson_interval(cp, cn, confidence)
+    bl, bh = wilson_interval(bp, bn, confidence)
     d, dl, dh = newcombe_difference(cp, cn, bp, bn, confidence)
     pct = lambda v: f"{100 * v:.0f}%"  # noqa: E731
     fails, undecided, fine = [], [], []

@@ -38,6 +38,7 @@ import numpy as np
 
 from planner.counts import Counts, half_tie_score
 from planner.errors import DataError, UsageError, check_range
+from planner.proportions import Proportion, proportion, wilson_interval  # noqa: F401 (re-exported)
 
 # Kinds whose judgments are quality-control or absolute items, not evidence
 # about which of two systems is better; reason shares and length bias skip them.
@@ -132,45 +133,8 @@ def _ranking(judgments: Iterable[Any]) -> list:
 
 
 # ------------------------------------------------------------ proportions
-@dataclass(frozen=True)
-class Proportion:
-    """``k`` successes out of ``n`` with a Wilson interval.
-
-    ``rate``, ``ci_low`` and ``ci_high`` are ``None`` when ``n == 0``. ``k``
-    may be fractional (half-tie convention); the Wilson formula is used as is.
-    """
-
-    k: float
-    n: int
-    rate: float | None
-    ci_low: float | None
-    ci_high: float | None
-    confidence_level: float
-
-
-def wilson_interval(k: float, n: float, confidence_level: float = 0.95) -> tuple[float, float] | tuple[None, None]:
-    """Wilson score interval for a proportion ``k/n``.
-
-    ``(p + z²/2n ± z·sqrt(p(1-p)/n + z²/4n²)) / (1 + z²/n)`` with ``z`` the
-    two-sided normal quantile (Wilson 1927). Agrees with
-    ``scipy.stats.binomtest(k, n).proportion_ci(method="wilson")`` for integer
-    ``k``. ``(None, None)`` when ``n == 0``.
-    """
-    from scipy.stats import norm
-
-    if n <= 0:
-        return None, None
-    z = float(norm.ppf(0.5 + confidence_level / 2.0))
-    p = k / n
-    denom = 1.0 + z * z / n
-    centre = (p + z * z / (2 * n)) / denom
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return max(0.0, centre - half), min(1.0, centre + half)
-
-
-def proportion(k: float, n: int, confidence_level: float = 0.95) -> Proportion:
-    lo, hi = wilson_interval(k, n, confidence_level)
-    return Proportion(k, int(n), (k / n) if n > 0 else None, lo, hi, confidence_level)
+# Proportion, proportion and wilson_interval live in planner.proportions (the one Wilson);
+# imported at the top of this module and re-exported for callers of planner.diagnostics.
 
 
 def _binom_p(k: int, n: int) -> float | None:
