@@ -366,17 +366,7 @@ def _needed(delta: float, tie_rate: float, invalid_rate: float, alpha: float, lo
 
 def _pair_tallies(counts: Counts, ci: int, bi: int) -> np.ndarray:
     """(K, 4) wins, losses, ties, invalid of system ``ci`` against ``bi`` per stratum."""
-    K = len(counts.strata)
-    out = np.zeros((K, 4), dtype=np.int64)
-    fwd = (counts.a == ci) & (counts.b == bi)
-    rev = (counts.a == bi) & (counts.b == ci)
-    for mask, w, l in ((fwd, counts.a_wins, counts.b_wins), (rev, counts.b_wins, counts.a_wins)):
-        st = counts.stratum[mask]
-        np.add.at(out[:, 0], st, w[mask])
-        np.add.at(out[:, 1], st, l[mask])
-        np.add.at(out[:, 2], st, counts.ties[mask])
-        np.add.at(out[:, 3], st, counts.invalid[mask])
-    return out
+    return counts.pair_tensor(by_stratum=True)[:, ci, bi, :]
 
 
 def _position_shares(counts: Counts, ci: int, bi: int) -> list[tuple[str, float, int]]:

@@ -301,76 +301,15 @@ def _attention_expected(study) -> dict[str, str]:
 
 
 # ------------------------------------------------------------ aggregations
-def _length_bias(groups: list[tuple]) -> dg.LengthBias:
-    """:func:`planner.diagnostics.length_bias` from grouped rows (same definitions).
-
-    Decisive ranking judgments (kinds other than attention/acceptability); the
-    longer response won when ``sign(len_a - len_b)`` agrees with the verdict.
-    """
-    longer = shorter = equal = missing = 0
-    for a, b, v, kind, _reason, sign, n in groups:
-        if b is None or kind in dg.NON_RANKING_KINDS or v not in ("A", "B"):
-            continue
-        if sign is None:
-            missing += n
-        elif sign == 0:
-            equal += n
-        elif (sign > 0) == (v == "A"):
-            longer += n
-        else:
-            shorter += n
-    total = longer + shorter
-    p = dg.proportion(longer, total)
-    return dg.LengthBias(longer, shorter, total, equal, missing, p.rate, p.ci_low, p.ci_high,
-                         _binom_p(longer, total), p.ci_low is not None and p.ci_low > 0.5)
-
-
-def _binom_p(k: int, n: int) -> float | None:
-    from scipy.stats import binomtest
-
-    return float(binomtest(int(k), int(n), 0.5).pvalue) if n > 0 else None
-
-
-def _reason_shares(groups: list[tuple], systems) -> dg.ReasonShares:
-    """:func:`planner.diagnostics.reason_shares` from grouped rows (same definitions)."""
-    wins: dict[str, Counter] = defaultdict(Counter)
-    losses: dict[str, Counter] = defaultdict(Counter)
-    n = without = 0
-    for a, b, v, kind, reason, _sign, c in groups:
-        if b is None or kind in dg.NON_RANKING_KINDS or v not in ("A", "B"):
-            continue
-        reason = (reason.strip() if isinstance(reason, str) else reason) or None
-        n += c
-        without += c if reason is None else 0
-        win, lose = (a, b) if v == "A" else (b, a)
-        wins[win][reason] += c
-        losses[lose][reason] += c
-
-    def shares(counter: Counter, total: int):
-        items = sorted(counter.items(), key=lambda kv: (-kv[1], kv[0] is None, kv[0] or ""))
-        return tuple(dg.ReasonShare(r, k, k / total) for r, k in items)
-
-    rows = []
-    for s in systems:
-        nw, nl = sum(wins[s].values()), sum(losses[s].values())
-        rows.append(dg.SystemReasons(s, nw, nl, shares(wins[s], nw), shares(losses[s], nl)))
-    return dg.ReasonShares(tuple(rows), n, without, without / n if n else None)
-
-
-def _pair_tensor(counts: Counts) -> np.ndarray:
-    """(K, M, M, 4): [k, i, j] = (i wins, j wins, ties, invalid) against each other in stratum k."""
-    m, k = len(counts.systems), len(counts.strata)
-    t = np.zeros((k, m, m, 4), dtype=np.int64)
-    f = np.stack([counts.a_wins, counts.b_wins, counts.ties, counts.invalid], axis=1)
-    np.add.at(t, (counts.stratum, counts.a, counts.b), f)
-    np.add.at(t, (counts.stratum, counts.b, counts.a), f[:, [1, 0, 2, 3]])
-    return t
+def _ranking_groups(groups: list[tuple]):
+    """Grouped rows ``(a, b, verdict, kind, reason, sign, n)`` of ranking judgments (pairwise, QC kinds out)."""
+    return (g for g in groups if g[1] is not None and g[3] not in dg.NON_RANKING_KINDS)
 
 
 def _strata_report(study, counts: Counts, fit, by_stratum: bool, weights: dict[str, float],
                    source: str) -> StrataReport:
     systems, strata = counts.systems, counts.strata
-    t = _pair_tensor(counts)                       # (K, M, M, 4)
+    t = counts.pair_tensor(by_stratum=True)        # (K, M, M, 4)
     per = t.sum(axis=2)                            # (K, M, 4): system vs everyone in stratum k
     usable_k = (per[:, :, :3].sum(axis=(1, 2)) // 2).astype(np.int64)
     invalid_k = (per[:, :, 3].sum(axis=1) // 2).astype(np.int64)
@@ -505,7 +444,7 @@ def build_report(study_path, *, engine: str = "laplace", by_stratum: bool = Fals
         lo, hi = fit.interval(0.95)
         rg = dg.rank_groups(systems, fit.mean, draws=fit.beta_draws)
         group_of = {s: g + 1 for g, members in enumerate(rg.groups) for s in members}
-        t = _pair_tensor(counts)[0]
+        t = counts.pair_tensor()
         acc, acc_source = _acceptability(study, rg.order, min_pass_rate)
         acc_row = {r.system: r for r in acc.rows} if acc is not None else {}
         board = []
@@ -534,10 +473,12 @@ def build_report(study_path, *, engine: str = "laplace", by_stratum: bool = Fals
             if b is not None and kind in COUNTED_KINDS:
                 totals[v] += n
         has_lengths = any(s is not None for *_, s, _n in groups)
-        length = _length_bias(groups) if has_lengths else None
+        length = (dg.length_bias_counts((v, sign, n) for _a, _b, v, _k, _r, sign, n in _ranking_groups(groups))
+                  if has_lengths else None)
         if length is None:
             notes.append("length bias not computed: the study holds no responses (lengths unknown)")
-        reasons = _reason_shares(groups, systems)
+        reasons = dg.reason_shares_counts(((a, b, v, r, n) for a, b, v, _k, r, _s, n in _ranking_groups(groups)),
+                                          systems)
 
         # ---- annotator QC
         annotated, capped = study.annotated_judgments(ANNOTATOR_QC_MAX)
