@@ -42,7 +42,7 @@ Formulas and references: docs/methods.md, sections "Report diagnostics" and
 from __future__ import annotations
 
 import math
-from collections import Counter, defaultdict
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -468,7 +468,7 @@ def build_report(study_path, *, engine: str = "laplace", by_stratum: bool = Fals
 
         totals = {"A": 0, "B": 0, "tie": 0, "invalid": 0}
         kinds: dict[str, int] = {}
-        for a, b, v, kind, _r, _s, n in groups:
+        for _a, b, v, kind, _r, _s, n in groups:
             kinds[kind] = kinds.get(kind, 0) + n
             if b is not None and kind in COUNTED_KINDS:
                 totals[v] += n
@@ -576,7 +576,8 @@ def render_markdown(report: Report) -> str:
           "not credibly separated (95% interval of their difference includes 0); systems sharing no letter are. "
           "`group` chains neighbours that share a letter: no order is established inside a group.", ""]
     has_acc = r.acceptability is not None
-    head = ["group", "letters", "system", "Elo", "Elo 95% CrI", "β", "β 95% CrI", "P(best)", "rank", "score", "W/L/T/inv"]
+    head = ["group", "letters", "system", "Elo", "Elo 95% CrI", "β", "β 95% CrI", "P(best)", "rank", "score",
+            "W/L/T/inv"]
     if has_acc:
         head.append("acceptable")
     rows = []
@@ -611,7 +612,8 @@ def render_markdown(report: Report) -> str:
              f"[{m.nu.lo:.3f}, {m.nu.hi:.3f}].")
     p = r.position
     L.append(f"- Position: left wins {_pct(p.left_win_rate)} of {p.n_decisive:,} decisive judgments "
-             f"[{_pct(p.ci_low)}, {_pct(p.ci_high)}], right {_pct(None if p.left_win_rate is None else 1 - p.left_win_rate)}; "
+             f"[{_pct(p.ci_low)}, {_pct(p.ci_high)}], "
+             f"right {_pct(None if p.left_win_rate is None else 1 - p.left_win_rate)}; "
              f"γ = {m.gamma.mean:.3f} [{m.gamma.lo:.3f}, {m.gamma.hi:.3f}] logit"
              + (" — **flagged**" if p.flagged else "") + ".")
     if r.length is not None:
@@ -661,7 +663,8 @@ def render_markdown(report: Report) -> str:
         L += ["## Acceptability", "", f"Pass rates (source: {r.acceptability_source}) with Wilson 95% intervals, in "
               "ranking order. Pairwise order is silent about level.", ""]
         L += _table(["system", "pass", "fail", "invalid", "pass rate", "95% CI"],
-                    [[x.system, x.passed, x.failed, x.invalid, _pct(x.pass_rate), f"[{_pct(x.ci_low)}, {_pct(x.ci_high)}]"]
+                    [[x.system, x.passed, x.failed, x.invalid, _pct(x.pass_rate),
+                      f"[{_pct(x.ci_low)}, {_pct(x.ci_high)}]"]
                      for x in a.rows])
     d = m.diagnostics
     L += ["## Model", "",

@@ -332,7 +332,6 @@ def _run_one(spec: SimulationSpec, s_index: int, rep: int) -> Trace:
         truth = make_truth(spec.scenario, spec.n_systems, truth_rng, spread=spec.spread,
                            arena_gamma=spec.arena_gamma)
     systems = truth.systems
-    m = len(systems)
     pool_order = None
     used = None
     if spec.replay is not None:

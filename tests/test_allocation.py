@@ -250,7 +250,7 @@ def test_weights_recover_population_mean_when_one_stratum_is_oversampled():
     p_win = {"easy": 0.8, "hard": 0.3}
     rng = np.random.default_rng(2024)
     unweighted, weighted = [], []
-    for rep in range(200):
+    for _rep in range(200):
         res = allocate(prompts, 200, method="equal", rng=rng)
         y = np.array([rng.random() < p_win[c.stratum] for c in res.prompts], dtype=float)
         w = np.array([c.weight for c in res.prompts])

@@ -220,7 +220,7 @@ def test_circular_triads_properties(case):
     # complete random tournaments: enumeration == score formula, 0 <= d <= d_max, zeta in [0, 1]
     m, bits = case
     w = np.zeros((m, m))
-    for (i, j), b in zip(((i, j) for i in range(m) for j in range(i + 1, m)), bits):
+    for (i, j), b in zip(((x, y) for x in range(m) for y in range(x + 1, m)), bits):
         w[(i, j) if b else (j, i)] = 1
     r = dg.circular_triads(w)
     assert r.d == pytest.approx(dg.circular_triads_from_scores(r.scores), abs=EXACT)

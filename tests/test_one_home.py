@@ -178,3 +178,27 @@ def test_other_prompt_fields_read_alike(tmp_path):
         "bad.jsonl:3: weight -1; expected a finite number >= 0",
         "bad.jsonl:3: difficulty 'nan'; expected a finite number or a label",
     ]
+
+
+# --------------------------------------------------------------------------- version
+def test_version_has_one_source():
+    """pyproject's version is dynamic, read from planner.__version__ (no second copy to drift)."""
+    import re
+    import tomllib
+    from pathlib import Path
+
+    import planner
+
+    root = Path(__file__).resolve().parents[1]
+    project = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))
+    assert "version" not in project["project"] and "version" in project["project"]["dynamic"]
+    assert project["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "planner.__version__"}
+    assert re.fullmatch(r"\d+\.\d+\.\d+([ab]|rc)?\d*", planner.__version__)
+    import warnings
+
+    from setuptools.config.pyprojecttoml import read_configuration   # what a build will record
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert read_configuration(root / "pyproject.toml", expand=True)["project"]["version"] == planner.__version__
+    license_text = (root / "LICENSE").read_text(encoding="utf-8")
+    assert license_text.startswith("MIT License\n\nCopyright (c) 2026 the planner authors")

@@ -15,7 +15,6 @@ import numpy as np
 import pytest
 from scipy.stats import binomtest, spearmanr
 
-from planner import diagnostics as dg
 from planner.errors import DataError, UsageError
 from planner.report import build_report, render_markdown, write_markdown, write_plots
 from planner.study import Study, init_study
