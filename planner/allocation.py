@@ -41,7 +41,6 @@ import csv
 import json
 import math
 import os
-import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
@@ -745,18 +744,26 @@ def write_prompts(result: Allocation, path: str | os.PathLike, *, force: bool = 
 
     Columns / keys: ``prompt, stratum, weight, order, frozen, gap``. Refuses to
     overwrite an existing file unless ``force``. Written to a temporary file in
-    the same directory, then ``os.replace``d into place.
+    the same directory (mode 0o666 minus the umask), then ``os.replace``d into
+    place. CSV text cells that begin with ``= + - @``, a tab or a carriage
+    return get a leading ``'`` (OWASP CSV injection; the same rule as batch
+    files, :func:`planner.csvcell.neutralize_cell`); numbers are
+    written as numbers.
     """
+    from planner.csvcell import neutralize_cell
+
     p = _check_out(path, force)
-    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
+    tmp = p.with_name(f".{p.name}.{os.getpid()}.tmp")
     try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
             rows = [{k: getattr(c, k) for k in OUT_FIELDS} for c in result.prompts]
             if p.suffix.lower() == ".csv":
-                w = csv.DictWriter(fh, fieldnames=OUT_FIELDS, lineterminator="\n")
+                # CRLF rows (RFC 4180): csv quotes a cell holding a CR only when CR is in the terminator
+                w = csv.DictWriter(fh, fieldnames=OUT_FIELDS, lineterminator="\r\n")
                 w.writeheader()
                 for r in rows:
-                    w.writerow({k: _cell(v) for k, v in r.items()})
+                    w.writerow({k: neutralize_cell(v) if isinstance(v, str) else _cell(v) for k, v in r.items()})
             else:
                 for r in rows:
                     fh.write(json.dumps(r, ensure_ascii=False) + "\n")
