@@ -90,17 +90,10 @@ class NextBatchResult:
 
 
 def _target_shares(prompts, strata: Sequence[str]) -> dict[str, float]:
-    """Population share of each stratum: summed prompt weights, or stratum sizes when no weights."""
-    w = defaultdict(float)
-    have_weights = any(p.weight is not None for p in prompts)
-    for p in prompts:
-        s = p.stratum or "all"
-        w[s] += (p.weight if p.weight is not None else 0.0) if have_weights else 1.0
-    total = sum(w.values())
-    if total <= 0:
-        w = Counter((p.stratum or "all") for p in prompts)
-        total = sum(w.values())
-    return {s: w.get(s, 0.0) / total for s in strata}
+    """Population share of each stratum: the one rule, :func:`planner.strata.stratum_weights`."""
+    from planner.strata import stratum_weights
+
+    return stratum_weights(prompts, strata).weights
 
 
 def _model_summary(fit) -> dict:

@@ -710,54 +710,28 @@ def _read_rows(path: Path, what: str):
     return rows, problems
 
 
-def _parse_float(v, where, field_name, problems):
-    if v is None or v == "":
-        return None
-    try:
-        f = float(v)
-        if not np.isfinite(f) or f < 0:
-            raise ValueError
-        return f
-    except (TypeError, ValueError):
-        problems.append(f"{where}: {field_name} {v!r}; expected a finite number >= 0")
-        return None
-
-
 def _parse_bool(v, where, field_name, problems):
-    if v is None or v == "":
-        return None
-    if isinstance(v, bool):
-        return v
-    s = str(v).strip().lower()
-    if s in ("1", "true", "yes", "y", "pass"):
-        return True
-    if s in ("0", "false", "no", "n", "fail"):
-        return False
-    problems.append(f"{where}: {field_name} {v!r}; expected true/false (or 1/0, yes/no)")
-    return None
+    """A flag cell by the one flag vocabulary (:func:`planner.formats.prompts.parse_flag`).
+
+    Responses' ``acceptable`` also takes ``pass``/``fail``; ``frozen`` does not.
+    """
+    from planner.formats.prompts import parse_flag
+
+    extra = (("pass",), ("fail",)) if field_name == "acceptable" else ((), ())
+    flag, problem = parse_flag(v, where, field_name, true_words=extra[0], false_words=extra[1])
+    if problem:
+        problems.append(problem)
+    return flag
 
 
 def _load_prompts(path: Path) -> tuple[list[tuple], list[str]]:
-    rows, problems = _read_rows(path, "prompts")
-    out, seen = [], set()
-    for line, r in rows:
-        where = f"{Path(path).name}:{line}"
-        pid, text = r.get("id"), r.get("text")
-        if pid is None or text is None or str(pid).strip() == "":
-            problems.append(f"{where}: missing id or text; expected columns id, text")
-            continue
-        pid = str(pid).strip()
-        if pid in seen:
-            problems.append(f"{where}: duplicate prompt id {pid!r}")
-            continue
-        seen.add(pid)
-        stratum = r.get("stratum")
-        stratum = None if stratum is None or str(stratum).strip() == "" else str(stratum).strip()
-        out.append((pid, len(out), str(text), stratum,
-                    _parse_float(r.get("weight"), where, "weight", problems),
-                    _parse_float(r.get("difficulty"), where, "difficulty", problems),
-                    int(bool(_parse_bool(r.get("frozen"), where, "frozen", problems)))))
-    return out, problems
+    """Prompt rows for the ``prompts`` table, read by the one prompts reader
+    (:func:`planner.formats.prompts.read_prompts`, shared with ``allocate``)."""
+    from planner.formats.prompts import read_prompts
+
+    rows, problems = read_prompts(path)
+    return [(r.id, i, r.text, r.stratum, r.weight, r.difficulty, int(r.frozen))
+            for i, r in enumerate(rows)], problems
 
 
 def init_study(path, systems: Sequence[str] | None = None, anchor: str | None = None,
