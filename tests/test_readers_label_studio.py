@@ -203,8 +203,8 @@ def test_real_exports_round_trip_through_the_store(tmp_path):
     expected = json.loads((REAL / "expected.json").read_text(encoding="utf-8"))
     systems = sorted({k[s] for k in key.values() for s in ("left", "right")})
     prompts = tmp_path / "prompts.jsonl"
-    prompts.write_text("".join(json.dumps({"id": p, "text": p}) + "\n" for p in sorted({k["prompt"] for k in key.values()})),
-                       encoding="utf-8")
+    ids = sorted({k["prompt"] for k in key.values()})
+    prompts.write_text("".join(json.dumps({"id": p, "text": p}) + "\n" for p in ids), encoding="utf-8")
     init_study(tmp_path / "s", systems=systems, prompts_file=prompts)
     with Study.open(tmp_path / "s") as s:
         s.record_batch({}, [BatchItem(i, k["prompt"], k["left"], k["right"], annotator=k["annotator"])
