@@ -59,7 +59,7 @@ def _csv_bytes(columns: Sequence[str], rows: Iterable[Sequence]) -> bytes:
     from planner.formats.writers import neutralize_cell
 
     buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
+    w = csv.writer(buf, lineterminator="\r\n")  # RFC 4180; a CR inside a cell is then quoted
     w.writerow(columns)
     for r in rows:
         w.writerow(["" if v is None else neutralize_cell(v) if isinstance(v, str) else repr(v)
