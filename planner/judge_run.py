@@ -425,3 +425,29 @@ def _ingest(study_path, path: Path):
     except DataError as exc:
         raise DataError(f"the judge's answers were cached but not stored: {exc.lines()[0]}", exc.lines()[1:]) \
             from None
+
+
+# ------------------------------------------------------------------ Ctrl-C
+class graceful_interrupt:
+    """``with graceful_interrupt() as stop:`` — the first Ctrl-C sets ``stop`` (finish the current step
+    cleanly), a second one interrupts at once. A no-op outside the main thread."""
+
+    def __enter__(self) -> threading.Event:
+        import signal
+
+        self.event = threading.Event()
+        self._old = None
+        if threading.current_thread() is threading.main_thread():
+            def handler(signum, frame):
+                if self.event.is_set():
+                    raise KeyboardInterrupt
+                self.event.set()
+
+            self._old = signal.signal(signal.SIGINT, handler)
+        return self.event
+
+    def __exit__(self, *exc) -> None:
+        import signal
+
+        if self._old is not None:
+            signal.signal(signal.SIGINT, self._old)
