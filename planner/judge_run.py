@@ -204,27 +204,30 @@ def _judged_items(study, batch_id: int) -> set[str]:
 
 # ------------------------------------------------------------------ sending
 class _Spend:
-    """Running spend for the cost cap (thread-confined to the caller)."""
+    """Running spend for the cost cap (used from the calling thread only).
+
+    A request is admitted when the spend so far, plus the estimates of the
+    requests in flight, plus its own estimate stay within the cap.
+    """
 
     def __init__(self, prices, cap: float | None, spent_before: float):
         self.prices, self.cap, self.spent = prices, cap, spent_before
         self.max_completion: int | None = None
-        self.in_flight = 0.0
+        self.in_flight: dict[str, float] = {}
         self.refused = False
 
-    def admit(self, body: dict) -> bool:
+    def admit(self, request: dict) -> bool:
         if self.cap is None:
             return True
-        est = self.prices.estimate(body, self.max_completion)
-        if self.spent + self.in_flight + est > self.cap + 1e-12:
+        est = self.prices.estimate(request["body"], self.max_completion)
+        if self.spent + sum(self.in_flight.values()) + est > self.cap + 1e-12:
             self.refused = True
             return False
-        self.in_flight += est
+        self.in_flight[request["custom_id"]] = est
         return True
 
-    def settle(self, body: dict, cost: float | None, completion: int | None) -> None:
-        if self.cap is not None:
-            self.in_flight = max(0.0, self.in_flight - self.prices.estimate(body, self.max_completion))
+    def settle(self, custom_id: str, cost: float | None, completion: int | None) -> None:
+        self.in_flight.pop(custom_id, None)
         if completion is not None:
             self.max_completion = max(self.max_completion or 0, completion)
         self.spent += cost or 0.0
@@ -239,14 +242,14 @@ class _Tally:
     cost: float = 0.0
 
 
-def _record(ledger, spend: _Spend, tally: _Tally, line: dict, body: dict, *, key: str, batch: int,
+def _record(ledger, spend: _Spend, tally: _Tally, line: dict, *, key: str, batch: int,
             base_url: str, model: str, transport: str, answered: bool, on_answer) -> None:
     """Cache an answer the moment it arrives (own commit); count tokens and cost."""
     from planner.connectors.pricing import usage_tokens
 
     if not answered:
         tally.failed += 1
-        spend.settle(body, 0.0, None)
+        spend.settle(line["custom_id"], 0.0, None)
         return
     p, c = usage_tokens(line["response"]["body"])
     cost = spend.prices.cost(p, c)
@@ -256,7 +259,7 @@ def _record(ledger, spend: _Spend, tally: _Tally, line: dict, body: dict, *, key
     tally.prompt_tokens += p or 0
     tally.completion_tokens += c or 0
     tally.cost += cost or 0.0
-    spend.settle(body, cost, c)
+    spend.settle(line["custom_id"], cost, c)
     if on_answer is not None:
         on_answer(line)
 
@@ -264,13 +267,11 @@ def _record(ledger, spend: _Spend, tally: _Tally, line: dict, body: dict, *, key
 def _send_direct(client, ep, todo, keys, lines, ctx, o: JudgeOptions, progress, stop, on_answer) -> int:
     from planner.connectors.openai_judge import send_direct
 
-    by_id = {r["custom_id"]: r for _, r in todo}
     done = [0]
 
     def on_result(sent):
         lines[sent.custom_id] = sent.line
-        _record(ctx["ledger"], ctx["spend"], ctx["tally"], sent.line, by_id[sent.custom_id]["body"],
-                key=keys[sent.custom_id], answered=sent.answered, transport="direct", on_answer=on_answer,
+        _record(ctx["ledger"], ctx["spend"], ctx["tally"], sent.line, key=keys[sent.custom_id], answered=sent.answered, transport="direct", on_answer=on_answer,
                 **ctx["where"])
         done[0] += 1
         if progress is not None:
@@ -302,7 +303,7 @@ def _send_batch(client, ep, todo, keys, lines, ctx, progress, stop, on_answer) -
     else:
         admitted = []
         for _, r in todo:
-            if not ctx["spend"].admit(r["body"]):
+            if not ctx["spend"].admit(r):
                 break
             admitted.append(r)
         if not admitted:
@@ -323,7 +324,7 @@ def _send_batch(client, ep, todo, keys, lines, ctx, progress, stop, on_answer) -
         if cid not in bodies or cid in lines:
             continue
         lines[cid] = line
-        _record(ledger, ctx["spend"], ctx["tally"], line, bodies[cid], key=keys[cid], answered=is_answer(line),
+        _record(ledger, ctx["spend"], ctx["tally"], line, key=keys[cid], answered=is_answer(line),
                 transport="batch", on_answer=on_answer, **where)
     ledger.finish_job(remote, job.status, _now())
     if job.status != "completed":
@@ -386,6 +387,7 @@ def judge_batch(study_path, options: JudgeOptions, *, batch: int | None = None,
         lines = {r["custom_id"]: cached[keys[r["custom_id"]]] for r in open_reqs if keys[r["custom_id"]] in cached}
         todo = [(k, r) for k, r in enumerate(reqs) if r["custom_id"] not in judged and r["custom_id"] not in lines]
         spend = _Spend(prices, options.max_cost, ledger.spent(model))
+        spend.max_completion = ledger.max_completion(model)
         est = sum(prices.estimate(r["body"]) for _, r in todo) if prices.known else None
         tally, sent = _Tally(), 0
         where = {"batch": info.id, "base_url": base_url, "model": model}

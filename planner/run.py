@@ -147,6 +147,8 @@ def run_loop(study_path, judge: JudgeOptions, run: RunOptions, *,
     """
     from planner.next_batch import next_batch
 
+    if not isinstance(judge.model, str) or not judge.model.strip():
+        raise UsageError("--judge-model is required (the judge's model name, e.g. gpt-4o)")
     prices = check_options(judge)
     _check(run)
     judge = replace(judge, model=judge.model.strip(), dry_run=False)

@@ -103,6 +103,11 @@ class Ledger:
             q, args = q + " WHERE model = ?", (model,)
         return float(self._con.execute(q, args).fetchone()[0])
 
+    def max_completion(self, model: str) -> int | None:
+        """The largest completion (tokens) recorded for ``model``: the cost estimate's completion size."""
+        row = self._con.execute("SELECT max(completion_tokens) FROM judge_cache WHERE model = ?", (model,)).fetchone()
+        return None if row[0] is None else int(row[0])
+
     # ---------------------------------------------------------------- Batch API jobs
     def add_job(self, remote_id: str, *, batch: int, base_url: str, model: str, input_sha256: str,
                 requests: int, at: str) -> None:

@@ -217,7 +217,7 @@ def send_direct(client, ep: Endpoint, requests: Iterable[tuple[int, dict]], *, c
                 stop: threading.Event | None = None) -> tuple[int, bool]:
     """Send ``(index, request)`` pairs with at most ``concurrency`` in flight.
 
-    ``admit(request)`` is asked before each send (the cost cap); the first
+    ``admit(request)`` is asked before each send (the cost cap; ``request`` is the batch line); the first
     refusal stops sending. ``on_result`` runs in the calling thread for every
     outcome, in completion order (write the cache there). ``stop`` set (Ctrl-C)
     sends nothing more; requests in flight finish. An exception from
