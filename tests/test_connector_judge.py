@@ -15,14 +15,14 @@ import pytest
 
 pytest.importorskip("openai")
 
-from _judge_fixture import make_study  # noqa: E402
-from fake_openai_server import FakeOpenAI, judge_text  # noqa: E402
+from _judge_fixture import make_study
+from fake_openai_server import FakeOpenAI, judge_text
 
-from planner.connectors.cache import judge_totals  # noqa: E402
-from planner.errors import DataError, UsageError  # noqa: E402
-from planner.judge_run import JudgeOptions, judge_batch  # noqa: E402
-from planner.next_batch import next_batch  # noqa: E402
-from planner.study import Study, status  # noqa: E402
+from planner.connectors.cache import judge_totals
+from planner.errors import DataError, UsageError
+from planner.judge_run import JudgeOptions, judge_batch
+from planner.next_batch import next_batch
+from planner.study import Study, status
 
 NO_QC = {"attention": 0, "repeat": 0, "overlap": 0, "acceptability": 0}
 
@@ -110,9 +110,9 @@ def test_retries_honour_retry_after_and_count_hits(study, srv):
     assert 1.0 <= delays[1] <= 2.0              # backoff_base 1 s * 2**1, jitter factor in [0.5, 1]
     assert 2.0 <= delays[2] <= 4.0              # * 2**2
     # the jitter is seeded: the same run again waits exactly as long
-    from planner.connectors.openai_judge import Endpoint, backoff
-
     import numpy as np
+
+    from planner.connectors.openai_judge import Endpoint, backoff
     rng = np.random.default_rng([0, 0])
     assert delays == [backoff(Endpoint(), 0, rng, 2.0), backoff(Endpoint(), 1, rng, None),
                       backoff(Endpoint(), 2, rng, None)]
@@ -352,8 +352,10 @@ def test_missing_openai_is_a_usage_error(study, srv, monkeypatch):
         judge_batch(study, _opts(srv))
 
 
-def test_help_does_not_import_openai():
-    code = "import sys; from cli.main import app; print('openai' in sys.modules)"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+@pytest.mark.parametrize("args", [["--help"], ["judge", "--help"], ["run", "--help"]])
+def test_help_does_not_import_openai(args):
+    code = ("import sys\nfrom cli.main import app\ntry:\n    app(%r)\nexcept SystemExit:\n    pass\n"
+            "print('openai' in sys.modules, file=sys.stderr)" % (args,))
+    out = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True,
                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
-    assert out.stdout.strip() == "False", out.stderr
+    assert out.stderr.strip().splitlines()[-1] == "False", out.stderr
