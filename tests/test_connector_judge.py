@@ -354,8 +354,8 @@ def test_missing_openai_is_a_usage_error(study, srv, monkeypatch):
 
 @pytest.mark.parametrize("args", [["--help"], ["judge", "--help"], ["run", "--help"]])
 def test_help_does_not_import_openai(args):
-    code = ("import sys\nfrom cli.main import app\ntry:\n    app(%r)\nexcept SystemExit:\n    pass\n"
-            "print('openai' in sys.modules, file=sys.stderr)" % (args,))
+    code = (f"import sys\nfrom cli.main import app\ntry:\n    app({args!r})\nexcept SystemExit:\n    pass\n"
+            "print('openai' in sys.modules, file=sys.stderr)")
     out = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True,
                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
     assert out.stderr.strip().splitlines()[-1] == "False", out.stderr
