@@ -221,7 +221,6 @@ class _Spend:
             return True
         est = self.prices.estimate(request["body"], self.max_completion)
         if self.spent + sum(self.in_flight.values()) + est > self.cap + 1e-12:
-            self.refused = True
             return False
         self.in_flight[request["custom_id"]] = est
         return True
@@ -278,8 +277,9 @@ def _send_direct(client, ep, todo, keys, lines, ctx, o: JudgeOptions, progress, 
             progress({"phase": "direct", "done": done[0], "total": len(todo), "spent": ctx["spend"].spent,
                       "answered": ctx["tally"].answered, "failed": ctx["tally"].failed})
 
-    sent, _ = send_direct(client, ep, todo, concurrency=o.concurrency, admit=ctx["spend"].admit,
-                          on_result=on_result, stop=stop)
+    sent, refused = send_direct(client, ep, todo, concurrency=o.concurrency, admit=ctx["spend"].admit,
+                                on_result=on_result, stop=stop)
+    ctx["spend"].refused = refused
     return sent
 
 
@@ -304,6 +304,7 @@ def _send_batch(client, ep, todo, keys, lines, ctx, progress, stop, on_answer) -
         admitted = []
         for _, r in todo:
             if not ctx["spend"].admit(r):
+                ctx["spend"].refused = True
                 break
             admitted.append(r)
         if not admitted:

@@ -217,8 +217,10 @@ def send_direct(client, ep: Endpoint, requests: Iterable[tuple[int, dict]], *, c
                 stop: threading.Event | None = None) -> tuple[int, bool]:
     """Send ``(index, request)`` pairs with at most ``concurrency`` in flight.
 
-    ``admit(request)`` is asked before each send (the cost cap; ``request`` is the batch line); the first
-    refusal stops sending. ``on_result`` runs in the calling thread for every
+    ``admit(request)`` is asked before each send (the cost cap; ``request`` is
+    the batch line). A refusal while requests are in flight waits for them (their
+    real cost replaces their estimate) and asks again; a refusal with nothing in
+    flight stops sending. ``on_result`` runs in the calling thread for every
     outcome, in completion order (write the cache there). ``stop`` set (Ctrl-C)
     sends nothing more; requests in flight finish. An exception from
     ``on_result`` (a crash) stops sending, waits for the requests in flight and
@@ -226,16 +228,16 @@ def send_direct(client, ep: Endpoint, requests: Iterable[tuple[int, dict]], *, c
     """
     it = iter(requests)
     pending: set = set()
-    sent, refused = 0, False
+    sent, refused, held = 0, False, None
     with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="judge") as pool:
         try:
             while True:
                 while len(pending) < concurrency and not refused and not (stop and stop.is_set()):
-                    nxt = next(it, None)
+                    nxt, held = (held or next(it, None)), None
                     if nxt is None:
                         break
                     if not admit(nxt[1]):
-                        refused = True
+                        held, refused = (nxt, False) if pending else (None, True)
                         break
                     pending.add(pool.submit(send_one, client, ep, nxt[0], nxt[1], stop))
                     sent += 1
