@@ -116,3 +116,15 @@ def test_cli_run_json_and_progress(tmp_path, srv):
     assert r.exit_code == 0, r.output
     assert "round 3 (batch 3) · judgments" in r.stderr and "top-3:" in r.stderr
     assert "Stopped: the judgment budget is reached." in r.stdout
+
+
+@pytest.mark.slow  # ~10-20 s: two rounds with fits, HTTP and ingest
+def test_demo_loop_through_a_local_judge_server(tmp_path):
+    from planner.judge_demo import run_demo_live
+
+    res = run_demo_live(tmp_path / "demo", n_systems=4, n_prompts=16, budget=40, batch_size=20, seed=3)
+    assert res.run.stopped in ("budget", "settled") and res.run.judgments_used <= 40
+    assert res.http_calls == res.run.judgments_used == status(res.path).judgments   # one HTTP call per judgment
+    assert set(res.run.top3) <= set(res.systems)
+    with pytest.raises(UsageError, match="already exists"):
+        run_demo_live(tmp_path / "demo", n_systems=4)
