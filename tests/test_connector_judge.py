@@ -359,3 +359,31 @@ def test_help_does_not_import_openai(args):
     out = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True,
                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
     assert out.stderr.strip().splitlines()[-1] == "False", out.stderr
+
+
+# ------------------------------------------------------------------ schema v3, Ctrl-C handler
+def test_v2_study_gets_the_v3_tables_on_open(study):
+    import sqlite3
+
+    con = sqlite3.connect(Path(study) / "study.sqlite")
+    con.executescript("DROP TABLE judge_cache; DROP TABLE judge_jobs; "
+                      "UPDATE meta SET value = '2' WHERE key = 'schema_version';")
+    con.close()
+    assert judge_totals(study) == []                   # opening migrates v2 -> v3
+    with Study.open(study) as s:
+        assert s._con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == "3"
+        assert s._con.execute("SELECT count(*) FROM judge_jobs").fetchone()[0] == 0
+
+
+def test_first_ctrl_c_sets_the_flag_second_interrupts():
+    import signal
+
+    from planner.judge_run import graceful_interrupt
+
+    before = signal.getsignal(signal.SIGINT)
+    with graceful_interrupt() as stop:
+        signal.raise_signal(signal.SIGINT)
+        assert stop.is_set()
+        with pytest.raises(KeyboardInterrupt):
+            signal.raise_signal(signal.SIGINT)
+    assert signal.getsignal(signal.SIGINT) is before
