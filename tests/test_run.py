@@ -36,7 +36,6 @@ def _issued(study) -> int:
         return sum(b.issued for b in s.batches() if not b.voided)
 
 
-@pytest.mark.slow  # ~10 s: several rounds of fits and next-batch on 2 shared cores
 def test_run_until_settled(tmp_path, srv):
     study = make_study(tmp_path)
     events = []
@@ -118,7 +117,6 @@ def test_cli_run_json_and_progress(tmp_path, srv):
     assert "Stopped: the judgment budget is reached." in r.stdout
 
 
-@pytest.mark.slow  # ~10-20 s: two rounds with fits, HTTP and ingest
 def test_demo_loop_through_a_local_judge_server(tmp_path):
     from planner.judge_demo import run_demo_live
 
