@@ -18,6 +18,8 @@ from cli import report as _report  # noqa: F401,E402
 from cli import decide as _decide  # noqa: F401,E402
 from cli import simulate as _simulate  # noqa: F401,E402
 from cli import demo as _demo  # noqa: F401,E402
+from cli import judge as _judge  # noqa: F401,E402
+from cli import run as _run  # noqa: F401,E402
 
 
 def main() -> None:

@@ -48,7 +48,7 @@ import numpy as np
 from planner.counts import DEFAULT_STRATUM, Counts, half_tie_score  # noqa: F401 (re-exported)
 from planner.errors import DataError, UsageError
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 CONFIG_NAME = "study.json"
 DB_NAME = "study.sqlite"
 DEFAULT_REASONS = ("accuracy", "completeness", "format", "concision", "safety")
@@ -79,6 +79,20 @@ CREATE TABLE retracted_judgments (
 CREATE TABLE annotator_aliases (source TEXT PRIMARY KEY, name TEXT NOT NULL, how TEXT NOT NULL, at TEXT NOT NULL);
 CREATE TABLE lifecycle (
     seq INTEGER PRIMARY KEY, action TEXT NOT NULL, target TEXT NOT NULL, detail TEXT, at TEXT NOT NULL);
+"""
+
+#: tables added by schema version 3 (LLM judges, live): the response cache / cost ledger and the
+#: remote Batch API jobs (so an interrupted poll resumes the same job instead of paying again).
+_V3_TABLES = """
+CREATE TABLE judge_cache (
+    key TEXT PRIMARY KEY, custom_id TEXT NOT NULL, batch INTEGER, base_url TEXT NOT NULL, model TEXT NOT NULL,
+    transport TEXT NOT NULL, response TEXT NOT NULL, prompt_tokens INTEGER, completion_tokens INTEGER,
+    cost_usd REAL, at TEXT NOT NULL);
+CREATE INDEX judge_cache_batch ON judge_cache(batch);
+CREATE TABLE judge_jobs (
+    remote_id TEXT PRIMARY KEY, batch INTEGER NOT NULL, base_url TEXT NOT NULL, model TEXT NOT NULL,
+    input_sha256 TEXT NOT NULL, requests INTEGER NOT NULL, status TEXT NOT NULL, created TEXT NOT NULL,
+    finished TEXT);
 """
 
 _SCHEMA = """
@@ -113,7 +127,7 @@ CREATE TABLE judgments (
 CREATE UNIQUE INDEX judgments_item_annotator ON judgments(item, coalesce(annotator, ''))
     WHERE item IS NOT NULL;
 CREATE TABLE artifacts (name TEXT PRIMARY KEY, data BLOB NOT NULL, saved TEXT NOT NULL);
-""" + _V2_TABLES
+""" + _V2_TABLES + _V3_TABLES
 
 #: schema version v -> SQL that upgrades a v database to v + 1 (applied in order on open).
 MIGRATIONS: dict[int, str] = {
@@ -140,6 +154,8 @@ ALTER TABLE batches ADD COLUMN voided TEXT;
 ALTER TABLE batches ADD COLUMN void_reason TEXT;
 ALTER TABLE files ADD COLUMN retracted TEXT;
 """ + _V2_TABLES,
+    # v2 -> v3: the LLM-judge response cache (token and cost ledger) and remote Batch API jobs.
+    2: _V3_TABLES,
 }
 
 

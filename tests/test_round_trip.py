@@ -268,9 +268,10 @@ def test_v1_study_is_migrated(tmp_path):
     con = sqlite3.connect(study / "study.sqlite")
     con.executescript(V1_SCHEMA)
     con.close()
-    assert SCHEMA_VERSION == 2
+    assert SCHEMA_VERSION == 3  # v1 -> v2 -> v3 on open
     with Study.open(study) as s:
-        assert s._con.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == "2"
+        assert s._con.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == "3"
+        assert s._con.execute("SELECT count(*) FROM judge_cache").fetchone()[0] == 0
         assert s.counts().totals() == {"A": 1, "B": 0, "tie": 1, "invalid": 0}
         assert [b.pending for b in s.batches()] == [1]
         assert s._con.execute("SELECT seconds FROM judgments WHERE id = 'j2'").fetchone()[0] == 3.5
