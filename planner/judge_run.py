@@ -270,7 +270,8 @@ def _send_direct(client, ep, todo, keys, lines, ctx, o: JudgeOptions, progress, 
 
     def on_result(sent):
         lines[sent.custom_id] = sent.line
-        _record(ctx["ledger"], ctx["spend"], ctx["tally"], sent.line, key=keys[sent.custom_id], answered=sent.answered, transport="direct", on_answer=on_answer,
+        _record(ctx["ledger"], ctx["spend"], ctx["tally"], sent.line, key=keys[sent.custom_id],
+                answered=sent.answered, transport="direct", on_answer=on_answer,
                 **ctx["where"])
         done[0] += 1
         if progress is not None:

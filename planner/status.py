@@ -66,7 +66,9 @@ class StatusResult:
     splits the counted ones into A / B / tie / invalid. ``unanswered`` items
     whose judge request failed in transport; ``edits`` audited replacements;
     ``retracted_files`` files whose judgments were withdrawn; ``aliases``
-    source identity → annotator name.
+    source identity → annotator name; ``judge`` per judge model sent with
+    ``planner judge``: answers, prompt/completion tokens and cost (USD, None
+    without prices).
     """
 
     path: str
@@ -85,6 +87,7 @@ class StatusResult:
     edits: int = 0
     retracted_files: int = 0
     aliases: dict | None = None
+    judge: tuple = ()
 
     def totals_sentence(self) -> str:
         """The one-line account of the totals, from the same numbers as the table."""
@@ -109,6 +112,9 @@ def _pair_table(study: Study):
 def status(path) -> StatusResult:
     """Issued/returned/unanswered/pending items per batch; counts per pair, per system
     (half-tie scores) and per annotator. Counts use :data:`planner.study.COUNTED_KINDS`."""
+    from planner.connectors.cache import judge_totals
+
+    judge = tuple(judge_totals(path))
     with Study.open(path) as study:
         c, tab = _pair_table(study)
         names, m = study.systems, len(study.systems)
@@ -145,4 +151,4 @@ def status(path) -> StatusResult:
             counted=int(counted), qc=qc, unanswered=sum(b.unanswered for b in batches),
             edits=one("SELECT count(*) FROM judgment_edits"),
             retracted_files=one("SELECT count(*) FROM files WHERE retracted IS NOT NULL"),
-            aliases=dict(con.execute("SELECT source, name FROM annotator_aliases ORDER BY source")))
+            aliases=dict(con.execute("SELECT source, name FROM annotator_aliases ORDER BY source")), judge=judge)

@@ -93,6 +93,9 @@ def test_direct_round_trip_orientation_and_ledger(study, srv):
     assert res.cost_usd == pytest.approx((exp_p * 2.5 + 120 * 10.0) / 1e6, rel=1e-12)  # float sums only
     assert judge_totals(study) == [{"model": "judge-x", "answers": 10, "prompt_tokens": exp_p,
                                     "completion_tokens": 120, "cost_usd": pytest.approx(res.cost_usd)}]
+    from planner.study import status
+
+    assert [dict(j) for j in status(study).judge] == judge_totals(study)  # status shows the same totals
     # the judge's answers are from this study's key: alpha (quality 3) beats delta (-1.5) nearly always
     again = judge_batch(study, _opts(srv))
     assert (again.judged_before, again.sent, srv.chat_calls) == (10, 0, 10)  # a rerun costs nothing

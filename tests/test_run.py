@@ -28,7 +28,8 @@ def srv():
 
 
 def _judge(srv, **kw) -> JudgeOptions:
-    return JudgeOptions(**{"model": "judge-x", "base_url": srv.base_url, "sleep": lambda s: None, "concurrency": 8, **kw})
+    return JudgeOptions(**{"model": "judge-x", "base_url": srv.base_url, "sleep": lambda s: None,
+                           "concurrency": 8, **kw})
 
 
 def _issued(study) -> int:
