@@ -58,11 +58,24 @@ def fail(exc: PlannerError) -> typer.Exit:
 
 
 def call(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-    """Call a library function, mapping :class:`PlannerError` to an exit code."""
+    """Call a library function, mapping :class:`PlannerError` to an exit code.
+
+    A damaged study database found in the middle of a command (SQLite reports a
+    malformed page only when it reads it; :meth:`planner.study.Study.open`
+    checks the header, the schema and the config up front) is exit 1 with one
+    line, never a traceback.
+    """
+    import sqlite3
+
     try:
         return fn(*args, **kwargs)
     except PlannerError as exc:
         raise fail(exc) from None
+    except sqlite3.DatabaseError as exc:
+        from planner.errors import DataError
+
+        raise fail(DataError(f"the study database is damaged or unreadable ({str(exc)[:120]}); "
+                             "restore study.sqlite from a backup")) from None
 
 
 def print_json(obj: Any) -> None:

@@ -46,6 +46,7 @@ from typing import Callable, Iterable, Iterator, Sequence
 import numpy as np
 
 from planner.counts import DEFAULT_STRATUM, Counts, half_tie_score  # noqa: F401 (re-exported)
+from planner import study_check
 from planner.errors import DataError, UsageError
 
 SCHEMA_VERSION = 1
@@ -229,10 +230,19 @@ def _db_path(path) -> Path:
 
 
 def _connect(db: Path) -> sqlite3.Connection:
-    con = sqlite3.connect(str(db), timeout=BUSY_TIMEOUT_S, isolation_level=None)
-    con.execute("PRAGMA foreign_keys = ON")
-    con.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
-    con.execute("PRAGMA synchronous = NORMAL")
+    """Open an existing study database (never creates one: ``mode=rw``)."""
+    try:
+        con = sqlite3.connect(f"{Path(db).absolute().as_uri()}?mode=rw", uri=True, timeout=BUSY_TIMEOUT_S,
+                              isolation_level=None)
+    except sqlite3.Error as exc:
+        raise DataError(f"{db}: cannot open the study database ({exc})") from None
+    try:
+        con.execute("PRAGMA foreign_keys = ON")
+        con.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+        con.execute("PRAGMA synchronous = NORMAL")
+    except sqlite3.DatabaseError as exc:
+        con.close()
+        raise DataError(f"{db}: not a planner study database ({exc})") from None
     return con
 
 
@@ -293,18 +303,20 @@ class Study:
         """Open an existing study (applies pending schema migrations)."""
         path = Path(path)
         cfg_path, db = path / CONFIG_NAME, _db_path(path)
-        if not cfg_path.exists() or not db.exists():
+        if not cfg_path.is_file() or not db.is_file():
             raise DataError(f"{path}: not a study (expected {CONFIG_NAME} and {DB_NAME}; run `planner init` first)")
-        try:
-            config = json.loads(cfg_path.read_text(encoding="utf-8-sig"))
-        except ValueError as exc:
-            raise DataError(f"{cfg_path}: malformed JSON ({exc}); expected the config written by planner init") from None
+        config = study_check.read_config(cfg_path)
+        study_check.check_database_file(db)
         con = _connect(db)
         try:
             version = int(con.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0])
-        except (sqlite3.DatabaseError, TypeError) as exc:
+            study_check.check_tables(con, db)
+        except (sqlite3.DatabaseError, TypeError, ValueError) as exc:
             con.close()
             raise DataError(f"{db}: not a planner study database ({exc})") from None
+        except DataError:
+            con.close()
+            raise
         if version > SCHEMA_VERSION:
             con.close()
             raise DataError(f"{db}: schema version {version} is newer than this planner ({SCHEMA_VERSION}); upgrade planner")
