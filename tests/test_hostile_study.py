@@ -17,11 +17,10 @@ import shutil
 import sqlite3
 
 import pytest
+from _report_fixture import synthetic_study
 from typer.testing import CliRunner
 
 from cli.main import app
-
-from _report_fixture import synthetic_study
 
 runner = CliRunner()
 
