@@ -47,7 +47,7 @@ import numpy as np
 
 from planner.counts import DEFAULT_STRATUM, Counts, half_tie_score  # noqa: F401 (re-exported)
 from planner import study_check
-from planner.errors import DataError, UsageError
+from planner.errors import DataError, UsageError, quote
 
 SCHEMA_VERSION = 1
 CONFIG_NAME = "study.json"
@@ -609,8 +609,8 @@ def _parse_float(v, where, field_name, problems):
         if not np.isfinite(f) or f < 0:
             raise ValueError
         return f
-    except (TypeError, ValueError):
-        problems.append(f"{where}: {field_name} {v!r}; expected a finite number >= 0")
+    except (TypeError, ValueError, OverflowError):
+        problems.append(f"{where}: {field_name} {quote(v)}; expected a finite number >= 0")
         return None
 
 
@@ -624,7 +624,7 @@ def _parse_bool(v, where, field_name, problems):
         return True
     if s in ("0", "false", "no", "n", "fail"):
         return False
-    problems.append(f"{where}: {field_name} {v!r}; expected true/false (or 1/0, yes/no)")
+    problems.append(f"{where}: {field_name} {quote(v)}; expected true/false (or 1/0, yes/no)")
     return None
 
 
@@ -637,13 +637,21 @@ def _load_prompts(path: Path) -> tuple[list[tuple], list[str]]:
         if pid is None or text is None or str(pid).strip() == "":
             problems.append(f"{where}: missing id or text; expected columns id, text")
             continue
+        why = study_check.id_problem(pid) or study_check.text_problem(text)
+        if why or not isinstance(text, (str, int, float)) or isinstance(text, bool):
+            problems.append(f"{where}: {'id' if study_check.id_problem(pid) else 'text'} "
+                            f"{quote(pid if study_check.id_problem(pid) else text)} {why or 'is not text'}")
+            continue
         pid = str(pid).strip()
         if pid in seen:
-            problems.append(f"{where}: duplicate prompt id {pid!r}")
+            problems.append(f"{where}: duplicate prompt id {quote(pid)}")
             continue
         seen.add(pid)
         stratum = r.get("stratum")
         stratum = None if stratum is None or str(stratum).strip() == "" else str(stratum).strip()
+        if stratum is not None and study_check.id_problem(stratum):
+            problems.append(f"{where}: stratum {quote(stratum)} {study_check.id_problem(stratum)}")
+            continue
         out.append((pid, len(out), str(text), stratum,
                     _parse_float(r.get("weight"), where, "weight", problems),
                     _parse_float(r.get("difficulty"), where, "difficulty", problems),
@@ -690,11 +698,24 @@ def init_study(path, systems: Sequence[str] | None = None, anchor: str | None = 
     UsageError
         Fewer than two systems, an anchor not among them, an existing study.
     """
+    from planner import limits
+
     path = Path(path)
-    if (path / CONFIG_NAME).exists() or _db_path(path).exists():
-        raise UsageError(f"STUDY ({path}) already holds a study; choose a new directory")
+    if path.exists() and not path.is_dir():
+        raise UsageError(f"STUDY ({quote(str(path))}) is an existing file; expected a new directory for the study")
+    if any(os.path.lexists(path / n) for n in (CONFIG_NAME, DB_NAME)):
+        raise UsageError(f"STUDY ({quote(str(path))}) already holds a study; choose a new directory")
+    limits.check_output_dir("STUDY", path)
     if responses_file is not None and prompts_file is None:
         raise UsageError("--responses needs --prompts (responses refer to prompt ids)")
+    limits.check_seed("--seed", seed)
+    limits.check_int("--max-words", max_words, 1, 10 ** 6)
+    for r in reasons:
+        if study_check.name_problem(r):
+            raise UsageError(f"--reasons: reason code {quote(r)} {study_check.name_problem(r)}; "
+                             f"allowed: {study_check.NAME_RULE}")
+    if len(set(reasons)) != len(reasons):
+        raise UsageError(f"--reasons ({quote(','.join(reasons))}) must be distinct")
     problems: list[str] = []
     prompts: list[tuple] = []
     if prompts_file is not None:
@@ -702,7 +723,11 @@ def init_study(path, systems: Sequence[str] | None = None, anchor: str | None = 
     pids = {p[0] for p in prompts}
     given = [s.strip() for s in systems] if systems else []
     if len(set(given)) != len(given) or any(not s for s in given):
-        raise UsageError(f"--systems ({','.join(given)}) must be distinct, non-empty names")
+        raise UsageError(f"--systems ({quote(','.join(given))}) must be distinct, non-empty names")
+    for s in given:
+        if study_check.name_problem(s):
+            raise UsageError(f"--systems: system name {quote(s)} {study_check.name_problem(s)}; "
+                             f"allowed: {study_check.NAME_RULE}")
     names = list(given)
     responses: list[tuple] = []
     if responses_file is not None:
@@ -715,17 +740,27 @@ def init_study(path, systems: Sequence[str] | None = None, anchor: str | None = 
             if p is None or s is None or t is None:
                 problems.append(f"{where}: missing prompt, system or text; expected all three")
                 continue
+            why = (study_check.id_problem(p) and f"prompt {quote(p)} {study_check.id_problem(p)}"
+                   or study_check.id_problem(s) and f"system {quote(s)} {study_check.id_problem(s)}"
+                   or study_check.text_problem(t) and f"text {study_check.text_problem(t)}")
+            if why:
+                problems.append(f"{where}: {why}")
+                continue
             p, s = str(p).strip(), str(s).strip()
+            if s not in names and study_check.name_problem(s):
+                problems.append(f"{where}: system name {quote(s)} {study_check.name_problem(s)}; "
+                                f"allowed: {study_check.NAME_RULE}")
+                continue
             if p not in pids:
-                problems.append(f"{where}: unknown prompt {p!r}; expected an id from the prompts file")
+                problems.append(f"{where}: unknown prompt {quote(p)}; expected an id from the prompts file")
                 continue
             if s not in names:
                 if given:
-                    problems.append(f"{where}: unknown system {s!r}; expected one of {', '.join(given)}")
+                    problems.append(f"{where}: unknown system {quote(s)}; expected one of {', '.join(given)}")
                     continue
                 names.append(s)
             if (p, s) in seen:
-                problems.append(f"{where}: duplicate response for prompt {p!r}, system {s!r}")
+                problems.append(f"{where}: duplicate response for prompt {quote(p)}, system {quote(s)}")
                 continue
             seen.add((p, s))
             acc = _parse_bool(r.get("acceptable"), where, "acceptable", problems)
@@ -736,7 +771,8 @@ def init_study(path, systems: Sequence[str] | None = None, anchor: str | None = 
         raise UsageError(f"--systems ({','.join(names) or 'none'}) must name at least two systems "
                          "(or give --responses to infer them)")
     if anchor is not None and anchor not in names:
-        raise UsageError(f"--anchor ({anchor}) must be one of the systems: {', '.join(names)}")
+        shown = anchor if len(anchor) <= 80 and anchor.isprintable() else quote(anchor)
+        raise UsageError(f"--anchor ({shown}) must be one of the systems: {', '.join(names)}")
     if int(max_words) < 1:
         raise UsageError(f"--max-words ({max_words}) must be >= 1")
     if tie_convention != "half":
@@ -746,10 +782,36 @@ def init_study(path, systems: Sequence[str] | None = None, anchor: str | None = 
     config = {"planner_study": 1, "systems": names, "anchor": anchor, "reasons": list(reasons),
               "qc": rates, "tie_convention": tie_convention, "seed": int(seed), "max_words": int(max_words),
               "created": _now()}
+    try:
+        _create_study_files(path, config, names, prompts, responses)
+    except OSError as exc:
+        raise UsageError(f"STUDY ({quote(str(path))}) cannot be created: {exc.strerror or exc}") from None
+    strata = tuple(dict.fromkeys(p[3] or DEFAULT_STRATUM for p in prompts)) or (DEFAULT_STRATUM,)
+    have = {(p, s) for p, s, *_ in responses}
+    missing = len(prompts) * len(names) - len(have) if responses else 0
+    return StudyInfo(str(path), tuple(names), anchor, len(prompts), len(responses), strata, missing, config)
+
+
+def _create_study_files(path: Path, config: dict, names, prompts, responses) -> None:
+    """Write both files as temporaries, then move the database and the config into place
+    (init_study's last step); on an OS error the temporaries are removed."""
     path.mkdir(parents=True, exist_ok=True)
-    tmp_db = path / (DB_NAME + ".tmp")
+    tmp_db, tmp_cfg = path / (DB_NAME + ".tmp"), path / (CONFIG_NAME + ".tmp")
+    try:
+        _write_new_study(tmp_db, tmp_cfg, config, names, prompts, responses)
+    except BaseException:
+        for t in (tmp_db, tmp_cfg):
+            if t.exists():
+                t.unlink()
+        raise
+    os.replace(tmp_db, _db_path(path))
+    os.replace(tmp_cfg, path / CONFIG_NAME)
+
+
+def _write_new_study(tmp_db: Path, tmp_cfg: Path, config: dict, names, prompts, responses) -> None:
     if tmp_db.exists():
         tmp_db.unlink()
+    tmp_cfg.write_text(json.dumps(config, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     con = sqlite3.connect(str(tmp_db), isolation_level=None)
     try:
         con.execute("PRAGMA foreign_keys = ON")
@@ -768,14 +830,6 @@ def init_study(path, systems: Sequence[str] | None = None, anchor: str | None = 
         con.execute("PRAGMA journal_mode = WAL")
     finally:
         con.close()
-    os.replace(tmp_db, _db_path(path))
-    tmp_cfg = path / (CONFIG_NAME + ".tmp")
-    tmp_cfg.write_text(json.dumps(config, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    os.replace(tmp_cfg, path / CONFIG_NAME)
-    strata = tuple(dict.fromkeys(p[3] or DEFAULT_STRATUM for p in prompts)) or (DEFAULT_STRATUM,)
-    have = {(p, s) for p, s, *_ in responses}
-    missing = len(prompts) * len(names) - len(have) if responses else 0
-    return StudyInfo(str(path), tuple(names), anchor, len(prompts), len(responses), strata, missing, config)
 
 
 # ------------------------------------------------------------------- ingest

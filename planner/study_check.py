@@ -126,3 +126,59 @@ def check_tables(con, db: Path) -> None:
     missing = [t for t in CORE_TABLES if t not in have]
     if missing:
         raise _not_db(db, f"no table {missing[0]!r}")
+
+
+# ------------------------------------------------------------------ names given at init
+NAME_MAX = 100
+NAME_PUNCTUATION = "._-+:@"
+NAME_RULE = (f"letters, digits and {' '.join(NAME_PUNCTUATION)} (starting with a letter or digit, "
+             f"at most {NAME_MAX} characters; no spaces, quotes, slashes or control characters)")
+
+
+def name_problem(value) -> str | None:
+    """Why ``value`` cannot be a system name or reason code (None when it can).
+
+    Names end up in file names, CSV headers, judge prompts, command lines
+    (``--candidate``) and Label Studio choices, so they are restricted to
+    :data:`NAME_RULE`.
+    """
+    if not isinstance(value, str) or not value:
+        return "is empty"
+    if len(value) > NAME_MAX:
+        return f"is {len(value)} characters long"
+    if not value[0].isalnum():
+        return "must start with a letter or digit"
+    for ch in value:
+        if not (ch.isalnum() or ch in NAME_PUNCTUATION) or not ch.isprintable():
+            return f"contains {ch!r}"
+    return None
+
+
+def text_problem(value) -> str | None:
+    """Why a text field (prompt, response) cannot be stored: lone UTF-16 surrogates."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            return f"contains a lone surrogate {value[exc.start]!r} at character {exc.start}"
+    return None
+
+
+def id_problem(value) -> str | None:
+    """Why ``value`` cannot be a prompt id (ids are text or integers, not empty, one printable line)."""
+    if value is None:
+        return "is missing"
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        return f"is a {type(value).__name__}; expected text or an integer"
+    s = str(value).strip() if isinstance(value, str) else str(value)
+    if not s:
+        return "is empty"
+    if len(s) > 1000:
+        return f"is {len(s)} characters long (at most 1000)"
+    surrogate = text_problem(s)
+    if surrogate:
+        return surrogate
+    if not s.isprintable():
+        bad = next(ch for ch in s if not ch.isprintable())
+        return f"contains the control character {bad!r}"
+    return None
