@@ -46,7 +46,9 @@ def allocate(
     Example: planner allocate --prompts prompts.jsonl --budget 40 --method equal --out chosen.csv
     """
     from planner.allocation import allocate_files
+    from planner.limits import check_output_file
 
+    call(check_output_file, "--out", out_file)
     result = call(allocate_files, budget=budget, prompts=prompts, study=study, by=by, method=method,
                   target=target, min_per_stratum=min_per_stratum, with_replacement=with_replacement,
                   frozen_first=frozen_first, pointwise=pointwise, contested_only=contested_only, gap=gap,

@@ -44,7 +44,14 @@ def report_cmd(
     Example: planner report my-study --plot figures --markdown report.md
     """
     from planner import report as rp
+    from planner.limits import check_output_dir, check_output_file, check_report_options
 
+    # every output and option is checked before the fit (which caches its result in the study)
+    call(check_report_options, seed=seed, draws=draws, tune=tune, chains=chains)
+    call(check_output_dir, "--plot", plot)
+    for name in ("strengths.png", "strengths.svg", "win_rates.png", "win_rates.svg") if plot is not None else ():
+        call(check_output_file, "--plot", plot / name, create_parents=True)
+    call(check_output_file, "--markdown", markdown)
     if engine == "nuts":
         message(f"fitting with NUTS ({chains} chains, {tune} tuning + {draws} draws each) ...")
     res = call(rp.build_report, study, engine=engine, by_stratum=by_stratum, seed=seed, draws=draws,

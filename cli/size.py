@@ -86,6 +86,9 @@ def size(
     d = pw.Design(alpha=alpha, power=power, alternative=alternative, tie_rate=tie_rate, ties=ties,
                   invalid_rate=invalid_rate, both_orders=both_orders, per_prompt=per_prompt, icc=icc,
                   systems=systems, design=design)
+    from planner.limits import check_output_file
+
+    call(check_output_file, "--plot", plot, suffixes=(".png", ".svg"))
     result = call(pw.size, effect, d, budget=budget, power_at=power_at, table=table,
                   looks=looks, boundary=boundary)
     if plot is not None:

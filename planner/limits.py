@@ -158,7 +158,8 @@ def _existing_parent(path: Path) -> Path:
     return p
 
 
-def check_output_file(name: str, path, *, create_parents: bool = False) -> Path | None:
+def check_output_file(name: str, path, *, create_parents: bool = False,
+                      suffixes: tuple[str, ...] = ()) -> Path | None:
     """An output file we will be able to write: not a directory, under a writable directory.
 
     With ``create_parents`` the nearest existing ancestor must be writable (the
@@ -168,6 +169,8 @@ def check_output_file(name: str, path, *, create_parents: bool = False) -> Path 
     if path is None:
         return None
     path = Path(path)
+    if suffixes and path.suffix.lower() not in suffixes:
+        raise UsageError(f"{name} ({quote(str(path))}) must end in {' or '.join(suffixes)}")
     if path.is_dir():
         raise UsageError(f"{name} ({quote(str(path))}) is a directory; expected a file name")
     if path.exists():
@@ -195,3 +198,44 @@ def check_output_dir(name: str, path) -> Path | None:
         return path
     _probe_dir(name, path, _existing_parent(path))
     return path
+
+
+# ------------------------------------------------------------------ per-command option checks
+def check_report_options(*, seed, draws, tune, chains) -> None:
+    """``report``: seed and the posterior sample sizes (memory grows with draws x systems x chains)."""
+    check_seed("--seed", seed)
+    check_int("--draws", draws, 1, MAX_DRAWS)
+    check_int("--tune", tune, 0, MAX_TUNE)
+    check_int("--chains", chains, 1, MAX_CHAINS)
+
+
+def check_allocate_options(*, budget, seed, min_per_stratum=0, gap=None) -> None:
+    """``allocate``: budget, seed, --min-per-stratum and --gap."""
+    check_int("--budget", budget, 1, MAX_PROMPT_BUDGET)
+    check_seed("--seed", seed)
+    check_int("--min-per-stratum", min_per_stratum, 0, MAX_PROMPT_BUDGET)
+    if gap is not None:
+        check_float("--gap", gap, 0, math.inf, high_open=True)
+
+
+def check_simulation_options(*, n_systems, spread, arena_gamma, tie_rate, position, flip, budget, batch, reps,
+                             seed, workers, anchor=0) -> None:
+    """``simulate``: every synthetic-judge and run-size option, named as on the command line.
+
+    ``n_systems`` is None when the truth comes from a study or a replay (then
+    --systems is ignored and --anchor is checked against the truth later).
+    """
+    if n_systems is not None:
+        check_int("--systems", n_systems, 2, MAX_SIM_SYSTEMS)
+    check_float("--spread", spread, 0, MAX_SPREAD)
+    check_float("--arena-gamma", arena_gamma, 0, MAX_ARENA_GAMMA, low_open=True)
+    check_float("--tie-rate", tie_rate, 0, 1, high_open=True)
+    check_float("--position", position, -MAX_POSITION, MAX_POSITION)
+    check_float("--flip", flip, 0, 0.5, high_open=True)
+    check_int("--budget", budget, 1, MAX_SIM_BUDGET)
+    check_int("--batch", batch, 1, budget)
+    check_int("--reps", reps, 1, MAX_SIM_REPS)
+    check_seed("--seed", seed)
+    if workers is not None:
+        check_int("--workers", workers, 1, MAX_WORKERS)
+    check_int("--anchor", anchor, 0, None if n_systems is None else n_systems - 1)
