@@ -48,11 +48,23 @@ def warn(text: str) -> None:
     err().print(f"warning: {text}", markup=False, style="yellow")
 
 
+#: the longest line an error prints; library messages quote values to ~80 characters
+#: (planner.errors.quote), this is the backstop for any message that did not
+LINE_LIMIT = 400
+
+
+def _one_line(text: str) -> str:
+    text = " ".join(text.split("\n"))
+    if len(text) > LINE_LIMIT:
+        text = text[:LINE_LIMIT - 30] + f"… ({len(text):,} characters)"
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def fail(exc: PlannerError) -> typer.Exit:
     lines = exc.lines()
     for i, line in enumerate(lines):
         prefix = "error: " if i == 0 else "  "
-        sys.stderr.write(prefix + line.replace("\n", " ") + "\n")
+        sys.stderr.write(prefix + _one_line(line) + "\n")
     sys.stderr.flush()
     return typer.Exit(code=exc.exit_code)
 

@@ -51,7 +51,7 @@ def report_cmd(
     call(check_output_dir, "--plot", plot)
     for name in ("strengths.png", "strengths.svg", "win_rates.png", "win_rates.svg") if plot is not None else ():
         call(check_output_file, "--plot", plot / name, create_parents=True)
-    call(check_output_file, "--markdown", markdown)
+    call(check_output_file, "--markdown", markdown, create_parents=True)
     if engine == "nuts":
         message(f"fitting with NUTS ({chains} chains, {tune} tuning + {draws} draws each) ...")
     res = call(rp.build_report, study, engine=engine, by_stratum=by_stratum, seed=seed, draws=draws,

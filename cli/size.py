@@ -88,7 +88,7 @@ def size(
                   systems=systems, design=design)
     from planner.limits import check_output_file
 
-    call(check_output_file, "--plot", plot, suffixes=(".png", ".svg"))
+    call(check_output_file, "--plot", plot, suffixes=(".png", ".svg"), create_parents=True)
     result = call(pw.size, effect, d, budget=budget, power_at=power_at, table=table,
                   looks=looks, boundary=boundary)
     if plot is not None:

@@ -90,10 +90,15 @@ def _is_int(value) -> bool:
 
 def check_int(name: str, value, low: int, high: int | None = None) -> int:
     """``value`` as an int in ``[low, high]`` or a :class:`UsageError` naming ``name``."""
-    ok = _is_int(value) and value >= low and (high is None or value <= high)
-    if not ok:
-        rng = f"an integer >= {low:,}" if high is None else f"an integer in [{low:,}, {high:,}]"
+    if not _is_int(value):
+        rng = f"an integer >= {low}" if high is None else f"an integer in [{low}, {high:,}]"
         raise UsageError(f"{name} ({quote(value)}) must be {rng}")
+    if value < low:
+        raise UsageError(f"{name} ({quote(value)}) must be an integer >= {low}"
+                         + (f" (and <= {high:,})" if high is not None else ""))
+    if high is not None and value > high:
+        raise UsageError(f"{name} ({quote(value)}) must be an integer <= {high:,} "
+                         f"(planner's documented maximum; docs/guide.md, Limits)")
     return int(value)
 
 

@@ -150,7 +150,7 @@ class Design:
 
 def _choice(name: str, value: str, allowed: tuple[str, ...]) -> str:
     if value not in allowed:
-        raise UsageError(f"{name} ({value!r}) must be one of {', '.join(allowed)}")
+        raise UsageError(f"{name} ({limits.quote(value)}) must be one of {', '.join(allowed)}")
     return value
 
 
