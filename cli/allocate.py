@@ -46,8 +46,10 @@ def allocate(
     Example: planner allocate --prompts prompts.jsonl --budget 40 --method equal --out chosen.csv
     """
     from planner.allocation import allocate_files
-    from planner.limits import check_output_file
+    from planner.limits import check_input_file, check_output_file
 
+    for name, path in (("--prompts", prompts), ("--pointwise", pointwise), ("--pilot", pilot)):
+        call(check_input_file, name, path)
     call(check_output_file, "--out", out_file)
     result = call(allocate_files, budget=budget, prompts=prompts, study=study, by=by, method=method,
                   target=target, min_per_stratum=min_per_stratum, with_replacement=with_replacement,

@@ -1,7 +1,7 @@
 """The Typer application object that every command module registers on."""
 
 import sys
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from typer.core import TyperGroup
@@ -40,7 +40,7 @@ class _OneLineErrors(TyperGroup):
             sys.stderr.write(f"error: {text}{hint}\n")
             sys.stderr.flush()
             sys.exit(exc.exit_code)
-        except (click.exceptions.Abort, typer.Abort):
+        except typer.Abort:
             sys.stderr.write("error: aborted\n")
             sys.exit(1)
         sys.exit(rv if isinstance(rv, int) else 0)
@@ -71,7 +71,7 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def _main(
-    version: Annotated[Optional[bool], typer.Option(
+    version: Annotated[bool | None, typer.Option(
         "--version", callback=_version, is_eager=True, help="Print the planner version and exit.")] = None,
 ) -> None:
     """Plan, run and analyse pairwise-comparison evaluations of AI systems.

@@ -50,7 +50,7 @@ def warn(text: str) -> None:
 
 #: the longest line an error prints; library messages quote values to ~80 characters
 #: (planner.errors.quote), this is the backstop for any message that did not
-LINE_LIMIT = 400
+LINE_LIMIT = 360
 
 
 def _one_line(text: str) -> str:

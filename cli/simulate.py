@@ -48,13 +48,14 @@ def simulate_cmd(
     from planner import simulate as sim
 
     def build():
-        from planner.limits import check_simulation_options, check_output_file
+        from planner.limits import check_input_file, check_output_file, check_simulation_options
 
         synthetic = replay is None and from_study is None
         check_simulation_options(n_systems=systems if synthetic else None, spread=spread, arena_gamma=arena_gamma,
                                  tie_rate=tie_rate, position=position, flip=flip, budget=budget, batch=batch,
                                  reps=reps, seed=seed, workers=workers, anchor=anchor)
         check_output_file("--plot", plot, suffixes=(".png", ".svg"))
+        check_input_file("--replay", replay)
         strats = sim.parse_strategies(strategies)
         judge = sim.Judge(tie_rate, position, flip)
         truth = pool = None

@@ -244,3 +244,20 @@ def check_simulation_options(*, n_systems, spread, arena_gamma, tie_rate, positi
     if workers is not None:
         check_int("--workers", workers, 1, MAX_WORKERS)
     check_int("--anchor", anchor, 0, None if n_systems is None else n_systems - 1)
+
+
+# ------------------------------------------------------------------ input files
+def check_input_file(name: str, path):
+    """An input file must exist and be a readable regular file (a directory is refused by name)."""
+    from planner.errors import DataError
+
+    if path is None:
+        return None
+    p = Path(path)
+    if not p.exists():
+        raise DataError(f"{name} ({quote(str(p))}): file not found")
+    if p.is_dir():
+        raise DataError(f"{name} ({quote(str(p))}) is a directory; expected a file")
+    if not os.access(p, os.R_OK):
+        raise DataError(f"{name} ({quote(str(p))}) cannot be read: permission denied")
+    return p

@@ -919,6 +919,7 @@ def significance(wins: int, losses: int, ties: int = 0, *, ties_convention: str 
     _choice("--ties-convention", ties_convention, TIE_CONVENTIONS)
     _choice("--alternative", alternative, ALTERNATIVES)
     check_range("--confidence", confidence, 0, 1)
+    _choice("--boundary", boundary, BOUNDARIES)
     look = check_look(look, looks)
     alpha = 1 - confidence
     n_dec = wins + losses

@@ -708,6 +708,8 @@ def init_study(path, systems: Sequence[str] | None = None, anchor: str | None = 
     limits.check_output_dir("STUDY", path)
     if responses_file is not None and prompts_file is None:
         raise UsageError("--responses needs --prompts (responses refer to prompt ids)")
+    limits.check_input_file("--prompts", prompts_file)
+    limits.check_input_file("--responses", responses_file)
     limits.check_seed("--seed", seed)
     limits.check_int("--max-words", max_words, 1, 10 ** 6)
     for r in reasons:
@@ -765,6 +767,8 @@ def init_study(path, systems: Sequence[str] | None = None, anchor: str | None = 
             seen.add((p, s))
             acc = _parse_bool(r.get("acceptable"), where, "acceptable", problems)
             responses.append((p, s, str(t), len(str(t)), None if acc is None else int(acc)))
+    if len(problems) == 1:
+        raise DataError(f"study not created: {problems[0]}")
     if problems:
         raise DataError(f"study not created: {len(problems)} problem(s) in the input files", problems)
     if len(names) < 2:
