@@ -13,7 +13,7 @@ from cli.common import call, message, out, print_json
 
 @app.command("allocate")
 def allocate(
-    budget: Annotated[int, typer.Option(help="Number of prompts to choose (>= 1).")],
+    budget: Annotated[int, typer.Option(help="Number of prompts to choose (1 to 1,000,000).")],
     prompts: Annotated[Optional[Path], typer.Option(
         help="Prompts file (CSV or JSONL: id, text, optional stratum, weight, difficulty, frozen).")] = None,
     study: Annotated[Optional[Path], typer.Option(help="Study directory (instead of --prompts).")] = None,
@@ -35,7 +35,7 @@ def allocate(
     gap: Annotated[Optional[float], typer.Option(help="Largest pointwise score gap kept by --contested-only.")] = None,
     pilot: Annotated[Optional[Path], typer.Option(
         help="Pilot judgments (normalized JSONL) giving Neyman's S_h.")] = None,
-    seed: Annotated[int, typer.Option(help="Random seed for the within-stratum draw.")] = 0,
+    seed: Annotated[int, typer.Option(help="Random seed for the within-stratum draw (0 to 2**63-1).")] = 0,
     out_file: Annotated[Optional[Path], typer.Option(
         "--out", help="Write the chosen prompts here (.csv or .jsonl).")] = None,
     force: Annotated[bool, typer.Option("--force", help="Overwrite --out if it exists.")] = False,

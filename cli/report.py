@@ -26,10 +26,10 @@ def report_cmd(
     by_stratum: Annotated[bool, typer.Option(
         "--by-stratum", help="Per-stratum strengths (partial pooling); the leaderboard is re-weighted to "
                              "stratum weights (sum of prompt weights, or prompts per stratum).")] = False,
-    seed: Annotated[int, typer.Option(help="Seed of the sampler / the Laplace draws.")] = 0,
-    draws: Annotated[int, typer.Option(help="Posterior draws (per chain for nuts), >= 1.")] = 1000,
-    tune: Annotated[int, typer.Option(help="NUTS tuning steps per chain, >= 0.")] = 1000,
-    chains: Annotated[int, typer.Option(help="NUTS chains (run on up to 2 cores), >= 1.")] = 2,
+    seed: Annotated[int, typer.Option(help="Seed of the sampler / the Laplace draws (0 to 2**63-1).")] = 0,
+    draws: Annotated[int, typer.Option(help="Posterior draws (per chain for nuts), 1 to 100,000.")] = 1000,
+    tune: Annotated[int, typer.Option(help="NUTS tuning steps per chain, 0 to 100,000.")] = 1000,
+    chains: Annotated[int, typer.Option(help="NUTS chains (run on up to 2 cores), 1 to 16.")] = 2,
     min_pass_rate: Annotated[float, typer.Option(
         help="Flag the leader when its acceptability pass rate is below this, 0..1.")] = 0.8,
     plot: Annotated[Optional[Path], typer.Option(
