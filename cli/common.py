@@ -86,7 +86,11 @@ def call(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     except sqlite3.DatabaseError as exc:
         from planner.errors import DataError
 
-        raise fail(DataError(f"the study database is damaged or unreadable ({str(exc)[:120]}); "
+        text = str(exc)[:120]
+        if "readonly" in text or "unable to open" in text:
+            raise fail(DataError(f"the study database cannot be written or opened ({text}); check the "
+                                 "permissions of the study directory")) from None
+        raise fail(DataError(f"the study database is damaged or unreadable ({text}); "
                              "restore study.sqlite from a backup")) from None
 
 
