@@ -248,16 +248,16 @@ def check_simulation_options(*, n_systems, spread, arena_gamma, tie_rate, positi
 
 # ------------------------------------------------------------------ input files
 def check_input_file(name: str, path):
-    """An input file must exist and be a readable regular file (a directory is refused by name)."""
-    from planner.errors import DataError
-
+    """An input file named by an option must exist and be a readable regular file (UsageError, exit 2,
+    like ``allocate``'s "--prompts (PATH): no such file")."""
     if path is None:
         return None
     p = Path(path)
+    shown = str(p) if len(str(p)) <= 200 and str(p).isprintable() else quote(str(p))
     if not p.exists():
-        raise DataError(f"{name} ({quote(str(p))}): file not found")
+        raise UsageError(f"{name} ({shown}): no such file")
     if p.is_dir():
-        raise DataError(f"{name} ({quote(str(p))}) is a directory; expected a file")
+        raise UsageError(f"{name} ({shown}) is a directory; expected a file")
     if not os.access(p, os.R_OK):
-        raise DataError(f"{name} ({quote(str(p))}) cannot be read: permission denied")
+        raise UsageError(f"{name} ({shown}) cannot be read: permission denied")
     return p
