@@ -13,7 +13,7 @@ from cli.common import call, message, out, print_json
 
 @app.command("allocate")
 def allocate(
-    budget: Annotated[int, typer.Option(help="Number of prompts to choose (>= 1).")],
+    budget: Annotated[int, typer.Option(help="Number of prompts to choose (1 to 1,000,000).")],
     prompts: Annotated[Optional[Path], typer.Option(
         help="Prompts file (CSV or JSONL: id, text, optional stratum, weight, difficulty, frozen).")] = None,
     study: Annotated[Optional[Path], typer.Option(help="Study directory (instead of --prompts).")] = None,
@@ -35,7 +35,7 @@ def allocate(
     gap: Annotated[Optional[float], typer.Option(help="Largest pointwise score gap kept by --contested-only.")] = None,
     pilot: Annotated[Optional[Path], typer.Option(
         help="Pilot judgments (normalized JSONL) giving Neyman's S_h.")] = None,
-    seed: Annotated[int, typer.Option(help="Random seed for the within-stratum draw.")] = 0,
+    seed: Annotated[int, typer.Option(help="Random seed for the within-stratum draw (0 to 2**63-1).")] = 0,
     out_file: Annotated[Optional[Path], typer.Option(
         "--out", help="Write the chosen prompts here (.csv or .jsonl).")] = None,
     force: Annotated[bool, typer.Option("--force", help="Overwrite --out if it exists.")] = False,
@@ -46,7 +46,11 @@ def allocate(
     Example: planner allocate --prompts prompts.jsonl --budget 40 --method equal --out chosen.csv
     """
     from planner.allocation import allocate_files
+    from planner.limits import check_input_file, check_output_file
 
+    for name, path in (("--prompts", prompts), ("--pointwise", pointwise), ("--pilot", pilot)):
+        call(check_input_file, name, path)
+    call(check_output_file, "--out", out_file)
     result = call(allocate_files, budget=budget, prompts=prompts, study=study, by=by, method=method,
                   target=target, min_per_stratum=min_per_stratum, with_replacement=with_replacement,
                   frozen_first=frozen_first, pointwise=pointwise, contested_only=contested_only, gap=gap,

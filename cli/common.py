@@ -48,21 +48,50 @@ def warn(text: str) -> None:
     err().print(f"warning: {text}", markup=False, style="yellow")
 
 
+#: the longest line an error prints; library messages quote values to ~80 characters
+#: (planner.errors.quote), this is the backstop for any message that did not
+LINE_LIMIT = 360
+
+
+def _one_line(text: str) -> str:
+    text = " ".join(text.split("\n"))
+    if len(text) > LINE_LIMIT:
+        text = text[:LINE_LIMIT - 30] + f"… ({len(text):,} characters)"
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def fail(exc: PlannerError) -> typer.Exit:
     lines = exc.lines()
     for i, line in enumerate(lines):
         prefix = "error: " if i == 0 else "  "
-        sys.stderr.write(prefix + line.replace("\n", " ") + "\n")
+        sys.stderr.write(prefix + _one_line(line) + "\n")
     sys.stderr.flush()
     return typer.Exit(code=exc.exit_code)
 
 
 def call(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-    """Call a library function, mapping :class:`PlannerError` to an exit code."""
+    """Call a library function, mapping :class:`PlannerError` to an exit code.
+
+    A damaged study database found in the middle of a command (SQLite reports a
+    malformed page only when it reads it; :meth:`planner.study.Study.open`
+    checks the header, the schema and the config up front) is exit 1 with one
+    line, never a traceback.
+    """
+    import sqlite3
+
     try:
         return fn(*args, **kwargs)
     except PlannerError as exc:
         raise fail(exc) from None
+    except sqlite3.DatabaseError as exc:
+        from planner.errors import DataError
+
+        text = str(exc)[:120]
+        if "readonly" in text or "unable to open" in text:
+            raise fail(DataError(f"the study database cannot be written or opened ({text}); check the "
+                                 "permissions of the study directory")) from None
+        raise fail(DataError(f"the study database is damaged or unreadable ({text}); "
+                             "restore study.sqlite from a backup")) from None
 
 
 def print_json(obj: Any) -> None:

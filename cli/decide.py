@@ -33,9 +33,9 @@ def decide(
     engine: Annotated[str, typer.Option(help="Posterior engine: laplace (fast) | nuts (pymc).")] = "laplace",
     look: Annotated[Optional[int], typer.Option(
         help="This is analysis number k of --looks (group-sequential); default: the last.")] = None,
-    looks: Annotated[int, typer.Option(help="Planned equally spaced analyses K >= 1.")] = 1,
+    looks: Annotated[int, typer.Option(help="Planned equally spaced analyses, 1 <= K <= 20.")] = 1,
     boundary: Annotated[str, typer.Option(help="obrien-fleming | pocock (with --looks).")] = "obrien-fleming",
-    seed: Annotated[Optional[int], typer.Option(help="Seed of the posterior draws (default: the study's).")] = None,
+    seed: Annotated[Optional[int], typer.Option(help="Seed of the posterior draws, 0 to 2**63-1 (default: the study's).")] = None,
     json_: Annotated[bool, typer.Option("--json", help="Print the result as one JSON document.")] = False,
 ) -> None:
     """Does the candidate regress against the baseline on any stratum? A release gate.

@@ -13,13 +13,13 @@ from cli.common import call, message, out, print_json
 
 @app.command("demo")
 def demo_cmd(
-    directory: Annotated[Path, typer.Argument(help="Directory for the demo study (created).")] = Path("planner-demo"),
-    systems: Annotated[int, typer.Option(help="Number of synthetic systems.")] = 6,
-    prompts: Annotated[int, typer.Option(help="Number of synthetic prompts (4 strata).")] = 40,
-    rounds: Annotated[int, typer.Option(help="Annotation rounds.")] = 3,
-    size: Annotated[int, typer.Option(help="Comparisons per round.")] = 40,
-    seed: Annotated[int, typer.Option(help="Seed of every random choice.")] = 0,
-    force: Annotated[bool, typer.Option(help="Replace an existing demo directory.")] = False,
+    directory: Annotated[Path, typer.Argument(help="Directory for the demo study (created; an existing file or study is refused).")] = Path("planner-demo"),
+    systems: Annotated[int, typer.Option(help="Number of synthetic systems, 2 to 26.")] = 6,
+    prompts: Annotated[int, typer.Option(help="Number of synthetic prompts (4 strata), 4 to 10,000.")] = 40,
+    rounds: Annotated[int, typer.Option(help="Annotation rounds, 1 to 100.")] = 3,
+    size: Annotated[int, typer.Option(help="Comparisons per round, 1 to 10,000.")] = 40,
+    seed: Annotated[int, typer.Option(help="Seed of every random choice (0 to 2**63-1).")] = 0,
+    force: Annotated[bool, typer.Option(help="Replace an existing demo directory (only one the demo wrote; never a study).")] = False,
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")] = False,
 ) -> None:
     """Run the whole loop on a synthetic study: init, next-batch, a simulated judge, ingest, ranking.

@@ -26,10 +26,10 @@ def report_cmd(
     by_stratum: Annotated[bool, typer.Option(
         "--by-stratum", help="Per-stratum strengths (partial pooling); the leaderboard is re-weighted to "
                              "stratum weights (sum of prompt weights, or prompts per stratum).")] = False,
-    seed: Annotated[int, typer.Option(help="Seed of the sampler / the Laplace draws.")] = 0,
-    draws: Annotated[int, typer.Option(help="Posterior draws (per chain for nuts), >= 1.")] = 1000,
-    tune: Annotated[int, typer.Option(help="NUTS tuning steps per chain, >= 0.")] = 1000,
-    chains: Annotated[int, typer.Option(help="NUTS chains (run on up to 2 cores), >= 1.")] = 2,
+    seed: Annotated[int, typer.Option(help="Seed of the sampler / the Laplace draws (0 to 2**63-1).")] = 0,
+    draws: Annotated[int, typer.Option(help="Posterior draws (per chain for nuts), 1 to 100,000.")] = 1000,
+    tune: Annotated[int, typer.Option(help="NUTS tuning steps per chain, 0 to 100,000.")] = 1000,
+    chains: Annotated[int, typer.Option(help="NUTS chains (run on up to 2 cores), 1 to 16.")] = 2,
     min_pass_rate: Annotated[float, typer.Option(
         help="Flag the leader when its acceptability pass rate is below this, 0..1.")] = 0.8,
     plot: Annotated[Optional[Path], typer.Option(
@@ -44,7 +44,14 @@ def report_cmd(
     Example: planner report my-study --plot figures --markdown report.md
     """
     from planner import report as rp
+    from planner.limits import check_output_dir, check_output_file, check_report_options
 
+    # every output and option is checked before the fit (which caches its result in the study)
+    call(check_report_options, seed=seed, draws=draws, tune=tune, chains=chains)
+    call(check_output_dir, "--plot", plot)
+    for name in ("strengths.png", "strengths.svg", "win_rates.png", "win_rates.svg") if plot is not None else ():
+        call(check_output_file, "--plot", plot / name, create_parents=True)
+    call(check_output_file, "--markdown", markdown, create_parents=True)
     if engine == "nuts":
         message(f"fitting with NUTS ({chains} chains, {tune} tuning + {draws} draws each) ...")
     res = call(rp.build_report, study, engine=engine, by_stratum=by_stratum, seed=seed, draws=draws,

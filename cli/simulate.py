@@ -16,23 +16,23 @@ DEFAULT_STRATEGIES = "active,round-robin,random,swiss,arena,entropy,oracle"
 @app.command("simulate")
 def simulate_cmd(
     scenario: Annotated[str, typer.Option(help="Synthetic truth: linear | arena | asap (ignored with --replay/--from-study).")] = "linear",
-    systems: Annotated[int, typer.Option("--systems", help="Number of systems (synthetic scenarios).")] = 16,
-    spread: Annotated[float, typer.Option(help="linear: Elo range from best to worst system.")] = 400.0,
-    arena_gamma: Annotated[float, typer.Option(help="arena: strengths ~ Beta(1/g, 1/g).")] = 2.0,
+    systems: Annotated[int, typer.Option("--systems", help="Number of systems (synthetic scenarios), 2 to 200.")] = 16,
+    spread: Annotated[float, typer.Option(help="linear: Elo range from best to worst system, 0 to 5,000.")] = 400.0,
+    arena_gamma: Annotated[float, typer.Option(help="arena: strengths ~ Beta(1/g, 1/g), 0 < g <= 100.")] = 2.0,
     replay: Annotated[Optional[Path], typer.Option(help="Replay real judgments (normalized JSONL); truth = fit on the whole pool.")] = None,
     from_study: Annotated[Optional[Path], typer.Option(help="Truth = the study's current posterior mean.")] = None,
     strategies: Annotated[str, typer.Option(help="Comma-separated: active, round-robin, random, anchor, swiss, arena, oracle, entropy, variance, top-k=K, active:OBJECTIVE.")] = DEFAULT_STRATEGIES,
-    budget: Annotated[int, typer.Option(help="Comparisons per run.")] = 2000,
-    batch: Annotated[int, typer.Option(help="Comparisons per batch (the model is refitted after each).")] = 50,
-    reps: Annotated[int, typer.Option(help="Repetitions per strategy (run in parallel processes).")] = 20,
-    seed: Annotated[int, typer.Option(help="Seed of every random choice.")] = 0,
+    budget: Annotated[int, typer.Option(help="Comparisons per run, 1 to 1,000,000.")] = 2000,
+    batch: Annotated[int, typer.Option(help="Comparisons per batch (the model is refitted after each), 1 to --budget.")] = 50,
+    reps: Annotated[int, typer.Option(help="Repetitions per strategy (run in parallel processes), 1 to 10,000.")] = 20,
+    seed: Annotated[int, typer.Option(help="Seed of every random choice (0 to 2**63-1).")] = 0,
     engine: Annotated[str, typer.Option(help="Model engine: laplace (fast) or nuts.")] = "laplace",
-    tie_rate: Annotated[float, typer.Option(help="Synthetic judge: tie probability between equal systems.")] = 0.0,
-    position: Annotated[float, typer.Option(help="Synthetic judge: left-position logit shift.")] = 0.0,
-    flip: Annotated[float, typer.Option(help="Synthetic judge: probability a decisive verdict is reversed.")] = 0.0,
+    tie_rate: Annotated[float, typer.Option(help="Synthetic judge: tie probability between equal systems, 0 <= t < 1.")] = 0.0,
+    position: Annotated[float, typer.Option(help="Synthetic judge: left-position logit shift, -10 to 10.")] = 0.0,
+    flip: Annotated[float, typer.Option(help="Synthetic judge: probability a decisive verdict is reversed, 0 <= f < 0.5.")] = 0.0,
     anchor: Annotated[int, typer.Option(help="Index (0-based) of the anchor system for anchor strategies.")] = 0,
     target: Annotated[str, typer.Option(help="Target to budget for: tau=0.9, rho=0.9, rmse=0.3, width=100 (Elo), coverage=0.9, top1=0.9.")] = "tau=0.9",
-    workers: Annotated[Optional[int], typer.Option(help="Worker processes (default 2).")] = None,
+    workers: Annotated[Optional[int], typer.Option(help="Worker processes, 1 to 64 (default 2).")] = None,
     plot: Annotated[Optional[Path], typer.Option(help="Write metric-vs-comparisons curves (.png or .svg).")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")] = False,
 ) -> None:
@@ -48,6 +48,14 @@ def simulate_cmd(
     from planner import simulate as sim
 
     def build():
+        from planner.limits import check_input_file, check_output_file, check_simulation_options
+
+        synthetic = replay is None and from_study is None
+        check_simulation_options(n_systems=systems if synthetic else None, spread=spread, arena_gamma=arena_gamma,
+                                 tie_rate=tie_rate, position=position, flip=flip, budget=budget, batch=batch,
+                                 reps=reps, seed=seed, workers=workers, anchor=anchor)
+        check_output_file("--plot", plot, suffixes=(".png", ".svg"))
+        check_input_file("--replay", replay)
         strats = sim.parse_strategies(strategies)
         judge = sim.Judge(tie_rate, position, flip)
         truth = pool = None

@@ -32,22 +32,22 @@ def size(
         help="Share of unusable judgments, 0 <= R < 1; inflates what to collect by 1/(1-R).")] = 0.0,
     both_orders: Annotated[bool, typer.Option(
         "--both-orders", help="Judge each comparison twice with positions swapped.")] = False,
-    per_prompt: Annotated[int, typer.Option(help="K judgments share a prompt (K >= 1).")] = 1,
+    per_prompt: Annotated[int, typer.Option(help="K judgments share a prompt (1 <= K <= 100,000).")] = 1,
     icc: Annotated[float, typer.Option(
         help="Intra-prompt correlation rho in [0, 1]; design effect 1 + (K-1) rho.")] = 0.0,
-    systems: Annotated[int, typer.Option(help="Number of systems M >= 2.")] = 2,
+    systems: Annotated[int, typer.Option(help="Number of systems, 2 <= M <= 1,000.")] = 2,
     design: Annotated[str, typer.Option(
         help="anchor (M-1 candidates vs one anchor) | round-robin (all M(M-1)/2 pairs); "
              "Holm-Bonferroni, each pair sized at alpha/pairs.")] = "anchor",
     budget: Annotated[Optional[int], typer.Option(
-        help="Total judgments available: report the minimum detectable effect.")] = None,
+        help="Total judgments available: report the minimum detectable effect (at most 10,000,000).")] = None,
     power_at: Annotated[Optional[int], typer.Option(
-        help="Total judgments: report the power achieved for the effect.")] = None,
+        help="Total judgments: report the power achieved for the effect (at most 10,000,000).")] = None,
     table: Annotated[bool, typer.Option("--table", help="Effect-size table, both methods.")] = False,
     plot: Annotated[Optional[Path], typer.Option(
         help="Write power against comparisons to this .png or .svg file.")] = None,
     looks: Annotated[int, typer.Option(
-        help="Number of equally spaced analyses (group-sequential design), K >= 1.")] = 1,
+        help="Number of equally spaced analyses (group-sequential design), 1 <= K <= 20.")] = 1,
     boundary: Annotated[str, typer.Option(
         help="obrien-fleming | pocock (classical constant-shape boundaries) for --looks.")] = "obrien-fleming",
     pass_rate: Annotated[Optional[float], typer.Option(
@@ -57,6 +57,9 @@ def size(
     json_: Annotated[bool, typer.Option("--json", help="Print the result as one JSON document.")] = False,
 ) -> None:
     """How many comparisons a study needs to detect a win-rate difference (normal and exact binomial).
+
+    Exact sizes are computed up to 250,000 comparisons per pair (docs/guide.md,
+    "Limits"); a smaller effect is refused, not run for hours.
 
     Headline = exact binomial test: the smallest n from which on every larger n
     also reaches the target power. Also answers --budget (minimum detectable
@@ -86,6 +89,9 @@ def size(
     d = pw.Design(alpha=alpha, power=power, alternative=alternative, tie_rate=tie_rate, ties=ties,
                   invalid_rate=invalid_rate, both_orders=both_orders, per_prompt=per_prompt, icc=icc,
                   systems=systems, design=design)
+    from planner.limits import check_output_file
+
+    call(check_output_file, "--plot", plot, suffixes=(".png", ".svg"), create_parents=True)
     result = call(pw.size, effect, d, budget=budget, power_at=power_at, table=table,
                   looks=looks, boundary=boundary)
     if plot is not None:
@@ -187,8 +193,8 @@ def _render_pass_rate(r) -> None:
 
 @app.command("significance")
 def significance(
-    wins: Annotated[int, typer.Option(help="Judgments the candidate won (>= 0).")],
-    losses: Annotated[int, typer.Option(help="Judgments the candidate lost (>= 0).")],
+    wins: Annotated[int, typer.Option(help="Judgments the candidate won (0 to 10**12).")],
+    losses: Annotated[int, typer.Option(help="Judgments the candidate lost (0 to 10**12).")],
     ties: Annotated[int, typer.Option(help="Tied judgments (>= 0).")] = 0,
     ties_convention: Annotated[str, typer.Option(
         help="drop (win rate among decisive judgments) | half (ties score half a win).")] = "drop",
@@ -197,7 +203,7 @@ def significance(
     alternative: Annotated[str, typer.Option(help="two-sided | greater.")] = "two-sided",
     look: Annotated[Optional[int], typer.Option(
         help="This is analysis number k of --looks (group-sequential); default: the last.")] = None,
-    looks: Annotated[int, typer.Option(help="Planned equally spaced analyses K >= 1.")] = 1,
+    looks: Annotated[int, typer.Option(help="Planned equally spaced analyses, 1 <= K <= 20.")] = 1,
     boundary: Annotated[str, typer.Option(help="obrien-fleming | pocock (with --looks).")] = "obrien-fleming",
     json_: Annotated[bool, typer.Option("--json", help="Print the result as one JSON document.")] = False,
 ) -> None:

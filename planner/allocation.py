@@ -812,6 +812,9 @@ def allocate_files(*, budget: int, prompts: str | os.PathLike | None = None,
     ``pointwise``. Other keyword options go to :func:`allocate`. The output
     file is checked before any work and written atomically after.
     """
+    from planner.limits import check_allocate_options
+
+    check_allocate_options(budget=budget, seed=seed, min_per_stratum=options.get("min_per_stratum", 0), gap=gap)
     if (prompts is None) == (study is None):
         raise UsageError("give exactly one of --prompts FILE or --study STUDY")
     if contested_only and gap is None:

@@ -810,9 +810,11 @@ def decide(path, candidate: str, baseline: str, *, margin: float = 0.05, mode: s
         Unknown or identical systems, or an option out of range (named with
         the allowed values).
     """
+    from planner.limits import check_seed
     from planner.strata import stratum_weights
     from planner.study import Study
 
+    check_seed("--seed", seed)
     with Study.open(path) as study:
         check_systems(study.systems, candidate, baseline)
         counts = study.counts(by_stratum=True)

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
-from planner import bt
-from planner.errors import UsageError
+from planner import bt, limits
+from planner.errors import UsageError, quote
 
 STRATA = ("everyday", "factual", "coding", "creative")
 _WORDS = ("the", "answer", "explains", "clearly", "because", "data", "result", "step", "first", "then",
@@ -98,6 +98,29 @@ def answer_batch(study_path, result, verdict_of, *, annotator: str | None = None
     return rows
 
 
+#: what a demo directory holds; --force replaces only a directory made of these
+DEMO_ENTRIES = ("prompts.jsonl", "responses.jsonl", "study", "batch-*", "verdicts-*")
+
+
+def _check_demo_target(directory: Path, force: bool) -> None:
+    """Refuse a file, an existing study, or (without ``--force``) any non-empty directory."""
+    from fnmatch import fnmatch
+
+    name = quote(str(directory))
+    if directory.exists() and not directory.is_dir():
+        raise UsageError(f"DIRECTORY ({name}) is an existing file; expected a new directory for the demo")
+    if (directory / "study.json").exists() or (directory / "study.sqlite").exists():
+        raise UsageError(f"DIRECTORY ({name}) holds a study; the demo never replaces a study")
+    if directory.exists() and any(directory.iterdir()):
+        if not force:
+            raise UsageError(f"DIRECTORY ({name}) already exists and is not empty (use --force to replace a demo)")
+        other = [p.name for p in directory.iterdir() if not any(fnmatch(p.name, g) for g in DEMO_ENTRIES)]
+        if other:
+            raise UsageError(f"DIRECTORY ({name}) holds {quote(other[0])}, which the demo did not write; "
+                             "--force replaces only a demo directory")
+    limits.check_output_dir("DIRECTORY", directory)
+
+
 def run_demo(directory, *, n_systems: int = 6, n_prompts: int = 40, rounds: int = 3, size: int = 40,
              seed: int = 0, force: bool = False, progress=None) -> DemoResult:
     """Build a synthetic study in ``directory`` and run ``rounds`` annotation rounds.
@@ -109,14 +132,14 @@ def run_demo(directory, *, n_systems: int = 6, n_prompts: int = 40, rounds: int 
     from planner.simulate import Judge, Truth
     from planner.study import Study, ingest, init_study
 
-    if not 2 <= n_systems <= 26:
-        raise UsageError(f"--systems ({n_systems}) must be in [2, 26]")
-    if rounds < 1 or size < 1 or n_prompts < 4:
-        raise UsageError("--rounds and --size must be >= 1 and --prompts >= 4")
+    limits.check_int("--systems", n_systems, 2, 26)
+    limits.check_int("--prompts", n_prompts, 4, limits.MAX_DEMO_PROMPTS)
+    limits.check_int("--rounds", rounds, 1, limits.MAX_DEMO_ROUNDS)
+    limits.check_int("--size", size, 1, limits.MAX_DEMO_SIZE)
+    limits.check_seed("--seed", seed)
     directory = Path(directory)
+    _check_demo_target(directory, force)
     if directory.exists() and any(directory.iterdir()):
-        if not force:
-            raise UsageError(f"{directory} already exists and is not empty (use --force to replace the demo)")
         import shutil
 
         shutil.rmtree(directory)

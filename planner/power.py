@@ -25,6 +25,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 from scipy import stats
 
+from planner import limits
 from planner.errors import UsageError, check_range
 from planner.proportions import wilson_half_width, wilson_interval
 
@@ -95,11 +96,13 @@ class Design:
         _choice("--design", self.design, DESIGNS)
         check_range("--tie-rate", self.tie_rate, 0, 1, low_open=False)
         check_range("--invalid-rate", self.invalid_rate, 0, 1, low_open=False)
-        if self.per_prompt < 1:
-            raise UsageError(f"--per-prompt ({self.per_prompt}) must be an integer >= 1")
+        limits.check_int("--per-prompt", self.per_prompt, 1, limits.MAX_PER_PROMPT)
         check_range("--icc", self.icc, 0, 1, low_open=False, high_open=False)
-        if self.systems < 2:
-            raise UsageError(f"--systems ({self.systems}) must be an integer >= 2")
+        limits.check_int("--systems", self.systems, 2, limits.MAX_SYSTEMS)
+        if self.alpha_per_pair < limits.MIN_ALPHA_PER_PAIR:
+            raise UsageError(f"--alpha ({self.alpha:g}) gives {self.alpha_per_pair:.3g} per pair, below "
+                             f"{limits.MIN_ALPHA_PER_PAIR:g}, where the exact test's tail cannot be "
+                             "computed in double precision")
         return self
 
     @property
@@ -148,7 +151,7 @@ class Design:
 
 def _choice(name: str, value: str, allowed: tuple[str, ...]) -> str:
     if value not in allowed:
-        raise UsageError(f"{name} ({value!r}) must be one of {', '.join(allowed)}")
+        raise UsageError(f"{name} ({limits.quote(value)}) must be one of {', '.join(allowed)}")
     return value
 
 
@@ -320,6 +323,9 @@ def n_exact(d: float, design: Design, _lo: int | None = None) -> ExactSize:
         if ok[-max(10, len(ns) // 5):].all():
             break
         hi = 2 * hi
+        if hi > 4 * limits.MAX_EXACT_N:  # the normal guess was far off: stop before minutes of work
+            raise UsageError(f"--effect ({d:g}) needs more than {limits.MAX_EXACT_N:,} comparisons per pair "
+                             "under the exact test; planner computes exact sizes up to that")
     if not ok.any():  # pragma: no cover - guarded by the loop above
         raise UsageError("could not find an exact sample size")
     bad = np.flatnonzero(~ok)
@@ -457,6 +463,9 @@ def size(effect: float | None, design: Design = Design(), *, budget: int | None 
     SizeResult
     """
     design = design.validated()
+    limits.check_optional_int("--budget", budget, 1, limits.MAX_JUDGMENTS)
+    limits.check_optional_int("--power-at", power_at, 1, limits.MAX_JUDGMENTS)
+    limits.check_int("--looks", looks, 1, limits.MAX_LOOKS)
     if effect is None:
         if budget is None:
             raise UsageError("give --effect, --win-rate or --budget (or --pass-rate with --precision)")
@@ -486,7 +495,11 @@ def size(effect: float | None, design: Design = Design(), *, budget: int | None 
 
 
 def _size_row(effect: float, design: Design) -> SizeResult:
-    nn = n_normal(effect, design)
+    try:
+        nn = n_normal(effect, design)
+    except (OverflowError, ZeroDivisionError):  # an effect like 1e-300
+        nn = math.inf
+    limits.check_exact_n("--effect", effect, nn)
     n_norm = int(math.ceil(nn - 1e-9))
     ex = n_exact(effect, design)
     per_pair, shown, total = design.judgments(ex.n)
@@ -537,6 +550,9 @@ def _mde(design: Design, budget: int) -> dict:
     if budget < 1:
         raise UsageError(f"--budget ({budget}) must be an integer >= 1")
     n_t = design.n_test_for_budget(budget)
+    if n_t > limits.MAX_EXACT_N:
+        raise UsageError(f"--budget ({budget:,}) leaves {n_t:,} comparisons per pair; planner computes the exact "
+                         f"minimum detectable effect up to {limits.MAX_EXACT_N:,} per pair")
     mn = mde_normal(n_t, design) if n_t >= 1 else math.nan
     me = mde_exact(n_t, design) if n_t >= 1 else math.nan
     if not (math.isfinite(me) and math.isfinite(mn)):
@@ -655,8 +671,7 @@ def sequential_design(looks: int, alpha: float = 0.05, power: float = 0.8,
     """
     from scipy.optimize import brentq
 
-    if looks < 1:
-        raise UsageError(f"--looks ({looks}) must be an integer >= 1")
+    limits.check_int("--looks", looks, 1, limits.MAX_LOOKS)
     _choice("--boundary", boundary, BOUNDARIES)
     check_range("--alpha", alpha, 0, 1)
     check_range("--power", power, 0, 1)
@@ -863,12 +878,11 @@ class SignificanceResult:
 
 def check_look(look: int | None, looks: int) -> int:
     """Validate ``--look k --looks K`` (1 <= k <= K); ``look`` defaults to the final look ``K``."""
-    if not isinstance(looks, (int, np.integer)) or looks < 1:
-        raise UsageError(f"--looks ({looks}) must be an integer >= 1")
+    limits.check_int("--looks", looks, 1, limits.MAX_LOOKS)
     if look is None:
         return int(looks)
-    if not 1 <= look <= looks:
-        raise UsageError(f"--look ({look}) must be in [1, {looks}] (--looks)")
+    if not limits._is_int(look) or not 1 <= look <= looks:
+        raise UsageError(f"--look ({limits.quote(look)}) must be in [1, {looks}] (--looks)")
     return int(look)
 
 
@@ -892,11 +906,11 @@ def significance(wins: int, losses: int, ties: int = 0, *, ties_convention: str 
         (:func:`sequential_design`) instead of ``pvalue < alpha``.
     """
     for name, v in (("--wins", wins), ("--losses", losses), ("--ties", ties)):
-        if v < 0:
-            raise UsageError(f"{name} ({v}) must be an integer >= 0")
+        limits.check_int(name, v, 0, limits.MAX_COUNT)
     _choice("--ties-convention", ties_convention, TIE_CONVENTIONS)
     _choice("--alternative", alternative, ALTERNATIVES)
     check_range("--confidence", confidence, 0, 1)
+    _choice("--boundary", boundary, BOUNDARIES)
     look = check_look(look, looks)
     alpha = 1 - confidence
     n_dec = wins + losses

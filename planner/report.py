@@ -415,6 +415,9 @@ def build_report(study_path, *, engine: str = "laplace", by_stratum: bool = Fals
 
     if engine not in ENGINES:
         raise UsageError(f"--engine ({engine!r}) must be one of 'laplace' or 'nuts'")
+    from planner.limits import check_report_options
+
+    check_report_options(seed=seed, draws=draws, tune=tune, chains=chains)
     check_range("--min-pass-rate", min_pass_rate, 0.0, 1.0, low_open=False, high_open=False)
     notes: list[str] = []
     flags: list[str] = []

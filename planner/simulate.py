@@ -537,6 +537,13 @@ def simulate(spec: SimulationSpec, *, target: str = "tau=0.9", workers: int | No
     results do not depend on ``workers``. ``progress(done, total)`` is called
     as runs finish.
     """
+    from planner.limits import check_simulation_options
+
+    check_simulation_options(n_systems=spec.n_systems if spec.truth is None else None, spread=spec.spread,
+                             arena_gamma=spec.arena_gamma,
+                             tie_rate=spec.judge.tie_rate, position=spec.judge.position, flip=spec.judge.flip,
+                             budget=spec.budget, batch=spec.batch, reps=spec.reps, seed=spec.seed,
+                             workers=workers, anchor=spec.anchor)
     metric, value = parse_target(target)
     if spec.budget < 1 or spec.batch < 1 or spec.reps < 1:
         raise UsageError(f"--budget ({spec.budget}), --batch ({spec.batch}) and --reps ({spec.reps}) "

@@ -46,7 +46,8 @@ from typing import Callable, Iterable, Iterator, Sequence
 import numpy as np
 
 from planner.counts import DEFAULT_STRATUM, Counts, half_tie_score  # noqa: F401 (re-exported)
-from planner.errors import DataError, UsageError
+from planner import study_check
+from planner.errors import DataError, UsageError, quote
 
 SCHEMA_VERSION = 3
 CONFIG_NAME = "study.json"
@@ -296,10 +297,19 @@ def _db_path(path) -> Path:
 
 
 def _connect(db: Path) -> sqlite3.Connection:
-    con = sqlite3.connect(str(db), timeout=BUSY_TIMEOUT_S, isolation_level=None)
-    con.execute("PRAGMA foreign_keys = ON")
-    con.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
-    con.execute("PRAGMA synchronous = NORMAL")
+    """Open an existing study database (never creates one: ``mode=rw``)."""
+    try:
+        con = sqlite3.connect(f"{Path(db).absolute().as_uri()}?mode=rw", uri=True, timeout=BUSY_TIMEOUT_S,
+                              isolation_level=None)
+    except sqlite3.Error as exc:
+        raise DataError(f"{db}: cannot open the study database ({exc})") from None
+    try:
+        con.execute("PRAGMA foreign_keys = ON")
+        con.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+        con.execute("PRAGMA synchronous = NORMAL")
+    except sqlite3.DatabaseError as exc:
+        con.close()
+        raise DataError(f"{db}: not a planner study database ({exc})") from None
     return con
 
 
@@ -360,18 +370,20 @@ class Study:
         """Open an existing study (applies pending schema migrations)."""
         path = Path(path)
         cfg_path, db = path / CONFIG_NAME, _db_path(path)
-        if not cfg_path.exists() or not db.exists():
+        if not cfg_path.is_file() or not db.is_file():
             raise DataError(f"{path}: not a study (expected {CONFIG_NAME} and {DB_NAME}; run `planner init` first)")
-        try:
-            config = json.loads(cfg_path.read_text(encoding="utf-8-sig"))
-        except ValueError as exc:
-            raise DataError(f"{cfg_path}: malformed JSON ({exc}); expected the config written by planner init") from None
+        config = study_check.read_config(cfg_path)
+        study_check.check_database_file(db)
         con = _connect(db)
         try:
             version = int(con.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0])
-        except (sqlite3.DatabaseError, TypeError) as exc:
+            study_check.check_tables(con, db)
+        except (sqlite3.DatabaseError, TypeError, ValueError) as exc:
             con.close()
             raise DataError(f"{db}: not a planner study database ({exc})") from None
+        except DataError:
+            con.close()
+            raise
         if version > SCHEMA_VERSION:
             con.close()
             raise DataError(f"{db}: schema version {version} is newer than this planner ({SCHEMA_VERSION}); upgrade planner")
@@ -789,11 +801,26 @@ def init_study(path, systems: Sequence[str] | None = None, anchor: str | None = 
     UsageError
         Fewer than two systems, an anchor not among them, an existing study.
     """
+    from planner import limits
+
     path = Path(path)
-    if (path / CONFIG_NAME).exists() or _db_path(path).exists():
-        raise UsageError(f"STUDY ({path}) already holds a study; choose a new directory")
+    if path.exists() and not path.is_dir():
+        raise UsageError(f"STUDY ({quote(str(path))}) is an existing file; expected a new directory for the study")
+    if any(os.path.lexists(path / n) for n in (CONFIG_NAME, DB_NAME)):
+        raise UsageError(f"STUDY ({quote(str(path))}) already holds a study; choose a new directory")
+    limits.check_output_dir("STUDY", path)
     if responses_file is not None and prompts_file is None:
         raise UsageError("--responses needs --prompts (responses refer to prompt ids)")
+    limits.check_input_file("--prompts", prompts_file)
+    limits.check_input_file("--responses", responses_file)
+    limits.check_seed("--seed", seed)
+    limits.check_int("--max-words", max_words, 1, 10 ** 6)
+    for r in reasons:
+        if study_check.name_problem(r):
+            raise UsageError(f"--reasons: reason code {quote(r)} {study_check.name_problem(r)}; "
+                             f"allowed: {study_check.NAME_RULE}")
+    if len(set(reasons)) != len(reasons):
+        raise UsageError(f"--reasons ({quote(','.join(reasons))}) must be distinct")
     problems: list[str] = []
     prompts: list[tuple] = []
     if prompts_file is not None:
@@ -801,7 +828,11 @@ def init_study(path, systems: Sequence[str] | None = None, anchor: str | None = 
     pids = {p[0] for p in prompts}
     given = [s.strip() for s in systems] if systems else []
     if len(set(given)) != len(given) or any(not s for s in given):
-        raise UsageError(f"--systems ({','.join(given)}) must be distinct, non-empty names")
+        raise UsageError(f"--systems ({quote(','.join(given))}) must be distinct, non-empty names")
+    for s in given:
+        if study_check.name_problem(s):
+            raise UsageError(f"--systems: system name {quote(s)} {study_check.name_problem(s)}; "
+                             f"allowed: {study_check.NAME_RULE}")
     names = list(given)
     responses: list[tuple] = []
     if responses_file is not None:
@@ -814,28 +845,41 @@ def init_study(path, systems: Sequence[str] | None = None, anchor: str | None = 
             if p is None or s is None or t is None:
                 problems.append(f"{where}: missing prompt, system or text; expected all three")
                 continue
+            why = (study_check.id_problem(p) and f"prompt {quote(p)} {study_check.id_problem(p)}"
+                   or study_check.id_problem(s) and f"system {quote(s)} {study_check.id_problem(s)}"
+                   or study_check.text_problem(t) and f"text {study_check.text_problem(t)}")
+            if why:
+                problems.append(f"{where}: {why}")
+                continue
             p, s = str(p).strip(), str(s).strip()
+            if s not in names and study_check.name_problem(s):
+                problems.append(f"{where}: system name {quote(s)} {study_check.name_problem(s)}; "
+                                f"allowed: {study_check.NAME_RULE}")
+                continue
             if p not in pids:
-                problems.append(f"{where}: unknown prompt {p!r}; expected an id from the prompts file")
+                problems.append(f"{where}: unknown prompt {quote(p)}; expected an id from the prompts file")
                 continue
             if s not in names:
                 if given:
-                    problems.append(f"{where}: unknown system {s!r}; expected one of {', '.join(given)}")
+                    problems.append(f"{where}: unknown system {quote(s)}; expected one of {', '.join(given)}")
                     continue
                 names.append(s)
             if (p, s) in seen:
-                problems.append(f"{where}: duplicate response for prompt {p!r}, system {s!r}")
+                problems.append(f"{where}: duplicate response for prompt {quote(p)}, system {quote(s)}")
                 continue
             seen.add((p, s))
             acc = _parse_bool(r.get("acceptable"), where, "acceptable", problems)
             responses.append((p, s, str(t), len(str(t)), None if acc is None else int(acc)))
+    if len(problems) == 1:
+        raise DataError(f"study not created: {problems[0]}")
     if problems:
         raise DataError(f"study not created: {len(problems)} problem(s) in the input files", problems)
     if len(names) < 2:
         raise UsageError(f"--systems ({','.join(names) or 'none'}) must name at least two systems "
                          "(or give --responses to infer them)")
     if anchor is not None and anchor not in names:
-        raise UsageError(f"--anchor ({anchor}) must be one of the systems: {', '.join(names)}")
+        shown = anchor if len(anchor) <= 80 and anchor.isprintable() else quote(anchor)
+        raise UsageError(f"--anchor ({shown}) must be one of the systems: {', '.join(names)}")
     if int(max_words) < 1:
         raise UsageError(f"--max-words ({max_words}) must be >= 1")
     if tie_convention != "half":
@@ -845,10 +889,36 @@ def init_study(path, systems: Sequence[str] | None = None, anchor: str | None = 
     config = {"planner_study": 1, "systems": names, "anchor": anchor, "reasons": list(reasons),
               "qc": rates, "tie_convention": tie_convention, "seed": int(seed), "max_words": int(max_words),
               "created": _now()}
+    try:
+        _create_study_files(path, config, names, prompts, responses)
+    except OSError as exc:
+        raise UsageError(f"STUDY ({quote(str(path))}) cannot be created: {exc.strerror or exc}") from None
+    strata = tuple(dict.fromkeys(p[3] or DEFAULT_STRATUM for p in prompts)) or (DEFAULT_STRATUM,)
+    have = {(p, s) for p, s, *_ in responses}
+    missing = len(prompts) * len(names) - len(have) if responses else 0
+    return StudyInfo(str(path), tuple(names), anchor, len(prompts), len(responses), strata, missing, config)
+
+
+def _create_study_files(path: Path, config: dict, names, prompts, responses) -> None:
+    """Write both files as temporaries, then move the database and the config into place
+    (init_study's last step); on an OS error the temporaries are removed."""
     path.mkdir(parents=True, exist_ok=True)
-    tmp_db = path / (DB_NAME + ".tmp")
+    tmp_db, tmp_cfg = path / (DB_NAME + ".tmp"), path / (CONFIG_NAME + ".tmp")
+    try:
+        _write_new_study(tmp_db, tmp_cfg, config, names, prompts, responses)
+    except BaseException:
+        for t in (tmp_db, tmp_cfg):
+            if t.exists():
+                t.unlink()
+        raise
+    os.replace(tmp_db, _db_path(path))
+    os.replace(tmp_cfg, path / CONFIG_NAME)
+
+
+def _write_new_study(tmp_db: Path, tmp_cfg: Path, config: dict, names, prompts, responses) -> None:
     if tmp_db.exists():
         tmp_db.unlink()
+    tmp_cfg.write_text(json.dumps(config, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     con = sqlite3.connect(str(tmp_db), isolation_level=None)
     try:
         con.execute("PRAGMA foreign_keys = ON")
@@ -867,14 +937,6 @@ def init_study(path, systems: Sequence[str] | None = None, anchor: str | None = 
         con.execute("PRAGMA journal_mode = WAL")
     finally:
         con.close()
-    os.replace(tmp_db, _db_path(path))
-    tmp_cfg = path / (CONFIG_NAME + ".tmp")
-    tmp_cfg.write_text(json.dumps(config, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    os.replace(tmp_cfg, path / CONFIG_NAME)
-    strata = tuple(dict.fromkeys(p[3] or DEFAULT_STRATUM for p in prompts)) or (DEFAULT_STRATUM,)
-    have = {(p, s) for p, s, *_ in responses}
-    missing = len(prompts) * len(names) - len(have) if responses else 0
-    return StudyInfo(str(path), tuple(names), anchor, len(prompts), len(responses), strata, missing, config)
 
 
 # ------------------------------------------------------------------- ingest, status (own modules)

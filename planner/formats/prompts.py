@@ -105,9 +105,13 @@ def _difficulty(value: Any, where: str) -> tuple[float | str | None, str | None]
 
 
 def _row(rec: dict, where: str, seen: dict[str, str], problems: list[str]) -> PromptRow | None:
+    from planner.study_check import id_problem, text_problem
+
     pid = rec.get("id")
-    if pid is None or isinstance(pid, (dict, list, bool)) or not str(pid).strip():
-        problems.append(f"{where}: id {quote(pid)}; expected a non-empty prompt id (columns id, text)")
+    why = id_problem(pid)
+    if why:
+        problems.append(f"{where}: id {quote(pid)} {why}; expected a non-empty prompt id on one printable line "
+                        "(columns id, text)")
         return None
     pid = str(pid).strip()
     if pid in seen:
@@ -115,8 +119,9 @@ def _row(rec: dict, where: str, seen: dict[str, str], problems: list[str]) -> Pr
         return None
     seen[pid] = where
     text = rec.get("text")
-    if not isinstance(text, str):
-        problems.append(f"{where}: text of prompt {quote(pid)} is {quote(text)}; expected the prompt text")
+    if not isinstance(text, str) or text_problem(text):
+        why = text_problem(text) if isinstance(text, str) else f"is {quote(text)}"
+        problems.append(f"{where}: text of prompt {quote(pid)} {why}; expected the prompt text")
         return None
     bad = len(problems)
     weight, p1 = _number(rec.get("weight"), where, "weight")
@@ -127,6 +132,9 @@ def _row(rec: dict, where: str, seen: dict[str, str], problems: list[str]) -> Pr
         return None
     stratum = rec.get("stratum")
     stratum = None if stratum is None or not str(stratum).strip() else str(stratum).strip()
+    if stratum is not None and id_problem(stratum):
+        problems.append(f"{where}: stratum {quote(stratum)} {id_problem(stratum)}")
+        return None
     return PromptRow(pid, text, stratum, weight, difficulty, bool(frozen), where)
 
 
