@@ -18,6 +18,7 @@ from cli import report as _report  # noqa: F401,E402
 from cli import decide as _decide  # noqa: F401,E402
 from cli import simulate as _simulate  # noqa: F401,E402
 from cli import demo as _demo  # noqa: F401,E402
+from cli import labelstudio as _labelstudio  # noqa: F401,E402  (push, pull)
 
 
 def main() -> None:
