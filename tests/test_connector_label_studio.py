@@ -123,8 +123,9 @@ def _sql(study, q):
 
 
 @pytest.fixture(scope="module")
-def flow(label_studio, tmp_path_factory):  # noqa: F811
+def flow(label_studio, tmp_path_factory, request):  # noqa: F811
     ls, d = label_studio, tmp_path_factory.mktemp("ls-push")
+    clock = {}
     t0 = time.monotonic()
     prompts, responses = _study_files(d)
     study = d / "study"
@@ -134,7 +135,9 @@ def flow(label_studio, tmp_path_factory):  # noqa: F811
     with Study.open(study) as st:
         key = {it.item_id: it for it in st.items(res.batch_id)}
     out = {"ls": ls, "study": study, "key": key, "batch": res.batch_id, "steps": {}}
+    t = time.monotonic()
     out["push1"] = _cli(ls, "push", study, "--to", "label-studio", "--per-annotator-projects", "--json")
+    clock["push"] = time.monotonic() - t
     out["push2"] = _cli(ls, "push", study, "--to", "label-studio", "--per-annotator-projects", "--json")
     with Study.open(study) as st:
         state = json.loads(st.load_artifact(ARTIFACT))
@@ -153,7 +156,9 @@ def flow(label_studio, tmp_path_factory):  # noqa: F811
             poster.post(email, item)
     poster.post(bob, mine[bob][3], cancelled=True)
     out["round1"] = dict(poster.expected)
+    t = time.monotonic()
     out["pull1"] = _cli(ls, "pull", study, "--from", "label-studio", "--json")
+    clock["pull"] = time.monotonic() - t
     out["pull1_again"] = pull(study, client=client)
     out["waiting1"] = waiting_items(study, res.batch_id, client=client)
     calls = []
@@ -179,6 +184,13 @@ def flow(label_studio, tmp_path_factory):  # noqa: F811
     out["wait_done"] = wait_for_annotations(study, res.batch_id, timeout=120.0, poll=1.0, client=client)
     out["wait_seconds"] = time.monotonic() - t
     out.update(expected=poster.expected, edited=edited, mine=mine, flow_seconds=time.monotonic() - t0)
+    reporter = request.config.pluginmanager.get_plugin("terminalreporter")
+    capman = request.config.pluginmanager.getplugin("capturemanager")
+    if reporter is not None and capman is not None:
+        with capman.global_and_fixture_disabled():
+            reporter.write_line(f"push/pull flow: {len(key)} items, {len(out['project_items'])} projects, first push "
+                                f"{clock['push']:.1f} s, first pull {clock['pull']:.1f} s, final wait "
+                                f"{out['wait_seconds']:.1f} s, whole flow {out['flow_seconds']:.0f} s")
     bad = ls.users[ADMIN]["token"]
     out["bad_keys"] = {"jwt": bad[:-6] + ("AAAAAA" if not bad.endswith("AAAAAA") else "BBBBBB"),
                        "legacy": "0123456789abcdef0123456789abcdef01234567"}

@@ -206,7 +206,8 @@ def test_snapshot_export_waits_for_completion_and_expands_completed_by():
                       ("GET", "/api/projects/4/exports/9/download"): [b"[]"]}, key=LEGACY)
     assert c.snapshot_export(4, sleep=lambda s: None) == b"[]"
     assert srv.calls[0][3]["serialization_options"] == {"annotations__completed_by": {"only_id": False}}
-    assert srv.calls[-1][1] == "/api/projects/4/exports/9/download?exportType=JSON"
+    assert [x[:2] for x in srv.calls[-2:]] == [("GET", "/api/projects/4/exports/9/download?exportType=JSON"),
+                                               ("DELETE", "/api/projects/4/exports/9")]
 
 
 def test_failed_snapshot_is_a_data_error():

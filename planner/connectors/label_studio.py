@@ -235,7 +235,8 @@ class LabelStudioClient:
 
         ``POST /api/projects/{id}/exports/`` with
         ``serialization_options.annotations__completed_by.only_id = false``; waits
-        until the snapshot is ``completed``; downloads ``exportType=JSON``.
+        until the snapshot is ``completed``; downloads ``exportType=JSON``; deletes the
+        snapshot on the server (best effort).
         """
         snap = self.request("POST", f"/api/projects/{int(pid)}/exports/",
                             {"title": title, "serialization_options":
@@ -249,4 +250,9 @@ class LabelStudioClient:
                 raise DataError(f"Label Studio project {pid}: export snapshot {sid} not ready within {timeout:.0f} s")
             sleep(0.5)
             snap = self.request("GET", f"/api/projects/{int(pid)}/exports/{sid}")
-        return self.request("GET", f"/api/projects/{int(pid)}/exports/{sid}/download?exportType=JSON", raw=True)
+        data = self.request("GET", f"/api/projects/{int(pid)}/exports/{sid}/download?exportType=JSON", raw=True)
+        try:  # the snapshot is kept in the study; do not pile them up on the server
+            self.request("DELETE", f"/api/projects/{int(pid)}/exports/{sid}")
+        except DataError:
+            pass
+        return data
