@@ -45,6 +45,7 @@ from planner.errors import DataError, UsageError
 ARTIFACT = "label-studio.json"
 PULL_DIR = "label-studio"
 KINDS = ("pairwise", "acceptability")
+NOT_ANNOTATED = "task without annotations"  # the reader's skip cause; counted as unannotated, not skipped
 
 
 # ------------------------------------------------------------------ results
@@ -76,6 +77,9 @@ class PushResult:
 
 @dataclass(frozen=True)
 class PullResult:
+    """``skipped``: annotations without a verdict (skips/cancellations); tasks nobody annotated yet are
+    not skips — ``unannotated`` counts the items still without a judgment in the store."""
+
     url: str
     files: tuple[str, ...]
     new: int
@@ -276,8 +280,9 @@ def pull(study_path, *, batch: int | None = None, accept_changes: bool = False, 
         files.append(target)
     res = ingest(study_path, files, format="label-studio", accept_changes=accept_changes,
                  annotator_map=_username_aliases(client, planned) or None)
+    skipped = sum(n for f in res.files for why, n in f.skipped.items() if why != NOT_ANNOTATED)
     return PullResult(client.url, tuple(str(f) for f in files), res.rows, res.already,
-                      sum(sum(f.skipped.values()) for f in res.files), sum(f.changed for f in res.files),
+                      skipped, sum(f.changed for f in res.files),
                       sum(f.replaced for f in res.files), _unannotated(study_path, batch_id),
                       tuple(a for f in res.files for a in f.aliases), res)
 

@@ -224,6 +224,7 @@ def test_pull_is_incremental_and_refuses_edits(flow):
     got = json.loads(r1.stdout)
     assert got["new"] == len(flow["round1"]) == 6
     assert got["unannotated"] == len(flow["key"]) - 6
+    assert got["skipped"] == 1, "bob's cancelled annotation; unannotated tasks are not skips"
     assert Path(got["files"][0]).parent == Path(flow["study"]) / "label-studio"
     again = flow["pull1_again"]
     assert (again.new, again.already) == (0, 6)
