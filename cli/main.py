@@ -20,6 +20,7 @@ from cli import simulate as _simulate  # noqa: F401,E402
 from cli import demo as _demo  # noqa: F401,E402
 from cli import judge as _judge  # noqa: F401,E402
 from cli import run as _run  # noqa: F401,E402
+from cli import labelstudio as _labelstudio  # noqa: F401,E402  (push, pull)
 
 
 def main() -> None:

@@ -9,6 +9,9 @@ import pytest
 
 os.environ.setdefault("MPLBACKEND", "Agg")
 
+# the real Label Studio server fixture: imported once here so every live test module shares ONE server
+from ls_server import label_studio  # noqa: E402,F401
+
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = ROOT.parent / "shared" / "data"
 

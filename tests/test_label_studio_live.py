@@ -27,7 +27,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from ls_server import ANNOTATORS, label_studio  # noqa: F401  (session fixture)
+from ls_server import ANNOTATORS
 
 from planner.errors import DataError
 from planner.next_batch import next_batch
