@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from cli.app import app
-from cli.common import call, err, message, out, print_json, warn
+from cli.common import call, err, fail, message, out, print_json, warn
 
 STOP_TEXT = {
     "settled": "the ranking is settled",
@@ -18,6 +18,7 @@ STOP_TEXT = {
     "interrupted": "interrupted (Ctrl-C); rerun the same command to continue",
     "exhausted": "no comparison is left to issue",
     "no-answers": "the judge answered nothing in the last round",
+    "waiting": "annotators have not finished the round yet; rerun the same command to keep waiting",
 }
 
 
@@ -62,6 +63,11 @@ def run_cmd(
     objective: Annotated[str, typer.Option(help="active: ranking | entropy | variance | anchor | top-k.")] = "ranking",
     timeout: Annotated[float, typer.Option(help="Seconds per HTTP request.")] = 120.0,
     poll_interval: Annotated[float, typer.Option(help="Longest pause between Batch API polls, seconds.")] = 30.0,
+    annotators_via: Annotated[str | None, typer.Option("--annotators-via", help="label-studio: humans annotate instead of a judge; each round is pushed to Label Studio ($LABEL_STUDIO_URL, $LABEL_STUDIO_API_KEY) and waited for.")] = None,
+    annotators: Annotated[str | None, typer.Option(help="With --annotators-via: annotator names, comma-separated (as next-batch --annotators).")] = None,
+    per_annotator_projects: Annotated[bool, typer.Option("--per-annotator-projects", help="With --annotators-via: one Label Studio project per annotator.")] = False,
+    wait_timeout: Annotated[float, typer.Option(help="With --annotators-via: seconds to wait for a round's annotations before stopping (rerun to keep waiting).")] = 3600.0,
+    poll: Annotated[float, typer.Option(help="With --annotators-via: seconds between polls of Label Studio.")] = 30.0,
     json_out: Annotated[bool, typer.Option("--json", help="Print the result as one JSON document.")] = False,
 ) -> None:
     """Run the active loop unattended: next-batch → judge → ingest → refit, until settled, budget or cost cap.
@@ -76,6 +82,12 @@ def run_cmd(
     from planner.judge_run import JudgeOptions, graceful_interrupt
     from planner.run import RunOptions, run_loop
 
+    if annotators_via is not None:
+        _run_humans(study, annotators_via, annotators, per_annotator_projects, wait_timeout, poll,
+                    RunOptions(budget=budget, batch_size=batch_size, until=until, both_orders=both_orders,
+                               strategy=strategy, objective=objective), json_out)
+        return
+
     opts = JudgeOptions(model=judge_model, base_url=base_url, api_key_env=api_key_env,
                         transport="batch" if batch_api else "direct", concurrency=concurrency,
                         price_in=price_in, price_out=price_out, max_cost=max_cost, timeout=timeout,
@@ -89,6 +101,41 @@ def run_cmd(
     if json_out:
         print_json(result)
         return
+    _render(result)
+
+
+def _run_humans(study, via, annotators, per_annotator, wait_timeout, poll, ropts, json_out) -> None:
+    from planner.errors import UsageError, quote
+    from planner.judge_run import graceful_interrupt
+    from planner.run_humans import HumanOptions, run_humans_loop
+
+    if via != "label-studio":
+        raise fail(UsageError(f"--annotators-via ({quote(via)}) must be label-studio"))
+    names = tuple(a.strip() for a in (annotators or "").split(",") if a.strip())
+    human = HumanOptions(annotators=names, per_annotator=per_annotator, timeout=wait_timeout, poll=poll)
+    console = err()
+
+    def show(ev: dict) -> None:
+        if json_out:
+            return
+        if ev.get("phase") == "waiting":
+            console.print(f"batch {ev['batch']}: waiting for {ev['waiting']} item(s) ({ev['seconds']:.0f} s)",
+                          markup=False)
+        elif ev.get("phase") == "round":
+            console.print(f"round {ev['round']} (batch {ev['batch']}) · judgments {ev['used']}/{ev['budget']} · "
+                          f"top-3: {', '.join(ev['top3'])}", markup=False)
+
+    with graceful_interrupt() as stop:
+        result = call(run_humans_loop, study, ropts, human, progress=show, stop=stop)
+    for note in result.notes:
+        warn(note)
+    if json_out:
+        print_json(result)
+        return
+    _render(result)
+
+
+def _render(result) -> None:
     o = out()
     o.print(f"Stopped: {STOP_TEXT.get(result.stopped, result.stopped)}.", markup=False)
     if result.advice:
