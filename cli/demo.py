@@ -20,6 +20,7 @@ def demo_cmd(
     size: Annotated[int, typer.Option(help="Comparisons per round, 1 to 10,000.")] = 40,
     seed: Annotated[int, typer.Option(help="Seed of every random choice (0 to 2**63-1).")] = 0,
     force: Annotated[bool, typer.Option(help="Replace an existing demo directory (only one the demo wrote; never a study).")] = False,
+    live_judge: Annotated[bool, typer.Option("--live-judge", help="Run the loop with `planner run` against a local OpenAI-compatible judge server (loopback; needs pip install 'planner[judge]'): budget = rounds x size.")] = False,
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")] = False,
 ) -> None:
     """Run the whole loop on a synthetic study: init, next-batch, a simulated judge, ingest, ranking.
@@ -32,6 +33,9 @@ def demo_cmd(
     """
     from planner.demo import run_demo
 
+    if live_judge:
+        _live(directory, systems, prompts, rounds * size, size, seed, force, json_out)
+        return
     result = call(run_demo, directory, n_systems=systems, n_prompts=prompts, rounds=rounds, size=size,
                   seed=seed, force=force, progress=message)
     if json_out:
@@ -57,3 +61,21 @@ def demo_cmd(
     out().print(f"Kendall tau between fitted and true order: {result.kendall_tau:.2f}; "
                 f"left-position shift recovered: {result.gamma:+.2f} logit (truth +0.30).", markup=False)
     out().print(f"Next: planner status {result.path}   |   planner report {result.path}", markup=False)
+
+
+def _live(directory, systems, prompts, budget, size, seed, force, json_out) -> None:
+    from cli.run import run_progress
+    from planner.judge_demo import run_demo_live
+
+    res = call(run_demo_live, directory, n_systems=systems, n_prompts=prompts, budget=budget, batch_size=size,
+               seed=seed, force=force, progress=run_progress(json_out))
+    if json_out:
+        print_json(res)
+        return
+    r = res.run
+    out().print(f"Demo study {res.path}: {len(r.rounds)} round(s) through a local judge server "
+                f"({res.http_calls} HTTP calls), {r.judgments_used} of {r.budget} judgments; stopped: {r.stopped}.",
+                markup=False)
+    true_order = [s for _, s in sorted(zip(res.true_elo, res.systems), reverse=True)][:3]
+    out().print(f"Fitted top-3: {', '.join(r.top3)}; true top-3: {', '.join(true_order)}.", markup=False)
+    out().print(f"Next: planner status {res.path}   |   planner report {res.path}", markup=False)

@@ -30,7 +30,6 @@ from typing import Self
 
 import numpy as np
 
-from planner.errors import UsageError
 
 _SIDE = re.compile(r"\[The Start of Assistant ([AB])'s Answer\]\n(.*?)\n\[The End of Assistant \1's Answer\]",
                    re.DOTALL)
@@ -124,12 +123,15 @@ def run_demo_live(directory, *, n_systems: int = 6, n_prompts: int = 40, budget:
     from planner.simulate import Judge, Truth
     from planner.study import init_study
 
-    if not 2 <= n_systems <= 26:
-        raise UsageError(f"--systems ({n_systems}) must be in [2, 26]")
+    from planner import limits
+    from planner.demo import _check_demo_target
+
+    limits.check_int("--systems", n_systems, 2, 26)
+    limits.check_int("--prompts", n_prompts, 4, limits.MAX_DEMO_PROMPTS)
+    limits.check_seed("--seed", seed)
     directory = Path(directory)
+    _check_demo_target(directory, force)  # the demo's own rule: never a study, --force only on a demo directory
     if directory.exists() and any(directory.iterdir()):
-        if not force:
-            raise UsageError(f"{directory} already exists and is not empty (use --force to replace the demo)")
         import shutil
 
         shutil.rmtree(directory)

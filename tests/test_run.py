@@ -127,3 +127,18 @@ def test_demo_loop_through_a_local_judge_server(tmp_path):
     assert set(res.run.top3) <= set(res.systems)
     with pytest.raises(UsageError, match="already exists"):
         run_demo_live(tmp_path / "demo", n_systems=4)
+
+
+def test_demo_live_judge_through_the_cli(tmp_path):
+    pytest.importorskip("openai")
+    from typer.testing import CliRunner
+
+    from cli.main import app
+
+    runner = CliRunner()
+    r = runner.invoke(app, ["demo", str(tmp_path / "d"), "--live-judge", "--rounds", "2", "--size", "10", "--json"])
+    assert r.exit_code == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["run"]["stopped"] == "budget" and doc["run"]["judgments_used"] <= 20 and doc["http_calls"] > 0
+    r = runner.invoke(app, ["demo", str(tmp_path / "d" / "study"), "--live-judge", "--force"])
+    assert r.exit_code == 2 and "holds a study" in r.stderr  # the demo never replaces a study
