@@ -96,12 +96,7 @@ def run_cmd(
                        strategy=strategy, objective=objective)
     with graceful_interrupt() as stop:
         result = call(run_loop, study, opts, ropts, progress=run_progress(json_out), stop=stop)
-    for note in result.notes:
-        warn(note)
-    if json_out:
-        print_json(result)
-        return
-    _render(result)
+    _render(result, json_out)
 
 
 def _run_humans(study, via, annotators, per_annotator, wait_timeout, poll, ropts, json_out) -> None:
@@ -127,15 +122,16 @@ def _run_humans(study, via, annotators, per_annotator, wait_timeout, poll, ropts
 
     with graceful_interrupt() as stop:
         result = call(run_humans_loop, study, ropts, human, progress=show, stop=stop)
+    _render(result, json_out)
+
+
+def _render(result, json_out: bool) -> None:
+    """Notes on stderr, then one JSON document or the plain summary (both kinds of run)."""
     for note in result.notes:
         warn(note)
     if json_out:
         print_json(result)
         return
-    _render(result)
-
-
-def _render(result) -> None:
     o = out()
     o.print(f"Stopped: {STOP_TEXT.get(result.stopped, result.stopped)}.", markup=False)
     if result.advice:
