@@ -264,7 +264,10 @@ INSERT INTO judgments VALUES (2, 'j2', NULL, 'q', 2, 1, 'tie', 'right', 'externa
 def test_v1_study_is_migrated(tmp_path):
     study = tmp_path / "old"
     study.mkdir()
-    (study / "study.json").write_text(json.dumps({"systems": ["m", "n"]}))
+    (study / "study.json").write_text(json.dumps({  # as planner 0.1.0's init wrote it
+        "planner_study": 1, "systems": ["m", "n"], "anchor": None, "reasons": ["accuracy"],
+        "qc": {"attention": 0.05, "repeat": 0.05, "overlap": 0.15, "acceptability": 0.0}, "tie_convention": "half",
+        "seed": 0, "max_words": 400, "created": "2026-01-01T00:00:00+00:00"}))
     con = sqlite3.connect(study / "study.sqlite")
     con.executescript(V1_SCHEMA)
     con.close()
