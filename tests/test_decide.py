@@ -18,7 +18,7 @@ from planner.errors import DataError, UsageError
 from planner.jsonable import jsonable
 from planner.study import Study
 
-from tests._decide_fixture import SYSTEMS, build_study
+from _decide_fixture import SYSTEMS, build_study
 
 Z975 = 1.959963984540054  # scipy.stats.norm.isf(0.025)
 
