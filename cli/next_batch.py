@@ -14,12 +14,12 @@ from cli.common import call, message, out, print_json, warn
 @app.command("next-batch")
 def next_batch_cmd(
     study: Annotated[Path, typer.Argument(help="Study directory.", metavar="STUDY")],
-    size: Annotated[int, typer.Option(help="Planned comparisons (regular items); QC items come on top.")] = 50,
+    size: Annotated[int, typer.Option(help="Planned comparisons (regular items), 1..100000; QC items come on top.")] = 50,
     strategy: Annotated[str, typer.Option(help="active | round-robin | random | anchor | swiss | arena.")] = "active",
     objective: Annotated[str, typer.Option(help="active: ranking | entropy | variance | anchor | top-k.")] = "ranking",
     top_k: Annotated[Optional[int], typer.Option(help="K for --objective top-k.")] = None,
     engine: Annotated[str, typer.Option(help="Posterior engine: laplace (fast) or nuts.")] = "laplace",
-    seed: Annotated[Optional[int], typer.Option(help="Seed (default: the study's seed + batches issued).")] = None,
+    seed: Annotated[Optional[int], typer.Option(help="Seed >= 0 (default: the study's seed + batches issued).")] = None,
     out_path: Annotated[Optional[Path], typer.Option("--out", help="Output file (default STUDY/batches/batch-NNN).")] = None,
     fmt: Annotated[str, typer.Option("--format", help="jsonl | csv | label-studio | argilla | judge.")] = "jsonl",
     force: Annotated[bool, typer.Option(help="Overwrite existing output files.")] = False,
@@ -33,6 +33,11 @@ def next_batch_cmd(
     attention_pool: Annotated[Optional[Path], typer.Option(help="JSONL texts for the broken side of attention items.")] = None,
     template: Annotated[Optional[Path], typer.Option(help="Judge prompt template file ({prompt} {left} {right} {reasons}).")] = None,
     judge_model: Annotated[Optional[str], typer.Option(help="Model name written in judge requests.")] = None,
+    temperature: Annotated[Optional[float], typer.Option(help="Judge temperature 0..2 (default 0; none for o1/o3/o4/gpt-5 models).")] = None,
+    redact_names: Annotated[bool, typer.Option(help="Replace system names inside responses by '[a model]'.")] = False,
+    rewrite: Annotated[Optional[int], typer.Option(help="Write recorded batch N's files again (byte-identical); no fit.", metavar="N")] = None,
+    retry_failed: Annotated[bool, typer.Option(help="Write the files for items whose judge request failed; no fit, no new batch.")] = False,
+    batch: Annotated[Optional[int], typer.Option(help="With --retry-failed: only this batch's failed items.", metavar="N")] = None,
     max_words: Annotated[Optional[int], typer.Option(help="Longest response shown, in words (default: study config).")] = None,
     truncate: Annotated[bool, typer.Option(help="Cut longer responses with a visible marker instead of skipping.")] = False,
     normalize_style: Annotated[str, typer.Option(help="none | markdown | full (annotator-facing text only).")] = "none",
@@ -47,15 +52,22 @@ def next_batch_cmd(
     items, writes the files atomically and records the key in the study.
 
     Example: planner next-batch my-study --size 100 --annotators 3 --format label-studio --out round1
+
+    Lost a file? planner next-batch my-study --rewrite 3 --out round3 writes batch 3 again.
+    Judge requests failed? planner next-batch my-study --retry-failed --out retry writes just those items.
     """
     from planner.next_batch import next_batch
 
+    if rewrite is not None or retry_failed or batch is not None:
+        _reissue(study, rewrite, retry_failed, batch, out_path, force, json_out)
+        return
     result = call(next_batch, study, size=size, strategy=strategy, objective=objective, top_k=top_k,
                   engine=engine, seed=seed, out=out_path, format=fmt, force=force, dry_run=dry_run,
                   attention=attention, repeat=repeat, overlap=overlap, acceptability=acceptability,
                   both_orders=both_orders, annotators=annotators, attention_pool=attention_pool,
                   template=template, max_words=max_words, truncate=truncate, normalize_style=normalize_style,
-                  judge_model=judge_model, reuse_prompts=reuse_prompts)
+                  judge_model=judge_model, reuse_prompts=reuse_prompts, temperature=temperature,
+                  redact_names=redact_names)
     for note in result.notes:
         warn(note)
     for w in result.manifest["model"]["warnings"]:
@@ -64,6 +76,29 @@ def next_batch_cmd(
         print_json(result)
         return
     _render(result)
+
+
+def _reissue(study, rewrite, retry_failed, batch, out_path, force, json_out) -> None:
+    from planner.errors import UsageError
+    from planner.reissue import retry_failed as retry, rewrite_batch
+
+    def run():
+        if rewrite is not None and retry_failed:
+            raise UsageError("--rewrite and --retry-failed cannot be combined")
+        if batch is not None and not retry_failed:
+            raise UsageError("--batch is used only with --retry-failed (use --rewrite N to write a whole batch)")
+        if rewrite is not None:
+            return rewrite_batch(study, rewrite, out=out_path, force=force)
+        return retry(study, out=out_path, force=force, batch=batch)
+
+    result = call(run)
+    for note in result.notes:
+        warn(note)
+    if json_out:
+        print_json(result)
+        return
+    for f in result.files:
+        message(f"wrote {f}")
 
 
 def _render(result) -> None:

@@ -48,16 +48,37 @@ def init_cmd(
         message(f"note: {info.missing_responses} (prompt, system) pairs have no response")
 
 
+def _parse_map(pairs: list[str] | None) -> dict[str, str]:
+    from planner.errors import UsageError, quote
+
+    out = {}
+    for p in pairs or ():
+        k, sep, v = p.partition("=")
+        if not sep or not k.strip() or not v.strip():
+            raise UsageError(f"--annotator-map {quote(p)}; expected IDENTITY=NAME, e.g. ls-user:3=alice")
+        out[k.strip()] = v.strip()
+    return out
+
+
 @app.command("ingest")
 def ingest_cmd(
     study: Annotated[Path, typer.Argument(help="Study directory.")],
     files: Annotated[list[Path], typer.Argument(help="Judgment files (JSONL, CSV, JSON exports).")],
-    format: Annotated[Optional[str], typer.Option("--format", help="Force a reader: positions, normalized, label-studio, mt-bench, arena-hard, alpaca-eval (default: detect).")] = None,
+    format: Annotated[Optional[str], typer.Option("--format", help="Force a reader (default: detect); see docs/formats.md.")] = None,
     baseline: Annotated[Optional[str], typer.Option(help="Baseline system for arena-hard-auto lines without a baseline field.")] = None,
+    accept_changes: Annotated[bool, typer.Option("--accept-changes", help="Apply judgments whose verdict or reason changed at the source since they were stored (each replacement is audited). Default: refuse the file and list the changes.")] = False,
+    annotator_map: Annotated[Optional[list[str]], typer.Option("--annotator-map", help="IDENTITY=NAME: record a source identity (e.g. ls-user:3 or an e-mail) as this study's annotator NAME. Repeatable; remembered for later ingests.")] = None,
+    tie_band: Annotated[Optional[float], typer.Option("--tie-band", help="alpaca_eval continuous preferences: a tie when |preference - 1.5| <= this (default 0: only exactly 1.5).")] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Validate and show what would be stored; store nothing.")] = False,
     json_out: Annotated[bool, typer.Option("--json", help="Print the result as one JSON document.")] = False,
 ) -> None:
-    """Take judgments back into a study, all-or-nothing per file.
+    """Take judgments back into a study: idempotent and incremental, all-or-nothing per file.
+
+    Re-ingesting what is stored is a no-op (counted); a cumulative export adds
+    only the new judgments; rows without a verdict are skipped and counted;
+    judge requests that failed in transport leave their items unanswered (not
+    invalid). A judgment changed at the source refuses the file unless
+    --accept-changes.
 
     Example: planner ingest my-study verdicts-batch1.jsonl
     """
@@ -73,18 +94,25 @@ def ingest_cmd(
             tasks[k] = bar.add_task(files[k].name, total=total or None)
         bar.update(tasks[k], completed=done)
 
+    amap = call(_parse_map, annotator_map)
+    opts = {} if tie_band is None else {"tie_band": tie_band}
     with bar:
-        res = call(ingest, study, files, format=format, dry_run=dry_run, progress=tick, baseline=baseline)
+        res = call(ingest, study, files, format=format, dry_run=dry_run, progress=tick, baseline=baseline,
+                   accept_changes=accept_changes, annotator_map=amap, reader_options=opts)
     if json_out:
         print_json(res)
         return
     t = Table(title="would be stored (dry run)" if dry_run else "ingested")
-    for col in ("file", "format", "rows", "A", "B", "tie", "invalid", "pass", "fail", "no reason"):
+    for col in ("file", "format", "new", "already", "A", "B", "tie", "invalid", "pass", "fail", "no reason"):
         t.add_column(col, justify="left" if col in ("file", "format") else "right")
     for f in res.files:
-        t.add_row(Path(f.path).name, f.format, *(f"{v:,}" for v in (f.rows, f.A, f.B, f.tie, f.invalid,
+        t.add_row(Path(f.path).name, f.format, *(f"{v:,}" for v in (f.rows, f.already, f.A, f.B, f.tie, f.invalid,
                                                                      f.passed, f.failed, f.no_reason)))
     out().print(t)
+    for f in res.files:
+        message(f"{Path(f.path).name}: {f.summary()}")
+        for line in (*(f"annotator {a}" for a in f.aliases), *f.notes):
+            message(f"  {line}")
 
 
 @app.command("status")
@@ -92,7 +120,7 @@ def status_cmd(
     study: Annotated[Path, typer.Argument(help="Study directory.")],
     json_out: Annotated[bool, typer.Option("--json", help="Print the result as one JSON document.")] = False,
 ) -> None:
-    """Issued, returned and pending items per batch; counts per pair, system and annotator.
+    """Issued, returned, unanswered, pending and voided items per batch; counts per pair, system and annotator.
 
     Example: planner status my-study
     """
@@ -105,15 +133,26 @@ def status_cmd(
         print_json(st)
         return
     c = out()
-    tot = st.totals
-    c.print(f"{st.path}: {st.judgments:,} judgments from {st.files} file(s); counted A {tot['A']:,} / "
-            f"B {tot['B']:,} / tie {tot['tie']:,} / invalid {tot['invalid']:,}", markup=False, soft_wrap=True)
+    c.print(f"{st.path}: {st.totals_sentence()}", markup=False, soft_wrap=True)
+    if st.qc:
+        c.print("  quality-control judgments (attention and repeat items, acceptability verdicts) are stored "
+                "and used for annotator QC, not counted as evidence about the systems", markup=False, soft_wrap=True)
+    extra = [f"{st.unanswered:,} unanswered item(s) (judge transport failures; next-batch --retry-failed)"
+             if st.unanswered else "", f"{st.edits:,} audited replacement(s)" if st.edits else "",
+             f"{st.retracted_files:,} retracted file(s)" if st.retracted_files else ""]
+    if any(extra):
+        c.print("  " + "; ".join(e for e in extra if e), markup=False, soft_wrap=True)
+    for j in st.judge:
+        cost = "no price given" if j["cost_usd"] is None else f"${j['cost_usd']:,.4f}"
+        c.print(f"  judge {j['model']}: {j['answers']:,} answers, {j['prompt_tokens']:,} prompt + "
+                f"{j['completion_tokens']:,} completion tokens, {cost}", markup=False, soft_wrap=True)
     if st.batches:
         t = Table(title="batches")
-        for col in ("batch", "created", "issued", "returned", "pending"):
+        for col in ("batch", "created", "issued", "returned", "unanswered", "pending", "voided"):
             t.add_column(col, justify="right")
         for b in st.batches:
-            t.add_row(str(b.id), b.created, str(b.issued), str(b.returned), str(b.pending))
+            t.add_row(str(b.id), b.created, str(b.issued), str(b.returned), str(b.unanswered), str(b.pending),
+                      b.voided or "")
         c.print(t)
     t = Table(title="systems (score = (wins + ties/2) / (wins + losses + ties))")
     for col in ("system", "wins", "losses", "ties", "invalid", "score"):

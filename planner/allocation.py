@@ -41,7 +41,6 @@ import csv
 import json
 import math
 import os
-import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
@@ -472,7 +471,7 @@ def allocate(prompts: Sequence[Any], budget: int, *, method: str = "proportional
     ----------
     prompts : sequence of prompt records
         Attributes ``id``, ``stratum``, ``weight``, ``difficulty``, ``frozen``
-        (``planner.study.Prompt`` or rows of :func:`read_prompts`).
+        (``planner.study.Prompt`` or :class:`planner.formats.prompts.PromptRow`).
     budget : int > 0
         Number of prompts to choose (``n``).
     method : {"proportional", "frequency", "equal", "neyman", "target"}
@@ -662,23 +661,6 @@ def _check_prompts(prompts: Sequence[Any]) -> None:
 # Files
 
 
-@dataclass(frozen=True)
-class _PromptRow:
-    """A prompt read by :func:`read_prompts` (same attributes as ``planner.study.Prompt``)."""
-
-    id: str
-    text: str
-    stratum: str | None = None
-    weight: float | None = None
-    difficulty: str | None = None
-    frozen: bool = False
-    where: str = ""
-
-
-_TRUE = {"true", "1", "yes", "y", "t"}
-_FALSE = {"false", "0", "no", "n", "f", ""}
-
-
 def _records(path: str | os.PathLike, option: str) -> list[tuple[str, dict]]:
     """Rows of a CSV or JSONL file as ``("name:line", dict)`` via the shared readers.
 
@@ -701,59 +683,18 @@ def _records(path: str | os.PathLike, option: str) -> list[tuple[str, dict]]:
     return rows
 
 
-def read_prompts(path: str | os.PathLike, option: str = "--prompts") -> list[_PromptRow]:
-    """Read a prompts file (CSV by ``.csv`` extension, else JSONL).
+def read_prompts(path: str | os.PathLike, option: str = "--prompts") -> list:
+    """Read a prompts file with the one prompts reader (:func:`planner.formats.prompts.read_prompts`).
 
-    Columns: ``id``, ``text`` (required); ``stratum``, ``weight`` (float >= 0),
-    ``difficulty``, ``frozen`` (true/false/1/0/yes/no) optional. Bad rows and
-    duplicate ids raise :class:`DataError` naming ``file:line``. (Private stand-in
-    until ``planner.formats.readers`` provides the shared prompts reader.)
+    Returns :class:`planner.formats.prompts.PromptRow` records. Bad rows and
+    duplicate ids raise one :class:`DataError` naming ``file:line``.
     """
-    out, problems, seen = [], [], {}
-    for where, rec in _records(path, option):
-        pid = rec.get("id")
-        if pid is None or (isinstance(pid, str) and not pid.strip()) or isinstance(pid, (dict, list, bool)):
-            problems.append(f"{where}: missing prompt id")
-            continue
-        pid = str(pid).strip()
-        if pid in seen:
-            problems.append(f"{where}: duplicate prompt id {pid!r} (first at {seen[pid]})")
-            continue
-        seen[pid] = where
-        text = rec.get("text")
-        if not isinstance(text, str):
-            problems.append(f"{where}: prompt {pid!r} has no text")
-            continue
-        weight = rec.get("weight")
-        if weight is not None and not (isinstance(weight, str) and not weight.strip()):
-            try:
-                if isinstance(weight, bool):
-                    raise ValueError
-                weight = float(weight)
-                if not math.isfinite(weight) or weight < 0:
-                    raise ValueError
-            except (TypeError, ValueError):
-                problems.append(f"{where}: weight ({rec.get('weight')!r}) must be a finite number >= 0")
-                continue
-        else:
-            weight = None
-        frozen = rec.get("frozen", False)
-        if isinstance(frozen, str):
-            if frozen.strip().lower() not in _TRUE | _FALSE:
-                problems.append(f"{where}: frozen ({frozen!r}) must be true or false")
-                continue
-            frozen = frozen.strip().lower() in _TRUE
-        elif frozen is None:
-            frozen = False
-        elif not isinstance(frozen, (bool, int)):
-            problems.append(f"{where}: frozen ({frozen!r}) must be true or false")
-            continue
-        stratum, difficulty = rec.get("stratum"), rec.get("difficulty")
-        out.append(_PromptRow(pid, text, None if stratum in (None, "") else str(stratum), weight,
-                              None if difficulty in (None, "") else difficulty, bool(frozen), where))
+    from planner.formats.prompts import read_prompts as read_prompt_rows
+
+    rows, problems = read_prompt_rows(path, option)
     if problems:
         raise _bad(problems, "bad prompt rows")
-    return out
+    return rows
 
 
 def read_pointwise(path: str | os.PathLike, known: set[str]) -> dict[str, float]:
@@ -783,23 +724,16 @@ def read_pointwise(path: str | os.PathLike, known: set[str]) -> dict[str, float]
 
 
 def read_pilot(path: str | os.PathLike, known: set[str]) -> list[dict]:
-    """Read normalized judgments (``{"prompt", "a", "b", "verdict"}``) for Neyman's ``S_h``."""
-    problems, out = [], []
-    for where, rec in _records(path, "--pilot"):
-        prompt, a, b, verdict = (rec.get(k) for k in ("prompt", "a", "b", "verdict"))
-        if prompt is None or a is None or b is None or verdict is None:
-            problems.append(f"{where}: needs prompt, a, b and verdict")
-        elif str(prompt) not in known:
-            problems.append(f"{where}: unknown prompt {prompt!r}")
-        elif verdict not in ("A", "B", "tie", "invalid"):
-            problems.append(f"{where}: verdict ({verdict!r}) must be one of A, B, tie, invalid")
-        elif str(a) == str(b):
-            problems.append(f"{where}: self-comparison of {a!r}")
-        else:
-            out.append({"prompt": str(prompt), "a": str(a), "b": str(b), "verdict": verdict})
-    if problems:
-        raise _bad(problems, "bad judgment rows")
-    return out
+    """Read normalized judgments for Neyman's ``S_h``, with the reader ``ingest`` uses.
+
+    Accepts exactly what ``planner ingest`` accepts
+    (:func:`planner.formats.normalized.load_normalized`); judgments on prompts
+    not in ``known`` are an error naming ``file:line``.
+    """
+    from planner.formats.normalized import load_normalized
+
+    return [{"prompt": r["prompt"], "a": r["a"], "b": r["b"], "verdict": r["verdict"]}
+            for r in load_normalized(path, "--pilot", prompts=known)]
 
 
 OUT_FIELDS = ("prompt", "stratum", "weight", "order", "frozen", "gap")
@@ -810,25 +744,38 @@ def write_prompts(result: Allocation, path: str | os.PathLike, *, force: bool = 
 
     Columns / keys: ``prompt, stratum, weight, order, frozen, gap``. Refuses to
     overwrite an existing file unless ``force``. Written to a temporary file in
-    the same directory, then ``os.replace``d into place.
+    the same directory (mode 0o666 minus the umask), then ``os.replace``d into
+    place. CSV text cells that begin with ``= + - @``, a tab or a carriage
+    return get a leading ``'`` (OWASP CSV injection; the same rule as batch
+    files, :func:`planner.csvcell.neutralize_cell`); numbers are
+    written as numbers.
     """
+    from planner.csvcell import neutralize_cell
+    from planner.errors import quote
+
     p = _check_out(path, force)
-    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
+    if p.is_dir():
+        raise UsageError(f"--out: {quote(str(p))} is a directory; give a file name")
+    tmp = p.with_name(f".{p.name}.{os.getpid()}.tmp")
     try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
             rows = [{k: getattr(c, k) for k in OUT_FIELDS} for c in result.prompts]
             if p.suffix.lower() == ".csv":
-                w = csv.DictWriter(fh, fieldnames=OUT_FIELDS, lineterminator="\n")
+                # CRLF rows (RFC 4180): csv quotes a cell holding a CR only when CR is in the terminator
+                w = csv.DictWriter(fh, fieldnames=OUT_FIELDS, lineterminator="\r\n")
                 w.writeheader()
                 for r in rows:
-                    w.writerow({k: _cell(v) for k, v in r.items()})
+                    w.writerow({k: neutralize_cell(v) if isinstance(v, str) else _cell(v) for k, v in r.items()})
             else:
                 for r in rows:
                     fh.write(json.dumps(r, ensure_ascii=False) + "\n")
         os.replace(tmp, p)
-    except BaseException:
+    except BaseException as exc:
         if os.path.exists(tmp):
             os.unlink(tmp)
+        if isinstance(exc, OSError):
+            raise UsageError(f"--out: cannot write {quote(str(p))} ({exc.strerror or exc})") from None
         raise
 
 

@@ -18,12 +18,14 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
+from planner.equality import array_eq
 from planner.errors import DataError
 
 OUTCOMES = ("A", "B", "tie", "invalid")
 DEFAULT_STRATUM = "all"
 
 
+@array_eq
 @dataclass(frozen=True)
 class Counts:
     """Aggregated pairwise counts.
@@ -149,6 +151,26 @@ class Counts:
         """Total A / B / tie / invalid over all cells."""
         return {"A": int(self.a_wins.sum()), "B": int(self.b_wins.sum()),
                 "tie": int(self.ties.sum()), "invalid": int(self.invalid.sum())}
+
+    def pair_tensor(self, by_stratum: bool = False) -> np.ndarray:
+        """Oriented per-pair tallies over both positions: the one pair tensor.
+
+        ``t[i, j] = (i's wins, j's wins, ties, invalid)`` of system ``i``
+        against system ``j``, whichever was shown first, so ``t[j, i]`` is
+        ``t[i, j]`` with the first two swapped; shape ``(M, M, 4)``, or
+        ``(K, M, M, 4)`` per stratum with ``by_stratum``. int64.
+        """
+        m, k = len(self.systems), len(self.strata)
+        f = np.stack([self.a_wins, self.b_wins, self.ties, self.invalid], axis=1)
+        if by_stratum:
+            t = np.zeros((k, m, m, 4), dtype=np.int64)
+            np.add.at(t, (self.stratum, self.a, self.b), f)
+            np.add.at(t, (self.stratum, self.b, self.a), f[:, [1, 0, 2, 3]])
+        else:
+            t = np.zeros((m, m, 4), dtype=np.int64)
+            np.add.at(t, (self.a, self.b), f)
+            np.add.at(t, (self.b, self.a), f[:, [1, 0, 2, 3]])
+        return t
 
     def pair_matrix(self) -> np.ndarray:
         """Usable judgments per unordered pair, symmetric (M, M)."""

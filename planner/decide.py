@@ -48,6 +48,7 @@ from planner import bt
 from planner.counts import Counts
 from planner.errors import UsageError, check_range
 from planner.power import check_look
+from planner.proportions import newcombe_difference, wilson_interval
 
 MODES = ("non-inferiority", "superiority")
 ENGINES = ("laplace", "nuts")
@@ -256,12 +257,6 @@ class Decision:
 # --------------------------------------------------------------------------- #
 
 
-def _wilson(k: float, n: float, confidence: float) -> tuple[float | None, float | None]:
-    from planner.diagnostics import wilson_interval
-
-    return wilson_interval(k, n, confidence)
-
-
 def conditional_threshold(theta: float, tie_rate: float) -> float:
     """Decisive-win-rate threshold equivalent to half-tie score ``theta`` given tie share ``t``.
 
@@ -326,23 +321,6 @@ def holm_adjusted(p: Sequence[float | None]) -> list[float | None]:
     return out
 
 
-def newcombe_difference(k1: int, n1: int, k2: int, n2: int,
-                        confidence: float) -> tuple[float | None, float | None, float | None]:
-    """Newcombe's hybrid score interval for ``p1 - p2`` (method 10).
-
-    ``L = d - sqrt((p1 - l1)^2 + (u2 - p2)^2)``, ``U = d + sqrt((u1 - p1)^2 + (p2 - l2)^2)``
-    with ``(l_i, u_i)`` the Wilson intervals (Newcombe 1998, Stat. Med.
-    17:873–890). ``(None, None, None)`` when either ``n`` is 0.
-    """
-    if n1 <= 0 or n2 <= 0:
-        return None, None, None
-    p1, p2 = k1 / n1, k2 / n2
-    l1, u1 = _wilson(k1, n1, confidence)
-    l2, u2 = _wilson(k2, n2, confidence)
-    d = p1 - p2
-    return d, d - math.sqrt((p1 - l1) ** 2 + (u2 - p2) ** 2), d + math.sqrt((u1 - p1) ** 2 + (p2 - l2) ** 2)
-
-
 @lru_cache(maxsize=256)
 def _critical(m: int, alpha: float, look: int, looks: int, boundary: str) -> float:
     """Critical z of one one-sided test at Holm step level ``alpha/m``.
@@ -388,17 +366,7 @@ def _needed(delta: float, tie_rate: float, invalid_rate: float, alpha: float, lo
 
 def _pair_tallies(counts: Counts, ci: int, bi: int) -> np.ndarray:
     """(K, 4) wins, losses, ties, invalid of system ``ci`` against ``bi`` per stratum."""
-    K = len(counts.strata)
-    out = np.zeros((K, 4), dtype=np.int64)
-    fwd = (counts.a == ci) & (counts.b == bi)
-    rev = (counts.a == bi) & (counts.b == ci)
-    for mask, w, l in ((fwd, counts.a_wins, counts.b_wins), (rev, counts.b_wins, counts.a_wins)):
-        st = counts.stratum[mask]
-        np.add.at(out[:, 0], st, w[mask])
-        np.add.at(out[:, 1], st, l[mask])
-        np.add.at(out[:, 2], st, counts.ties[mask])
-        np.add.at(out[:, 3], st, counts.invalid[mask])
-    return out
+    return counts.pair_tensor(by_stratum=True)[:, ci, bi, :]
 
 
 def _position_shares(counts: Counts, ci: int, bi: int) -> list[tuple[str, float, int]]:
@@ -422,7 +390,7 @@ def _interval(w: int, l: int, t: int, confidence: float):
     s = (w + t / 2) / n
     if w + l == 0:
         return s, tie, None, None
-    lo, hi = _wilson(w, w + l, confidence)
+    lo, hi = wilson_interval(w, w + l, confidence)
     return s, tie, tie / 2 + (1 - tie) * lo, tie / 2 + (1 - tie) * hi
 
 
@@ -448,7 +416,7 @@ def _pooled(rows: list[StratumDecision], confidence: float, post: tuple) -> Stra
                 p = r.wins / d
                 var += wi * wi * (1 - r.tie_rate) ** 2 * p * (1 - p) / d
         n_eff = n_all if var <= 0 else min(n_all, s * (1 - s) / var)
-        lo, hi = _wilson(s * n_eff, n_eff, confidence) if n_eff > 0 else (None, None)
+        lo, hi = wilson_interval(s * n_eff, n_eff, confidence) if n_eff > 0 else (None, None)
         tie = tot[2] / n_all
     elif have:  # every stratum with data has weight 0: fall back to the raw pooled score
         s, tie, lo, hi = _interval(tot[0], tot[1], tot[2], confidence)
@@ -483,8 +451,8 @@ def _acceptability_gate(acc, ci: int, bi: int, min_pass_rate: float | None,
     cn, bn = cp + cf, bp + bf
     cr = cp / cn if cn else None
     br = bp / bn if bn else None
-    cl, ch = _wilson(cp, cn, confidence)
-    bl, bh = _wilson(bp, bn, confidence)
+    cl, ch = wilson_interval(cp, cn, confidence)
+    bl, bh = wilson_interval(bp, bn, confidence)
     d, dl, dh = newcombe_difference(cp, cn, bp, bn, confidence)
     pct = lambda v: f"{100 * v:.0f}%"  # noqa: E731
     fails, undecided, fine = [], [], []
@@ -823,32 +791,6 @@ def _sentence(verdict, rows, gate, candidate, baseline, mode, margin, theta_reg,
 # --------------------------------------------------------------------------- #
 
 
-def stratum_weights_of(prompts, strata: Sequence[str]) -> tuple[dict[str, float], str]:
-    """Population weight per stratum and how it was obtained.
-
-    Summed prompt ``weight`` per stratum when every prompt has one (and they
-    do not all sum to 0); otherwise the number of prompts per stratum; equal
-    weights when the study holds no prompts. Strata without prompts (e.g.
-    ``"all"`` for judgments on unknown prompts) get weight 0 unless every
-    stratum would.
-    """
-    from planner.counts import DEFAULT_STRATUM
-
-    prompts = list(prompts)
-    if not prompts:
-        return {s: 1.0 for s in strata}, "equal (the study holds no prompts)"
-    by_weight = all(p.weight is not None for p in prompts) and sum(p.weight for p in prompts) > 0
-    out = {s: 0.0 for s in strata}
-    for p in prompts:
-        key = p.stratum or DEFAULT_STRATUM
-        if key in out:
-            out[key] += float(p.weight) if by_weight else 1.0
-    if sum(out.values()) <= 0:
-        return {s: 1.0 for s in strata}, "equal"
-    return out, ("summed prompt weight per stratum" if by_weight else "prompts per stratum"
-                 + (" (some prompts have no weight)" if any(p.weight is not None for p in prompts) else ""))
-
-
 def decide(path, candidate: str, baseline: str, *, margin: float = 0.05, mode: str = "non-inferiority",
            confidence: float = 0.95, min_pass_rate: float | None = None, engine: str = "laplace",
            look: int | None = None, looks: int = 1, boundary: str = "obrien-fleming",
@@ -856,7 +798,8 @@ def decide(path, candidate: str, baseline: str, *, margin: float = 0.05, mode: s
     """Release gate of ``candidate`` against ``baseline`` on a study; see :func:`decide_counts`.
 
     Reads the study's by-stratum counts (QC kinds excluded), its stratum
-    weights (:func:`stratum_weights_of`) and its acceptability verdicts.
+    weights (:func:`planner.strata.stratum_weights`, the one rule) and its
+    acceptability verdicts.
     ``seed`` defaults to the study's seed.
 
     Raises
@@ -868,13 +811,15 @@ def decide(path, candidate: str, baseline: str, *, margin: float = 0.05, mode: s
         the allowed values).
     """
     from planner.limits import check_seed
+    from planner.strata import stratum_weights
     from planner.study import Study
 
     check_seed("--seed", seed)
     with Study.open(path) as study:
         check_systems(study.systems, candidate, baseline)
         counts = study.counts(by_stratum=True)
-        weights, how = stratum_weights_of(study.prompts(), counts.strata)
+        sw = stratum_weights(study.prompts(), counts.strata)
+        weights, how = sw.weights, sw.note
         acc = study.acceptability_counts(by_stratum=False)
         if seed is None:
             seed = int(study.config.get("seed", 0))

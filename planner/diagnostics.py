@@ -38,6 +38,7 @@ import numpy as np
 
 from planner.counts import Counts, half_tie_score
 from planner.errors import DataError, UsageError, check_range
+from planner.proportions import Proportion, proportion, wilson_interval  # noqa: F401 (re-exported)
 
 # Kinds whose judgments are quality-control or absolute items, not evidence
 # about which of two systems is better; reason shares and length bias skip them.
@@ -132,45 +133,8 @@ def _ranking(judgments: Iterable[Any]) -> list:
 
 
 # ------------------------------------------------------------ proportions
-@dataclass(frozen=True)
-class Proportion:
-    """``k`` successes out of ``n`` with a Wilson interval.
-
-    ``rate``, ``ci_low`` and ``ci_high`` are ``None`` when ``n == 0``. ``k``
-    may be fractional (half-tie convention); the Wilson formula is used as is.
-    """
-
-    k: float
-    n: int
-    rate: float | None
-    ci_low: float | None
-    ci_high: float | None
-    confidence_level: float
-
-
-def wilson_interval(k: float, n: float, confidence_level: float = 0.95) -> tuple[float, float] | tuple[None, None]:
-    """Wilson score interval for a proportion ``k/n``.
-
-    ``(p + z²/2n ± z·sqrt(p(1-p)/n + z²/4n²)) / (1 + z²/n)`` with ``z`` the
-    two-sided normal quantile (Wilson 1927). Agrees with
-    ``scipy.stats.binomtest(k, n).proportion_ci(method="wilson")`` for integer
-    ``k``. ``(None, None)`` when ``n == 0``.
-    """
-    from scipy.stats import norm
-
-    if n <= 0:
-        return None, None
-    z = float(norm.ppf(0.5 + confidence_level / 2.0))
-    p = k / n
-    denom = 1.0 + z * z / n
-    centre = (p + z * z / (2 * n)) / denom
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return max(0.0, centre - half), min(1.0, centre + half)
-
-
-def proportion(k: float, n: int, confidence_level: float = 0.95) -> Proportion:
-    lo, hi = wilson_interval(k, n, confidence_level)
-    return Proportion(k, int(n), (k / n) if n > 0 else None, lo, hi, confidence_level)
+# Proportion, proportion and wilson_interval live in planner.proportions (the one Wilson);
+# imported at the top of this module and re-exported for callers of planner.diagnostics.
 
 
 def _binom_p(k: int, n: int) -> float | None:
@@ -212,17 +176,6 @@ class PairTable:
     rows: tuple[PairRow, ...]
 
 
-def _oriented_pairs(counts: Counts) -> np.ndarray:
-    """(M, M, 4) array: [i, j] = (i wins, j wins, ties, invalid) over positions and strata."""
-    m = len(counts.systems)
-    t = np.zeros((m, m, 4), dtype=np.int64)
-    fields = np.stack([counts.a_wins, counts.b_wins, counts.ties, counts.invalid], axis=1)
-    np.add.at(t, (counts.a, counts.b), fields)
-    swapped = fields[:, [1, 0, 2, 3]]
-    np.add.at(t, (counts.b, counts.a), swapped)
-    return t
-
-
 def pair_table(counts: Counts, p_better: np.ndarray | None = None) -> PairTable:
     """Per unordered pair with any judgment: A/B/tie/invalid, half-tie score, P(better).
 
@@ -243,7 +196,7 @@ def pair_table(counts: Counts, p_better: np.ndarray | None = None) -> PairTable:
         p_better = np.asarray(p_better, dtype=float)
         if p_better.shape != (m, m):
             raise UsageError(f"p_better shape ({p_better.shape}) must be ({m}, {m})")
-    t = _oriented_pairs(counts)
+    t = counts.pair_tensor()
     rows = []
     for i, j in itertools.combinations(range(m), 2):
         w, l, ti, inv = (int(x) for x in t[i, j])
@@ -317,7 +270,7 @@ def anchor_tests(counts: Counts, anchor: str, ties: str = "drop",
     if anchor not in counts.systems:
         raise UsageError(f"anchor ({anchor!r}) must be one of the systems: {', '.join(counts.systems)}")
     k_anchor = counts.systems.index(anchor)
-    t = _oriented_pairs(counts)
+    t = counts.pair_tensor()
     rows = []
     for i, name in enumerate(counts.systems):
         if i == k_anchor:
@@ -445,22 +398,40 @@ def length_bias(judgments: Iterable[Any], lengths: Mapping[tuple[str, str], int]
         Response length in any unit (words or characters — the caller's
         choice; only the comparison matters).
     """
+    def signs():
+        for j in _ranking(judgments):
+            v = _check_verdict(j)
+            if v in ("A", "B"):
+                prompt = _get(j, "prompt")
+                la, lb = lengths.get((prompt, j.a)), lengths.get((prompt, j.b))
+                yield v, None if la is None or lb is None else (la > lb) - (la < lb), 1
+
+    return length_bias_counts(signs(), confidence_level)
+
+
+def length_bias_counts(rows: Iterable[tuple[str, int | None, int]],
+                       confidence_level: float = 0.95) -> LengthBias:
+    """Length bias from tallied rows ``(verdict, sign, n)`` — the one definition.
+
+    ``sign`` = sign(length of a - length of b) (``None`` when a length is
+    missing); ``n`` judgments with that verdict and sign. Only ``A``/``B``
+    verdicts count; the caller leaves out non-ranking kinds. The longer
+    response won when the sign agrees with the verdict; flagged when the
+    Wilson interval of the longer-wins share lies above 0.5.
+    """
     _check_level(confidence_level)
     longer = shorter = equal = missing = 0
-    for j in _ranking(judgments):
-        v = _check_verdict(j)
+    for v, sign, n in rows:
         if v not in ("A", "B"):
             continue
-        prompt = _get(j, "prompt")
-        la, lb = lengths.get((prompt, j.a)), lengths.get((prompt, j.b))
-        if la is None or lb is None:
-            missing += 1
-        elif la == lb:
-            equal += 1
-        elif (la > lb) == (v == "A"):
-            longer += 1
+        if sign is None:
+            missing += n
+        elif sign == 0:
+            equal += n
+        elif (sign > 0) == (v == "A"):
+            longer += n
         else:
-            shorter += 1
+            shorter += n
     n = longer + shorter
     p = proportion(longer, n, confidence_level)
     return LengthBias(longer, shorter, n, equal, missing, p.rate, p.ci_low, p.ci_high,
@@ -524,7 +495,7 @@ def circular_triads(data: Counts | np.ndarray, systems: Sequence[str] | None = N
     """
     if isinstance(data, Counts):
         names = data.systems
-        t = _oriented_pairs(data)
+        t = data.pair_tensor()
         w = t[:, :, 0] + 0.5 * t[:, :, 2]
         observed = (t[:, :, :3].sum(axis=2)) > 0
     else:
@@ -613,30 +584,41 @@ def reason_shares(judgments: Iterable[Any], systems: Sequence[str] | None = None
     Empty or blank reasons count as "no reason". Systems are listed in
     ``systems`` order if given, else in order of first appearance.
     """
+    rows = ((j.a, j.b, _check_verdict(j), _get(j, "reason"), 1) for j in _ranking(judgments))
+    return reason_shares_counts(rows, systems)
+
+
+def reason_shares_counts(rows: Iterable[tuple[str, str, str, Any, int]],
+                         systems: Sequence[str] | None = None) -> ReasonShares:
+    """Reason shares from tallied rows ``(a, b, verdict, reason, n)`` — the one definition.
+
+    The caller leaves out non-ranking kinds; only ``A``/``B`` verdicts count;
+    a blank reason is no reason. Systems in ``systems`` order, then any other
+    in order of first appearance.
+    """
     wins: dict[str, Counter] = defaultdict(Counter)
     losses: dict[str, Counter] = defaultdict(Counter)
     seen: list[str] = list(systems) if systems is not None else []
+    known = set(seen)
     n = without = 0
-    for j in _ranking(judgments):
-        for s in (j.a, j.b):
-            if s not in seen:
+    for a, b, v, reason, c in rows:
+        for s in (a, b):
+            if s not in known:
+                known.add(s)
                 seen.append(s)
-        v = _check_verdict(j)
         if v not in ("A", "B"):
             continue
-        reason = _get(j, "reason")
-        reason = reason.strip() if isinstance(reason, str) else reason
-        reason = reason or None
-        n += 1
-        without += reason is None
-        win, lose = (j.a, j.b) if v == "A" else (j.b, j.a)
-        wins[win][reason] += 1
-        losses[lose][reason] += 1
-    rows = []
+        reason = (reason.strip() if isinstance(reason, str) else reason) or None
+        n += c
+        without += c if reason is None else 0
+        win, lose = (a, b) if v == "A" else (b, a)
+        wins[win][reason] += c
+        losses[lose][reason] += c
+    out = []
     for s in seen:
         nw, nl = sum(wins[s].values()), sum(losses[s].values())
-        rows.append(SystemReasons(s, nw, nl, _shares(wins[s], nw), _shares(losses[s], nl)))
-    return ReasonShares(tuple(rows), n, without, without / n if n else None)
+        out.append(SystemReasons(s, nw, nl, _shares(wins[s], nw), _shares(losses[s], nl)))
+    return ReasonShares(tuple(out), n, without, without / n if n else None)
 
 
 # ------------------------------------------------------------------- kappa

@@ -20,12 +20,22 @@ Same study state + same seed → byte-identical files. The default seed is the
 study's configured seed plus the number of batches already issued, so
 consecutive batches differ yet are reproducible.
 
-Atomicity: every file is first written as a temporary file next to its target;
-the batch is recorded in the study in one transaction; only then are the
-temporaries renamed onto their targets. A failure before the commit leaves
-neither files nor a batch. (A hard kill in the instant between the commit and
-the renames leaves a recorded batch without files: its items simply stay
-pending, and nothing is ever counted twice.)
+Outputs are checked before the fit and before anything changes (a directory
+in place of a file, a missing or unwritable directory, an existing file
+without ``--force``: one-line :class:`UsageError`).
+
+Atomicity and crash recovery (:mod:`planner.formats.staging`): a journal in
+the study directory names the run's token and every temporary file; the
+temporaries are written next to their targets; the batch is recorded in one
+transaction with the token in its manifest (``issue_token``); then the
+temporaries are renamed and the journal removed. A failure before the commit
+leaves neither files nor a batch. After a hard kill, the next ``next-batch``
+(or ``--rewrite``/``--retry-failed``) finds the journal: when the token was
+recorded it puts every file in place (renaming the temporary, or regenerating
+the bytes from the study, checked against the SHA-256 in the journal), else it
+removes the temporaries. A recorded batch's files can always be written again
+with ``--rewrite BATCH`` (:mod:`planner.reissue`); the manifest's
+``rendering`` holds everything the files depend on.
 """
 
 from __future__ import annotations
@@ -37,9 +47,10 @@ from typing import Sequence
 
 import numpy as np
 
-from planner.errors import DataError, UsageError
+from planner.errors import DataError, UsageError, quote
 
 DEFAULT_SIZE = 50
+MAX_SIZE = 100_000  # planned comparisons per batch; larger asks run for minutes and exhaust memory
 
 
 @dataclass(frozen=True)
@@ -79,17 +90,10 @@ class NextBatchResult:
 
 
 def _target_shares(prompts, strata: Sequence[str]) -> dict[str, float]:
-    """Population share of each stratum: summed prompt weights, or stratum sizes when no weights."""
-    w = defaultdict(float)
-    have_weights = any(p.weight is not None for p in prompts)
-    for p in prompts:
-        s = p.stratum or "all"
-        w[s] += (p.weight if p.weight is not None else 0.0) if have_weights else 1.0
-    total = sum(w.values())
-    if total <= 0:
-        w = Counter((p.stratum or "all") for p in prompts)
-        total = sum(w.values())
-    return {s: w.get(s, 0.0) / total for s in strata}
+    """Population share of each stratum: the one rule, :func:`planner.strata.stratum_weights`."""
+    from planner.strata import stratum_weights
+
+    return stratum_weights(prompts, strata).weights
 
 
 def _model_summary(fit) -> dict:
@@ -162,9 +166,19 @@ def plan_next_batch(study, *, size: int, strategy: str, objective: str, top_k: i
             raise UsageError(f"--strategy/--objective anchor needs an anchor system; the study has none "
                              f"(set one with planner init --anchor)")
     draws = fit.beta_draws if engine == "nuts" else None
-    selection = select_pairs(fit.posterior, size, strategy=strategy, objective=objective, top_k=top_k,
-                             anchor=anchor, judged=judged, pending=pending, rng=rng, draws=draws,
-                             allowed=allowed)
+    try:
+        selection = select_pairs(fit.posterior, size, strategy=strategy, objective=objective, top_k=top_k,
+                                 anchor=anchor, judged=judged, pending=pending, rng=rng, draws=draws,
+                                 allowed=allowed)
+    except UsageError as exc:
+        if strategy != "swiss" or not str(exc).startswith("swiss:"):
+            raise
+        # every neighbouring pair has used its prompts: take the least-judged pairs that can still be issued
+        notes.append("swiss: no pair of neighbours in the current ranking has an unused prompt; "
+                     "took the least-judged pairs that can still be issued instead")
+        selection = select_pairs(fit.posterior, size, strategy="round-robin", objective=objective, top_k=top_k,
+                                 anchor=anchor, judged=judged, pending=pending, rng=rng, draws=draws,
+                                 allowed=allowed)
 
     # strata: aim the batch at the population shares, counting what each stratum already received
     strata = sorted({p.stratum or "all" for p in prompts})
@@ -176,7 +190,12 @@ def plan_next_batch(study, *, size: int, strategy: str, objective: str, top_k: i
         already[received.strata[int(s_idx)]] += int(n)
     k = len(selection.pairs)
     n_prompts = Counter(stratum_of.values())
-    plan = plan_strata(target, already, k, {s: n_prompts[s] * len(allowed) for s in strata})
+    available = {s: n_prompts[s] * len(allowed) for s in strata}
+    if k > sum(available.values()):   # more picks than stratum slots: issue what can be, say so
+        notes.append(f"{k - sum(available.values())} pick(s) dropped: the strata hold only "
+                     f"{sum(available.values())} unused comparison slot(s) for the pairs that can be issued")
+        k = sum(available.values())
+    plan = plan_strata(target, already, k, available)
     slots = [s for s in strata for _ in range(plan.get(s, 0))]
     slots = [slots[int(i)] for i in rng.permutation(len(slots))]
 
@@ -212,13 +231,15 @@ def plan_next_batch(study, *, size: int, strategy: str, objective: str, top_k: i
     return planned, selection, fit, notes
 
 
-def _check_options(size, strategy, objective, top_k, engine, fmt, normalize_style):
+def _check_options(size, strategy, objective, top_k, engine, fmt, normalize_style, seed=None):
     from planner.acquisition import OBJECTIVES, STRATEGIES
     from planner.batch import NORMALIZE_STYLES
     from planner.formats.writers import FORMATS
 
-    if not isinstance(size, (int, np.integer)) or size < 1:
-        raise UsageError(f"--size ({size}) must be a whole number >= 1")
+    if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or not 1 <= size <= MAX_SIZE:
+        raise UsageError(f"--size ({quote(size)}) must be a whole number from 1 to {MAX_SIZE:,}")
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0):
+        raise UsageError(f"--seed ({quote(seed)}) must be a whole number >= 0")
     public = [s for s in STRATEGIES if s != "oracle"]
     if strategy not in public:
         raise UsageError(f"--strategy ({strategy!r}) must be one of {', '.join(public)}")
@@ -249,6 +270,66 @@ def _annotator_names(annotators) -> list[str] | None:
     return names
 
 
+def _read_template(template) -> str | None:
+    if template is None:
+        return None
+    p = Path(template)
+    try:
+        return p.read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        raise UsageError(f"--template: {quote(str(p))} does not exist") from None
+    except IsADirectoryError:
+        raise UsageError(f"--template: {quote(str(p))} is a directory; give a template file") from None
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"--template: {quote(str(p))} is not UTF-8 ({exc.reason} at byte {exc.start})") from None
+    except OSError as exc:
+        raise UsageError(f"--template: cannot read {quote(str(p))} ({exc.strerror or exc})") from None
+
+
+def _qc_rates(config, names, attention, repeat, overlap, acceptability, notes) -> dict[str, float]:
+    qc = dict(config.get("qc", {}))
+    rates = {k: (v if v is not None else float(qc.get(k, 0.0)))
+             for k, v in (("attention", attention), ("repeat", repeat), ("overlap", overlap),
+                          ("acceptability", acceptability))}
+    if (names is None or len(names) < 2) and rates["overlap"] > 0 and overlap is None:
+        notes.append("overlap items need at least two annotators (--annotators); overlap set to 0")
+        rates["overlap"] = 0.0
+    return rates
+
+
+def _manifest(n_batches, seed, strategy, objective, top_k, engine, size, format, selection, fit, batch, notes):
+    return {
+        "batch": n_batches + 1,
+        "seed": int(seed),
+        "strategy": strategy,
+        "objective": objective if objective != "top-k" else f"top-k={top_k}",
+        "engine": engine,
+        "size": int(size),
+        "format": format,
+        "expected_reduction": float(selection.expected_reduction),
+        "objective_before": float(selection.value_before),
+        "objective_after": float(selection.value_after),
+        "settled": bool(selection.settled),
+        "advice": selection.reason,
+        "model": _model_summary(fit),
+        "batch_manifest": batch.manifest,
+        "attention_expected": {it.item_id: it.expected for it in batch.items if it.kind == "attention"},
+        "notes": notes,
+    }
+
+
+def _name_note(batch, systems, redact: bool, notes: list[str]) -> dict:
+    """Count system names in response texts; a note for stderr; the manifest's ``name_mentions``."""
+    from planner.blinding import mentions_note, name_mentions
+
+    mentions = name_mentions(batch.items, systems)
+    note = mentions_note(mentions, redacted=redact)
+    if note:
+        notes.append(note)
+    return {"items": len(mentions), "mentions": sum(sum(v.values()) for v in mentions.values()),
+            "first_items": list(mentions)[:10], "redacted": bool(redact and mentions)}
+
+
 def next_batch(study_path, *, size: int = DEFAULT_SIZE, strategy: str = "active", objective: str = "ranking",
                top_k: int | None = None, engine: str = "laplace", seed: int | None = None,
                out: str | Path | None = None, format: str = "jsonl", force: bool = False, dry_run: bool = False,
@@ -258,18 +339,19 @@ def next_batch(study_path, *, size: int = DEFAULT_SIZE, strategy: str = "active"
                attention_pool: str | Path | None = None, template: str | Path | None = None,
                max_words: int | None = None, truncate: bool = False, normalize_style: str = "none",
                judge_model: str | None = None, frozen_first: bool = True,
-               reuse_prompts: bool = False) -> NextBatchResult:
+               reuse_prompts: bool = False, temperature: float | None = None,
+               redact_names: bool = False) -> NextBatchResult:
     """Choose the next comparisons for a study and write them as a blinded batch.
 
     Parameters
     ----------
     study_path : path of the study directory.
     size : int
-        Planned comparisons (regular items), ``>= 1``.
+        Planned comparisons (regular items), from 1 to :data:`MAX_SIZE`.
     strategy, objective, top_k : see :func:`planner.acquisition.select_pairs`.
     engine : {"laplace", "nuts"}
         Model engine for the posterior the selection uses.
-    seed : int, optional
+    seed : int >= 0, optional
         Default: the study's seed + the number of batches already issued.
     out : path, optional
         Output file (extension optional). Default: ``<study>/batches/batch-<n>.<ext>``.
@@ -287,34 +369,44 @@ def next_batch(study_path, *, size: int = DEFAULT_SIZE, strategy: str = "active"
     max_words, truncate, normalize_style : one-screen, style-blind items (see
         :mod:`planner.batch`); ``max_words`` defaults to the study's setting.
     judge_model : ``body.model`` of judge requests.
+    temperature : explicit judge ``temperature`` (default: 0, or none for
+        models that reject it; see :func:`planner.formats.writers.judge_temperature`).
     reuse_prompts : let a pair that has used every prompt take one again.
+    redact_names : replace system-name mentions in response texts by
+        ``[a model]`` (a note reports mentions either way).
     """
     from planner.batch import assemble_batch
-    from planner.formats.writers import read_attention_pool, render_batch, staged_files
-    from planner.study import BatchItem, Study
+    from planner.formats.writers import check_temperature, output_paths, read_attention_pool
+    from planner.reissue import recover_interrupted
+    from planner.study import Study
 
-    _check_options(size, strategy, objective, top_k, engine, format, normalize_style)
+    _check_options(size, strategy, objective, top_k, engine, format, normalize_style, seed)
+    temperature = check_temperature(temperature)
     names = _annotator_names(annotators)
-    template_text = None
-    if template is not None:
-        try:
-            template_text = Path(template).read_text(encoding="utf-8-sig")
-        except FileNotFoundError:
-            raise UsageError(f"--template: {template} does not exist") from None
+    template_text = _read_template(template)
     pool = read_attention_pool(attention_pool) if attention_pool is not None else None
 
     with Study.open(study_path) as study:
         config = study.config
-        qc = dict(config.get("qc", {}))
-        rates = {k: (v if v is not None else float(qc.get(k, 0.0)))
-                 for k, v in (("attention", attention), ("repeat", repeat), ("overlap", overlap),
-                              ("acceptability", acceptability))}
         notes: list[str] = []
-        if names is None or len(names) < 2:
-            if rates["overlap"] > 0 and overlap is None:
-                notes.append("overlap items need at least two annotators (--annotators); overlap set to 0")
-                rates["overlap"] = 0.0
+        rates = _qc_rates(config, names, attention, repeat, overlap, acceptability, notes)
         n_batches = len(study.batches())
+        if format == "judge":  # model, template, temperature: refused before the fit
+            from planner.formats.writers import judge_requests
+
+            judge_requests([], reasons=config.get("reasons", ()), template=template_text, model=judge_model,
+                           temperature=temperature)
+        if dry_run and _interrupted(study):
+            notes.append("an interrupted next-batch left files to complete or roll back; the next run without "
+                         "--dry-run does it")
+        if not dry_run:
+            out = _default_out(study_path, out, n_batches)
+            from planner.formats.staging import check_outputs
+
+            check_outputs(output_paths(out, format, names, acceptability=rates["acceptability"] > 0), "--out",
+                          force=force)
+            notes.extend(recover_interrupted(study))
+            n_batches = len(study.batches())
         if seed is None:
             seed = int(config.get("seed", 0)) + n_batches
         rng = np.random.default_rng(seed)
@@ -323,52 +415,83 @@ def next_batch(study_path, *, size: int = DEFAULT_SIZE, strategy: str = "active"
             study, size=size, strategy=strategy, objective=objective, top_k=top_k, engine=engine, seed=seed,
             rng=rng, frozen_first=frozen_first, reuse_prompts=reuse_prompts)
         notes.extend(plan_notes)
-        prompt_text = {p.id: p.text for p in study.prompts()}
-        response_text = {(r.prompt, r.system): r.text for r in study.responses()}
-        previous = [it.item_id for it in study.items()]
-        batch = assemble_batch(planned, prompt_text=prompt_text, response_text=response_text, rng=rng,
+        batch = assemble_batch(planned, prompt_text={p.id: p.text for p in study.prompts()},
+                               response_text={(r.prompt, r.system): r.text for r in study.responses()}, rng=rng,
                                attention=rates["attention"], repeat=rates["repeat"], overlap=rates["overlap"],
                                both_orders=both_orders, acceptability=rates["acceptability"], annotators=names,
                                attention_pool=pool, max_words=words, truncate=truncate,
-                               normalize_style=normalize_style, previous_items=previous)
+                               normalize_style=normalize_style, previous_items=[it.item_id for it in study.items()])
         if not batch.items:
             raise DataError("no item could be issued: every planned comparison was skipped "
                             f"({len(batch.skipped)} skipped; see --max-words/--truncate)")
         if batch.skipped:
             reasons = Counter(s.reason for s in batch.skipped)
             notes.append("skipped " + "; ".join(f"{n} × {r}" for r, n in reasons.most_common()))
-        manifest = {
-            "batch": n_batches + 1,
-            "seed": int(seed),
-            "strategy": strategy,
-            "objective": objective if objective != "top-k" else f"top-k={top_k}",
-            "engine": engine,
-            "size": int(size),
-            "format": format,
-            "expected_reduction": float(selection.expected_reduction),
-            "objective_before": float(selection.value_before),
-            "objective_after": float(selection.value_after),
-            "settled": bool(selection.settled),
-            "advice": selection.reason,
-            "model": _model_summary(fit),
-            "batch_manifest": batch.manifest,
-            "attention_expected": {it.item_id: it.expected for it in batch.items if it.kind == "attention"},
-            "notes": notes,
-        }
+        mentions = _name_note(batch, study.systems, redact_names, notes)
+        manifest = _manifest(n_batches, seed, strategy, objective, top_k, engine, size, format, selection, fit,
+                             batch, notes)
+        manifest["name_mentions"] = mentions
         if dry_run:
             return NextBatchResult(None, (), manifest, bool(selection.settled), selection.reason, tuple(notes),
                                    True, batch.items)
-        if out is None:
-            out_dir = Path(study_path) / "batches"
-            out_dir.mkdir(exist_ok=True)
-            out = out_dir / f"batch-{n_batches + 1:03d}"
-        files = render_batch(batch, out, format, reasons=config.get("reasons", ()), template=template_text,
-                             judge_model=judge_model)
-        items = [BatchItem(it.item_id, it.prompt_id, it.left_system, it.right_system, it.kind, it.annotator,
-                           it.link, it.link if it.kind == "swap" else None)
-                 for it in batch.items]
-        with staged_files(files, force=force) as targets:
-            manifest["files"] = [str(t) for t in targets]
-            batch_id = study.record_batch(manifest, items)
+        rendering = {"format": format, "out": str(Path(out).absolute()), "reasons": list(config.get("reasons", ())),
+                     "template": template_text, "acceptability_template": None, "judge_model": judge_model,
+                     "temperature": temperature, "redact_names": list(study.systems) if redact_names else None,
+                     "max_words": words, "truncate": bool(truncate), "normalize_style": normalize_style}
+        batch_id, targets = _issue(study, batch, manifest, rendering, out, force)
     return NextBatchResult(batch_id, tuple(str(t) for t in targets), manifest, bool(selection.settled),
                            selection.reason, tuple(notes), False, batch.items)
+
+
+def _interrupted(study) -> bool:
+    from planner.formats.staging import journals
+
+    return bool(journals(study.path))
+
+
+def _default_out(study_path, out, n_batches: int) -> Path:
+    if out is not None:
+        return Path(out)
+    out_dir = Path(study_path) / "batches"
+    if not out_dir.is_dir():
+        from planner.formats.staging import check_output
+
+        check_output(out_dir, "--out")  # the study directory must take a new directory
+        out_dir.mkdir()
+    return out_dir / f"batch-{n_batches + 1:03d}"
+
+
+def _issue(study, batch, manifest: dict, rendering: dict, out, force: bool):
+    """Render, stage (journaled), record, put in place. Returns ``(batch_id, targets)``."""
+    from planner.formats.staging import new_token, sha256, stage
+    from planner.formats.writers import render_batch
+    from planner.study import BatchItem
+
+    rendering["attention_texts"] = {it.item_id: (it.right_text if it.expected == "left" else it.left_text)
+                                    for it in batch.items if it.kind == "attention"}
+    files = render_batch(batch, out, rendering["format"], reasons=rendering["reasons"],
+                         template=rendering["template"], judge_model=rendering["judge_model"],
+                         temperature=rendering["temperature"], redact_names=rendering["redact_names"])
+    items = [BatchItem(it.item_id, it.prompt_id, it.left_system, it.right_system, it.kind, it.annotator,
+                       it.link, it.link if it.kind == "swap" else None)
+             for it in batch.items]
+    token = new_token()
+    staged = stage(files, force=force, journal_dir=study.path, token=token, meta={"batch": manifest["batch"]})
+    try:
+        manifest["files"] = [str(p) for p, _ in files]
+        manifest["files_sha256"] = [sha256(data) for _, data in files]
+        manifest["issue_token"] = token
+        manifest["rendering"] = rendering
+        batch_id = study.record_batch(manifest, items)
+    except BaseException:
+        staged.abort()
+        raise
+    try:
+        staged.commit()
+        targets = [p for p, _ in files]
+    except OSError as exc:
+        staged.release()
+        raise DataError(f"batch {batch_id} was recorded but its files could not be put in place "
+                        f"({exc.strerror or exc}); the next `planner next-batch` completes them, or run "
+                        f"`planner next-batch STUDY --rewrite {batch_id} --out PATH`") from None
+    return batch_id, targets

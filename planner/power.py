@@ -27,6 +27,7 @@ from scipy import stats
 
 from planner import limits
 from planner.errors import UsageError, check_range
+from planner.proportions import wilson_half_width, wilson_interval
 
 ALTERNATIVES = ("two-sided", "greater")
 TIE_CONVENTIONS = ("drop", "half")
@@ -788,16 +789,6 @@ class PassRateSize:
     method: str = "wilson"
 
 
-def wilson_half_width(p: float, n: np.ndarray | int, confidence: float = 0.95) -> np.ndarray:
-    """Half-width of the Wilson interval at observed proportion ``p`` and ``n`` trials.
-
-    ``z sqrt(p(1-p)/n + z^2/(4n^2)) / (1 + z^2/n)`` (Wilson 1927); it decreases in n.
-    """
-    z = float(stats.norm.isf((1 - confidence) / 2))
-    n = np.asarray(n, dtype=float)
-    return z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-
-
 def pass_rate_size(pass_rate: float, precision: float, confidence: float = 0.95,
                    invalid_rate: float = 0.0) -> PassRateSize:
     """Items needed to estimate a pass rate to ±``precision``; see :class:`PassRateSize`."""
@@ -937,9 +928,8 @@ def significance(wins: int, losses: int, ties: int = 0, *, ties_convention: str 
             rate = wins / n
             se = math.sqrt(rate * (1 - rate) / n)
             ci_level = confidence
-            w = stats.binomtest(wins, n, 0.5).proportion_ci(confidence_level=ci_level, method="wilson")
             c = stats.binomtest(wins, n, 0.5).proportion_ci(confidence_level=ci_level, method="exact")
-            wilson, cp = Interval(float(w.low), float(w.high)), Interval(float(c.low), float(c.high))
+            wilson, cp = Interval(*wilson_interval(wins, n, ci_level)), Interval(float(c.low), float(c.high))
         else:
             rate = (wins + ties / 2) / n
             second = (wins + ties / 4) / n  # mean of the squared 1/0.5/0 score

@@ -42,7 +42,7 @@ Formulas and references: docs/methods.md, sections "Report diagnostics" and
 from __future__ import annotations
 
 import math
-from collections import Counter, defaultdict
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -53,6 +53,7 @@ from planner import diagnostics as dg
 from planner.bt import ELO_SCALE, to_elo
 from planner.counts import Counts, half_tie_score
 from planner.errors import UsageError, check_range
+from planner.strata import stratum_weights
 
 ANNOTATOR_QC_MAX = 20_000   # judgments (latest first) read for annotator QC
 ENGINES = ("laplace", "nuts")
@@ -147,9 +148,10 @@ class StrataReport:
     ----------
     systems : tuple of str
     weights_source : str
+        :attr:`planner.strata.StratumWeights.source` of the one weight rule:
         ``"prompt weights"`` (sum of the prompts' ``weight`` per stratum; a
-        prompt without one counts 1), ``"stratum sizes"`` (prompts per stratum)
-        or ``"judgment shares"`` (the study has no prompts).
+        prompt without one counts 1), ``"stratum sizes"`` (prompts per stratum:
+        no weights, or all 0) or ``"equal"`` (the study has no prompts).
     rows : tuple of StratumRow
     weighted_scores : tuple of float or None
         Per system: ``sum_k w_k s_k / sum_k w_k`` over the strata where the
@@ -299,94 +301,16 @@ def _attention_expected(study) -> dict[str, str]:
 
 
 # ------------------------------------------------------------ aggregations
-def _length_bias(groups: list[tuple]) -> dg.LengthBias:
-    """:func:`planner.diagnostics.length_bias` from grouped rows (same definitions).
-
-    Decisive ranking judgments (kinds other than attention/acceptability); the
-    longer response won when ``sign(len_a - len_b)`` agrees with the verdict.
-    """
-    longer = shorter = equal = missing = 0
-    for a, b, v, kind, _reason, sign, n in groups:
-        if b is None or kind in dg.NON_RANKING_KINDS or v not in ("A", "B"):
-            continue
-        if sign is None:
-            missing += n
-        elif sign == 0:
-            equal += n
-        elif (sign > 0) == (v == "A"):
-            longer += n
-        else:
-            shorter += n
-    total = longer + shorter
-    p = dg.proportion(longer, total)
-    return dg.LengthBias(longer, shorter, total, equal, missing, p.rate, p.ci_low, p.ci_high,
-                         _binom_p(longer, total), p.ci_low is not None and p.ci_low > 0.5)
-
-
-def _binom_p(k: int, n: int) -> float | None:
-    from scipy.stats import binomtest
-
-    return float(binomtest(int(k), int(n), 0.5).pvalue) if n > 0 else None
-
-
-def _reason_shares(groups: list[tuple], systems) -> dg.ReasonShares:
-    """:func:`planner.diagnostics.reason_shares` from grouped rows (same definitions)."""
-    wins: dict[str, Counter] = defaultdict(Counter)
-    losses: dict[str, Counter] = defaultdict(Counter)
-    n = without = 0
-    for a, b, v, kind, reason, _sign, c in groups:
-        if b is None or kind in dg.NON_RANKING_KINDS or v not in ("A", "B"):
-            continue
-        reason = (reason.strip() if isinstance(reason, str) else reason) or None
-        n += c
-        without += c if reason is None else 0
-        win, lose = (a, b) if v == "A" else (b, a)
-        wins[win][reason] += c
-        losses[lose][reason] += c
-
-    def shares(counter: Counter, total: int):
-        items = sorted(counter.items(), key=lambda kv: (-kv[1], kv[0] is None, kv[0] or ""))
-        return tuple(dg.ReasonShare(r, k, k / total) for r, k in items)
-
-    rows = []
-    for s in systems:
-        nw, nl = sum(wins[s].values()), sum(losses[s].values())
-        rows.append(dg.SystemReasons(s, nw, nl, shares(wins[s], nw), shares(losses[s], nl)))
-    return dg.ReasonShares(tuple(rows), n, without, without / n if n else None)
-
-
-def _pair_tensor(counts: Counts) -> np.ndarray:
-    """(K, M, M, 4): [k, i, j] = (i wins, j wins, ties, invalid) against each other in stratum k."""
-    m, k = len(counts.systems), len(counts.strata)
-    t = np.zeros((k, m, m, 4), dtype=np.int64)
-    f = np.stack([counts.a_wins, counts.b_wins, counts.ties, counts.invalid], axis=1)
-    np.add.at(t, (counts.stratum, counts.a, counts.b), f)
-    np.add.at(t, (counts.stratum, counts.b, counts.a), f[:, [1, 0, 2, 3]])
-    return t
-
-
-def _stratum_weights(study, counts: Counts) -> tuple[dict[str, float], str]:
-    """Population weight of each stratum: summed prompt weights, else prompts per stratum."""
-    from planner.counts import DEFAULT_STRATUM
-
-    prompts = study.prompts()
-    has_w = any(p.weight is not None for p in prompts)
-    w: dict[str, float] = {s: 0.0 for s in counts.strata}
-    for p in prompts:
-        s = p.stratum or DEFAULT_STRATUM
-        w[s] = w.get(s, 0.0) + ((p.weight if p.weight is not None else 1.0) if has_w else 1.0)
-    if sum(w.values()) > 0:
-        return w, "prompt weights" if has_w else "stratum sizes"
-    usable = np.bincount(counts.stratum, weights=counts.usable, minlength=len(counts.strata))
-    return {s: float(u) for s, u in zip(counts.strata, usable)}, "judgment shares"
+def _ranking_groups(groups: list[tuple]):
+    """Grouped rows ``(a, b, verdict, kind, reason, sign, n)`` of ranking judgments (pairwise, QC kinds out)."""
+    return (g for g in groups if g[1] is not None and g[3] not in dg.NON_RANKING_KINDS)
 
 
 def _strata_report(study, counts: Counts, fit, by_stratum: bool, weights: dict[str, float],
                    source: str) -> StrataReport:
     systems, strata = counts.systems, counts.strata
-    t = _pair_tensor(counts)                       # (K, M, M, 4)
+    t = counts.pair_tensor(by_stratum=True)        # (K, M, M, 4)
     per = t.sum(axis=2)                            # (K, M, 4): system vs everyone in stratum k
-    total_w = sum(weights.values()) or 1.0
     usable_k = (per[:, :, :3].sum(axis=(1, 2)) // 2).astype(np.int64)
     invalid_k = (per[:, :, 3].sum(axis=1) // 2).astype(np.int64)
     all_usable = int(usable_k.sum())
@@ -400,7 +324,7 @@ def _strata_report(study, counts: Counts, fit, by_stratum: bool, weights: dict[s
         if by_stratum and fit.stratum_mean is not None:
             mean = tuple(float(x) for x in fit.stratum_mean[k])
             sd = tuple(float(x) for x in fit.stratum_sd[k])
-        rows.append(StratumRow(s, weights.get(s, 0.0) / total_w, prompts_per.get(s, 0), int(usable_k[k]),
+        rows.append(StratumRow(s, weights.get(s, 0.0), prompts_per.get(s, 0), int(usable_k[k]),
                                int(invalid_k[k]), float(usable_k[k] / all_usable) if all_usable else None,
                                float(ties_k / usable_k[k]) if usable_k[k] else None, scores, usable, mean, sd))
     weighted = []
@@ -509,9 +433,10 @@ def build_report(study_path, *, engine: str = "laplace", by_stratum: bool = Fals
         if int(counts.usable.sum()) == 0:
             raise UsageError(f"STUDY ({study_path}) has no usable judgment yet (A, B or tie); "
                              "ingest judgments first (planner ingest)")
-        weights, w_source = _stratum_weights(study, counts_k)
+        sw = stratum_weights(study.prompts(), counts_k.strata)
+        weights, w_source = sw.weights, sw.source
         fit = fit_model(counts_k if by_stratum else counts, engine=engine, by_stratum=by_stratum,
-                        stratum_weights=weights if by_stratum and sum(weights.values()) > 0 else None,
+                        stratum_weights=weights if by_stratum else None,
                         seed=seed, draws=draws, tune=tune, chains=chains, progressbar=progressbar)
         artifact = None
         if save_posterior:
@@ -522,7 +447,7 @@ def build_report(study_path, *, engine: str = "laplace", by_stratum: bool = Fals
         lo, hi = fit.interval(0.95)
         rg = dg.rank_groups(systems, fit.mean, draws=fit.beta_draws)
         group_of = {s: g + 1 for g, members in enumerate(rg.groups) for s in members}
-        t = _pair_tensor(counts)[0]
+        t = counts.pair_tensor()
         acc, acc_source = _acceptability(study, rg.order, min_pass_rate)
         acc_row = {r.system: r for r in acc.rows} if acc is not None else {}
         board = []
@@ -546,15 +471,17 @@ def build_report(study_path, *, engine: str = "laplace", by_stratum: bool = Fals
 
         totals = {"A": 0, "B": 0, "tie": 0, "invalid": 0}
         kinds: dict[str, int] = {}
-        for a, b, v, kind, _r, _s, n in groups:
+        for _a, b, v, kind, _r, _s, n in groups:
             kinds[kind] = kinds.get(kind, 0) + n
             if b is not None and kind in COUNTED_KINDS:
                 totals[v] += n
         has_lengths = any(s is not None for *_, s, _n in groups)
-        length = _length_bias(groups) if has_lengths else None
+        length = (dg.length_bias_counts((v, sign, n) for _a, _b, v, _k, _r, sign, n in _ranking_groups(groups))
+                  if has_lengths else None)
         if length is None:
             notes.append("length bias not computed: the study holds no responses (lengths unknown)")
-        reasons = _reason_shares(groups, systems)
+        reasons = dg.reason_shares_counts(((a, b, v, r, n) for a, b, v, _k, r, _s, n in _ranking_groups(groups)),
+                                          systems)
 
         # ---- annotator QC
         annotated, capped = study.annotated_judgments(ANNOTATOR_QC_MAX)
@@ -652,7 +579,8 @@ def render_markdown(report: Report) -> str:
           "not credibly separated (95% interval of their difference includes 0); systems sharing no letter are. "
           "`group` chains neighbours that share a letter: no order is established inside a group.", ""]
     has_acc = r.acceptability is not None
-    head = ["group", "letters", "system", "Elo", "Elo 95% CrI", "β", "β 95% CrI", "P(best)", "rank", "score", "W/L/T/inv"]
+    head = ["group", "letters", "system", "Elo", "Elo 95% CrI", "β", "β 95% CrI", "P(best)", "rank", "score",
+            "W/L/T/inv"]
     if has_acc:
         head.append("acceptable")
     rows = []
@@ -687,7 +615,8 @@ def render_markdown(report: Report) -> str:
              f"[{m.nu.lo:.3f}, {m.nu.hi:.3f}].")
     p = r.position
     L.append(f"- Position: left wins {_pct(p.left_win_rate)} of {p.n_decisive:,} decisive judgments "
-             f"[{_pct(p.ci_low)}, {_pct(p.ci_high)}], right {_pct(None if p.left_win_rate is None else 1 - p.left_win_rate)}; "
+             f"[{_pct(p.ci_low)}, {_pct(p.ci_high)}], "
+             f"right {_pct(None if p.left_win_rate is None else 1 - p.left_win_rate)}; "
              f"γ = {m.gamma.mean:.3f} [{m.gamma.lo:.3f}, {m.gamma.hi:.3f}] logit"
              + (" — **flagged**" if p.flagged else "") + ".")
     if r.length is not None:
@@ -737,7 +666,8 @@ def render_markdown(report: Report) -> str:
         L += ["## Acceptability", "", f"Pass rates (source: {r.acceptability_source}) with Wilson 95% intervals, in "
               "ranking order. Pairwise order is silent about level.", ""]
         L += _table(["system", "pass", "fail", "invalid", "pass rate", "95% CI"],
-                    [[x.system, x.passed, x.failed, x.invalid, _pct(x.pass_rate), f"[{_pct(x.ci_low)}, {_pct(x.ci_high)}]"]
+                    [[x.system, x.passed, x.failed, x.invalid, _pct(x.pass_rate),
+                      f"[{_pct(x.ci_low)}, {_pct(x.ci_high)}]"]
                      for x in a.rows])
     d = m.diagnostics
     L += ["## Model", "",

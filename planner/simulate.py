@@ -39,7 +39,6 @@ probability ``flip``).
 
 from __future__ import annotations
 
-import json
 import math
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
@@ -50,6 +49,7 @@ import numpy as np
 
 from planner import bt
 from planner.counts import Counts
+from planner.equality import array_eq
 from planner.errors import DataError, UsageError, check_range
 
 SCENARIOS = ("linear", "arena", "asap")
@@ -62,6 +62,7 @@ Z95 = 1.959963984540054  # scipy.stats.norm.ppf(0.975)
 
 
 # --------------------------------------------------------------- truth
+@array_eq
 @dataclass(frozen=True)
 class Truth:
     """A known truth for a simulated study.
@@ -135,6 +136,7 @@ class Judge:
 
 
 # -------------------------------------------------------------- replay
+@array_eq
 @dataclass(frozen=True)
 class ReplayPool:
     """Real judgments grouped by unordered system pair.
@@ -163,47 +165,30 @@ _VERDICT_CODE = {"A": 0, "B": 1, "tie": 2, "invalid": 3}
 
 
 def read_replay(path: str | Path) -> ReplayPool:
-    """Read a normalized judgments JSONL file (``id, prompt, a, b, verdict``).
+    """Read a normalized judgments file (JSONL or CSV) into a replay pool.
 
-    ``a`` is the system shown first unless ``"a_position": "right"``.
-    Bad lines raise :class:`DataError` naming ``file:line``.
+    The file is read by the same reader as ``planner ingest``
+    (:func:`planner.formats.normalized.load_normalized`), so it accepts what
+    ingest accepts (verdict labels in any case, CSV, ``a_position``). ``a`` is
+    the system shown first unless ``"a_position": "right"`` (an unknown
+    position is replayed as shown first). Bad lines raise :class:`DataError`
+    naming ``file:line``.
     """
+    from planner.formats.normalized import load_normalized
+
     path = Path(path)
-    if not path.exists():
-        raise UsageError(f"--replay ({path}) does not exist")
     systems: dict[str, int] = {}
     left, right, outcome = [], [], []
-    problems = []
-    with open(path, encoding="utf-8-sig") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-                a, b, v = rec["a"], rec["b"], rec["verdict"]
-            except (ValueError, KeyError, TypeError) as exc:
-                problems.append(f"{path}:{lineno}: not a normalized judgment ({exc.__class__.__name__}: {exc}); "
-                                "expected JSON with id, prompt, a, b, verdict")
-                continue
-            if v not in _VERDICT_CODE:
-                problems.append(f"{path}:{lineno}: verdict {v!r} is not one of A, B, tie, invalid")
-                continue
-            if a == b:
-                problems.append(f"{path}:{lineno}: a and b are the same system {a!r}")
-                continue
-            ia = systems.setdefault(a, len(systems))
-            ib = systems.setdefault(b, len(systems))
-            code = _VERDICT_CODE[v]
-            if rec.get("a_position") == "right":
-                ia, ib = ib, ia
-                code = {0: 1, 1: 0}.get(code, code)
-            left.append(ia)
-            right.append(ib)
-            outcome.append(code)
-            if len(problems) >= 20:
-                break
-    if problems:
-        raise DataError(f"{path}: cannot replay this file", problems)
+    for rec in load_normalized(path, "--replay"):
+        ia = systems.setdefault(rec["a"], len(systems))
+        ib = systems.setdefault(rec["b"], len(systems))
+        code = _VERDICT_CODE[rec["verdict"]]
+        if rec.get("a_position") == "right":
+            ia, ib = ib, ia
+            code = {0: 1, 1: 0}.get(code, code)
+        left.append(ia)
+        right.append(ib)
+        outcome.append(code)
     if len(systems) < 2:
         raise DataError(f"{path}: a replay pool needs judgments of at least two systems")
     left_a = np.asarray(left, dtype=np.int64)
@@ -318,6 +303,7 @@ class SimulationSpec:
     replay: ReplayPool | None = None
 
 
+@array_eq
 @dataclass(frozen=True)
 class Trace:
     """Metrics of one (strategy, repetition) run after every batch."""
@@ -346,7 +332,6 @@ def _run_one(spec: SimulationSpec, s_index: int, rep: int) -> Trace:
         truth = make_truth(spec.scenario, spec.n_systems, truth_rng, spread=spec.spread,
                            arena_gamma=spec.arena_gamma)
     systems = truth.systems
-    m = len(systems)
     pool_order = None
     used = None
     if spec.replay is not None:
@@ -413,6 +398,7 @@ def _run_task(args):
 
 
 # -------------------------------------------------------------- result
+@array_eq
 @dataclass(frozen=True)
 class StrategyResult:
     """Per strategy: mean and 10/90% band of each metric over repetitions (on the

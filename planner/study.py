@@ -49,7 +49,7 @@ from planner.counts import DEFAULT_STRATUM, Counts, half_tie_score  # noqa: F401
 from planner import study_check
 from planner.errors import DataError, UsageError, quote
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 3
 CONFIG_NAME = "study.json"
 DB_NAME = "study.sqlite"
 DEFAULT_REASONS = ("accuracy", "completeness", "format", "concision", "safety")
@@ -63,8 +63,38 @@ COUNTED_KINDS = ("regular", "overlap", "swap", "external")
 PENDING_KINDS = ("regular", "overlap", "swap")
 BUSY_TIMEOUT_S = 30.0
 WRITE_RETRIES = 8
-CHUNK = 5000
-INGEST_CACHE = -32768  # sqlite page cache during ingest (negative = KiB): 32 MiB
+
+#: tables added by schema version 2 (round trips: audit, transport failures, retractions, aliases).
+_V2_TABLES = """
+CREATE TABLE judgment_edits (
+    seq INTEGER PRIMARY KEY, judgment TEXT NOT NULL, old_verdict TEXT NOT NULL, new_verdict TEXT NOT NULL,
+    old_reason TEXT, new_reason TEXT, file INTEGER REFERENCES files(id), at TEXT NOT NULL);
+CREATE TABLE failures (
+    item TEXT NOT NULL REFERENCES items(id), file INTEGER NOT NULL REFERENCES files(id),
+    error TEXT NOT NULL, source TEXT, at TEXT NOT NULL, PRIMARY KEY (item, file));
+CREATE TABLE retracted_judgments (
+    seq INTEGER PRIMARY KEY, id TEXT NOT NULL, item TEXT, prompt TEXT NOT NULL, a INTEGER NOT NULL,
+    b INTEGER, verdict TEXT NOT NULL, a_position TEXT, kind TEXT NOT NULL, annotator TEXT, reason TEXT,
+    seconds REAL, confidence REAL, file INTEGER NOT NULL REFERENCES files(id), source_annotator TEXT,
+    retracted TEXT NOT NULL);
+CREATE TABLE annotator_aliases (source TEXT PRIMARY KEY, name TEXT NOT NULL, how TEXT NOT NULL, at TEXT NOT NULL);
+CREATE TABLE lifecycle (
+    seq INTEGER PRIMARY KEY, action TEXT NOT NULL, target TEXT NOT NULL, detail TEXT, at TEXT NOT NULL);
+"""
+
+#: tables added by schema version 3 (LLM judges, live): the response cache / cost ledger and the
+#: remote Batch API jobs (so an interrupted poll resumes the same job instead of paying again).
+_V3_TABLES = """
+CREATE TABLE judge_cache (
+    key TEXT PRIMARY KEY, custom_id TEXT NOT NULL, batch INTEGER, base_url TEXT NOT NULL, model TEXT NOT NULL,
+    transport TEXT NOT NULL, response TEXT NOT NULL, prompt_tokens INTEGER, completion_tokens INTEGER,
+    cost_usd REAL, at TEXT NOT NULL);
+CREATE INDEX judge_cache_batch ON judge_cache(batch);
+CREATE TABLE judge_jobs (
+    remote_id TEXT PRIMARY KEY, batch INTEGER NOT NULL, base_url TEXT NOT NULL, model TEXT NOT NULL,
+    input_sha256 TEXT NOT NULL, requests INTEGER NOT NULL, status TEXT NOT NULL, created TEXT NOT NULL,
+    finished TEXT);
+"""
 
 _SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -76,7 +106,8 @@ CREATE TABLE responses (
     prompt TEXT NOT NULL REFERENCES prompts(id), system INTEGER NOT NULL REFERENCES systems(id),
     text TEXT NOT NULL, length INTEGER NOT NULL, acceptable INTEGER,
     PRIMARY KEY (prompt, system));
-CREATE TABLE batches (id INTEGER PRIMARY KEY AUTOINCREMENT, created TEXT NOT NULL, manifest TEXT NOT NULL);
+CREATE TABLE batches (id INTEGER PRIMARY KEY AUTOINCREMENT, created TEXT NOT NULL, manifest TEXT NOT NULL,
+    voided TEXT, void_reason TEXT);
 CREATE TABLE items (
     id TEXT PRIMARY KEY, batch INTEGER NOT NULL REFERENCES batches(id),
     prompt TEXT NOT NULL REFERENCES prompts(id),
@@ -85,22 +116,48 @@ CREATE TABLE items (
 CREATE INDEX items_batch ON items(batch);
 CREATE TABLE files (
     id INTEGER PRIMARY KEY, sha256 TEXT NOT NULL UNIQUE, name TEXT NOT NULL, format TEXT NOT NULL,
-    rows INTEGER NOT NULL DEFAULT 0, ingested TEXT NOT NULL);
+    rows INTEGER NOT NULL DEFAULT 0, ingested TEXT NOT NULL, retracted TEXT);
 CREATE TABLE judgments (
     seq INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, item TEXT REFERENCES items(id),
     prompt TEXT NOT NULL, a INTEGER NOT NULL REFERENCES systems(id), b INTEGER REFERENCES systems(id),
     verdict TEXT NOT NULL CHECK (verdict = 'A' OR verdict = 'B' OR verdict = 'tie' OR verdict = 'invalid'
                                  OR verdict = 'pass' OR verdict = 'fail'),
-    a_position TEXT NOT NULL CHECK (a_position = 'left' OR a_position = 'right'),
+    a_position TEXT CHECK (a_position IS NULL OR a_position = 'left' OR a_position = 'right'),
     kind TEXT NOT NULL, annotator TEXT, reason TEXT, seconds REAL, confidence REAL,
-    file INTEGER NOT NULL REFERENCES files(id));
+    file INTEGER NOT NULL REFERENCES files(id), source_annotator TEXT);
 CREATE UNIQUE INDEX judgments_item_annotator ON judgments(item, coalesce(annotator, ''))
     WHERE item IS NOT NULL;
 CREATE TABLE artifacts (name TEXT PRIMARY KEY, data BLOB NOT NULL, saved TEXT NOT NULL);
-"""
+""" + _V2_TABLES + _V3_TABLES
 
 #: schema version v -> SQL that upgrades a v database to v + 1 (applied in order on open).
-MIGRATIONS: dict[int, str] = {}
+MIGRATIONS: dict[int, str] = {
+    # v1 -> v2: position may be unknown (NULL), the source's own annotator identity is kept beside the
+    # mapped name, batches can be voided, files retracted; audit, transport-failure and alias tables.
+    1: """
+CREATE TABLE judgments_v2 (
+    seq INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, item TEXT REFERENCES items(id),
+    prompt TEXT NOT NULL, a INTEGER NOT NULL REFERENCES systems(id), b INTEGER REFERENCES systems(id),
+    verdict TEXT NOT NULL CHECK (verdict = 'A' OR verdict = 'B' OR verdict = 'tie' OR verdict = 'invalid'
+                                 OR verdict = 'pass' OR verdict = 'fail'),
+    a_position TEXT CHECK (a_position IS NULL OR a_position = 'left' OR a_position = 'right'),
+    kind TEXT NOT NULL, annotator TEXT, reason TEXT, seconds REAL, confidence REAL,
+    file INTEGER NOT NULL REFERENCES files(id), source_annotator TEXT);
+INSERT INTO judgments_v2 (seq, id, item, prompt, a, b, verdict, a_position, kind, annotator, reason, seconds,
+                          confidence, file)
+    SELECT seq, id, item, prompt, a, b, verdict, a_position, kind, annotator, reason, seconds, confidence, file
+    FROM judgments;
+DROP TABLE judgments;
+ALTER TABLE judgments_v2 RENAME TO judgments;
+CREATE UNIQUE INDEX judgments_item_annotator ON judgments(item, coalesce(annotator, ''))
+    WHERE item IS NOT NULL;
+ALTER TABLE batches ADD COLUMN voided TEXT;
+ALTER TABLE batches ADD COLUMN void_reason TEXT;
+ALTER TABLE files ADD COLUMN retracted TEXT;
+""" + _V2_TABLES,
+    # v2 -> v3: the LLM-judge response cache (token and cost ledger) and remote Batch API jobs.
+    2: _V3_TABLES,
+}
 
 
 def _now() -> str:
@@ -184,7 +241,14 @@ class BatchItem:
 
 @dataclass(frozen=True)
 class BatchInfo:
-    """An issued batch: items issued, items with at least one judgment, the rest pending."""
+    """An issued batch.
+
+    ``issued`` items, ``returned`` (at least one judgment), ``unanswered``
+    (no judgment, and a judge request for it failed in transport: re-issue with
+    ``next-batch --retry-failed``), ``pending`` (no judgment yet, still
+    expected: issued - returned, or 0 once the batch is voided or expired).
+    ``voided`` is the time the batch was voided (None while it counts).
+    """
 
     id: int
     created: str
@@ -192,6 +256,9 @@ class BatchInfo:
     issued: int
     returned: int
     pending: int
+    unanswered: int = 0
+    voided: str | None = None
+    void_reason: str | None = None
 
 
 @dataclass(frozen=True)
@@ -394,11 +461,14 @@ class Study:
             overlap, swap, external — QC kinds excluded).
         """
         strata, sidx = self._strata_index(by_stratum)
-        q = (f"""SELECT CASE WHEN j.a_position='right' THEN j.b ELSE j.a END,
-                        CASE WHEN j.a_position='right' THEN j.a ELSE j.b END,
+        # a judgment whose position is unknown (NULL) is counted in the two orientations alternately
+        # (by storage order), so it carries no information about the position term either way
+        pos = "coalesce(j.a_position, CASE j.seq % 2 WHEN 1 THEN 'left' ELSE 'right' END)"
+        q = (f"""SELECT CASE WHEN {pos}='right' THEN j.b ELSE j.a END,
+                        CASE WHEN {pos}='right' THEN j.a ELSE j.b END,
                         coalesce(p.stratum, ?),
-                        CASE j.verdict WHEN 'A' THEN (j.a_position='right')
-                                       WHEN 'B' THEN (j.a_position='left')
+                        CASE j.verdict WHEN 'A' THEN ({pos}='right')
+                                       WHEN 'B' THEN ({pos}='left')
                                        WHEN 'tie' THEN 2 ELSE 3 END,
                         count(*)
                  FROM judgments j LEFT JOIN prompts p ON p.id = j.prompt
@@ -418,20 +488,48 @@ class Study:
         o = np.repeat([int(r[3]) if outcome else 2 for r in rows], n)
         return Counts.from_arrays(self.systems, a, b, o, st, strata)
 
+    def _live_batches_sql(self) -> tuple[str, tuple]:
+        """SQL condition (on batch alias ``b``) for batches whose items still count as pending."""
+        days = self.config.get("pending_expiry_days") if isinstance(self.config, dict) else None
+        if isinstance(days, (int, float)) and not isinstance(days, bool) and days > 0:
+            cutoff = (_dt.datetime.now(_dt.timezone.utc) - _dt.timedelta(days=float(days))).replace(
+                microsecond=0).isoformat()
+            return "b.voided IS NULL AND b.created >= ?", (cutoff,)
+        return "b.voided IS NULL", ()
+
     def pending_counts(self, by_stratum: bool = False) -> Counts:
         """Issued-but-unreturned pairwise items (kinds regular, overlap, swap) per cell.
 
         Convention: the number of pending items of a cell is in ``ties`` (so
         ``.usable`` and ``.pair_matrix()`` count them); the other fields are 0.
-        An item is pending while it has no judgment at all.
+        An item is pending while it has no judgment at all and its batch is
+        neither voided nor older than the study's ``pending_expiry_days``.
         """
         strata, sidx = self._strata_index(by_stratum)
+        live, live_args = self._live_batches_sql()
         q = (f"""SELECT i.left_sys, i.right_sys, coalesce(p.stratum, ?), 2, count(*)
-                 FROM items i JOIN prompts p ON p.id = i.prompt
+                 FROM items i JOIN prompts p ON p.id = i.prompt JOIN batches b ON b.id = i.batch
                  WHERE i.right_sys IS NOT NULL AND i.kind IN ({','.join('?' * len(PENDING_KINDS))})
+                   AND {live}
                    AND NOT EXISTS (SELECT 1 FROM judgments j WHERE j.item = i.id)
                  GROUP BY 1, 2, 3""")
-        return self._aggregate(q, (DEFAULT_STRATUM, *PENDING_KINDS), strata, sidx, by_stratum, outcome=False)
+        return self._aggregate(q, (DEFAULT_STRATUM, *PENDING_KINDS, *live_args), strata, sidx, by_stratum,
+                               outcome=False)
+
+    def unanswered_items(self, batch: int | None = None) -> list[BatchItem]:
+        """Items whose judge request failed in transport and that have no judgment yet.
+
+        Only items of batches that are not voided; in issue order. These are the
+        items ``next-batch --retry-failed`` writes again (same ids, same positions).
+        """
+        q = ("SELECT i.id, i.prompt, i.left_sys, i.right_sys, i.kind, i.annotator, i.link, i.order_group "
+             "FROM items i JOIN batches b ON b.id = i.batch WHERE b.voided IS NULL "
+             "AND EXISTS (SELECT 1 FROM failures f WHERE f.item = i.id) "
+             "AND NOT EXISTS (SELECT 1 FROM judgments j WHERE j.item = i.id)"
+             + (" AND i.batch = ?" if batch is not None else "") + " ORDER BY i.rowid")
+        n = self._sys_name
+        return [BatchItem(r[0], r[1], n[r[2]], None if r[3] is None else n[r[3]], *r[4:])
+                for r in self._con.execute(q, (batch,) if batch is not None else ())]
 
     def acceptability_counts(self, by_stratum: bool = False) -> AcceptabilityCounts:
         """Pass/fail/invalid acceptability verdicts per system (and stratum)."""
@@ -457,6 +555,41 @@ class Study:
                LEFT JOIN items i ON i.id = j.item ORDER BY j.seq""", (DEFAULT_STRATUM,))
         for r in cur:
             yield Judgment(r[0], r[1], r[2], r[3], names[r[4]], None if r[5] is None else names[r[5]], *r[6:])
+
+    #: columns of :meth:`judgment_table`, in order
+    JUDGMENT_COLUMNS = ("judgment", "batch", "item", "kind", "prompt", "stratum", "a", "b", "a_position",
+                        "left", "right", "verdict", "position_verdict", "winner", "annotator",
+                        "source_annotator", "reason", "seconds", "confidence", "time", "file")
+
+    def judgment_table(self) -> Iterator[tuple]:
+        """Every stored judgment, unblinded, as rows of :data:`JUDGMENT_COLUMNS` (ingest order, streamed).
+
+        ``a``/``b`` the stored orientation and ``verdict`` relative to it
+        (A, B, tie, invalid; pass/fail for acceptability, ``b`` empty);
+        ``left``/``right`` the systems as shown and ``position_verdict`` in
+        position form (None when the position is unknown); ``winner`` the
+        winning system (None for tie/invalid/acceptability); ``time`` when the
+        file holding it was ingested; ``file`` that file's name.
+        """
+        names = self._sys_name
+        cur = self._con.execute(
+            """SELECT j.id, i.batch, j.item, j.kind, j.prompt, coalesce(p.stratum, ?), j.a, j.b, j.a_position,
+                      j.verdict, j.annotator, j.source_annotator, j.reason, j.seconds, j.confidence,
+                      f.ingested, f.name
+               FROM judgments j JOIN files f ON f.id = j.file LEFT JOIN prompts p ON p.id = j.prompt
+               LEFT JOIN items i ON i.id = j.item ORDER BY j.seq""", (DEFAULT_STRATUM,))
+        for (jid, batch, item, kind, prompt, stratum, a, b, pos, verdict, ann, src, reason, sec, conf,
+             at, fname) in cur:
+            a, b = names[a], None if b is None else names[b]
+            left, right = (a, b) if pos == "left" else (b, a) if pos == "right" else (None, None)
+            pv = None
+            if b is None or verdict in ("tie", "invalid"):
+                pv = verdict if pos is not None or b is None else None
+            elif pos is not None:
+                pv = "left" if (verdict == "A") == (pos == "left") else "right"
+            win = a if verdict == "A" else b if verdict == "B" else None
+            yield (jid, batch, item, kind, prompt, stratum, a, b, pos, left, right, verdict, pv, win, ann, src,
+                   reason, sec, conf, at, fname)
 
     def pair_prompt_usage(self) -> dict[tuple[str, str], frozenset[str]]:
         """Prompts already judged or issued for each unordered pair.
@@ -555,13 +688,17 @@ class Study:
         return int(batch_id)
 
     def batches(self) -> list[BatchInfo]:
-        """Every batch with its manifest and issued / returned / pending item counts."""
+        """Every batch with its manifest and issued / returned / unanswered / pending item counts."""
         out = []
-        for bid, created, manifest, issued, returned in self._con.execute(
-                """SELECT b.id, b.created, b.manifest, count(i.id),
-                          coalesce(sum(EXISTS (SELECT 1 FROM judgments j WHERE j.item = i.id)), 0)
-                   FROM batches b LEFT JOIN items i ON i.batch = b.id GROUP BY b.id ORDER BY b.id"""):
-            out.append(BatchInfo(bid, created, json.loads(manifest), issued, returned, issued - returned))
+        live, live_args = self._live_batches_sql()
+        for bid, created, manifest, voided, why, is_live, issued, returned, failed in self._con.execute(
+                f"""SELECT b.id, b.created, b.manifest, b.voided, b.void_reason, ({live}), count(i.id),
+                          coalesce(sum(EXISTS (SELECT 1 FROM judgments j WHERE j.item = i.id)), 0),
+                          coalesce(sum(EXISTS (SELECT 1 FROM failures f WHERE f.item = i.id)
+                                       AND NOT EXISTS (SELECT 1 FROM judgments j WHERE j.item = i.id)), 0)
+                   FROM batches b LEFT JOIN items i ON i.batch = b.id GROUP BY b.id ORDER BY b.id""", live_args):
+            pending = issued - returned if is_live else 0
+            out.append(BatchInfo(bid, created, json.loads(manifest), issued, returned, pending, failed, voided, why))
         return out
 
     def items(self, batch: int | None = None) -> list[BatchItem]:
@@ -601,61 +738,37 @@ def _read_rows(path: Path, what: str):
     return rows, problems
 
 
-def _parse_float(v, where, field_name, problems):
-    if v is None or v == "":
-        return None
-    try:
-        f = float(v)
-        if not np.isfinite(f) or f < 0:
-            raise ValueError
-        return f
-    except (TypeError, ValueError, OverflowError):
-        problems.append(f"{where}: {field_name} {quote(v)}; expected a finite number >= 0")
-        return None
-
-
 def _parse_bool(v, where, field_name, problems):
-    if v is None or v == "":
-        return None
-    if isinstance(v, bool):
-        return v
-    s = str(v).strip().lower()
-    if s in ("1", "true", "yes", "y", "pass"):
-        return True
-    if s in ("0", "false", "no", "n", "fail"):
-        return False
-    problems.append(f"{where}: {field_name} {quote(v)}; expected true/false (or 1/0, yes/no)")
-    return None
+    """A flag cell by the one flag vocabulary (:func:`planner.formats.prompts.parse_flag`).
+
+    Responses' ``acceptable`` also takes ``pass``/``fail``; ``frozen`` does not.
+    """
+    from planner.formats.prompts import parse_flag
+
+    extra = (("pass",), ("fail",)) if field_name == "acceptable" else ((), ())
+    flag, problem = parse_flag(v, where, field_name, true_words=extra[0], false_words=extra[1])
+    if problem:
+        problems.append(problem)
+    return flag
 
 
 def _load_prompts(path: Path) -> tuple[list[tuple], list[str]]:
-    rows, problems = _read_rows(path, "prompts")
-    out, seen = [], set()
-    for line, r in rows:
-        where = f"{Path(path).name}:{line}"
-        pid, text = r.get("id"), r.get("text")
-        if pid is None or text is None or str(pid).strip() == "":
-            problems.append(f"{where}: missing id or text; expected columns id, text")
+    """Prompt rows for the ``prompts`` table, read by the one prompts reader
+    (:func:`planner.formats.prompts.read_prompts`, shared with ``allocate``)."""
+    from planner.formats.prompts import read_prompts
+
+    rows, problems = read_prompts(path)
+    out = []
+    for r in rows:
+        # ids and strata: one printable line; texts: no lone surrogates (SQLite cannot store them)
+        why = (study_check.id_problem(r.id) and f"prompt id {quote(r.id)} {study_check.id_problem(r.id)}"
+               or r.stratum is not None and study_check.id_problem(r.stratum)
+               and f"stratum {quote(r.stratum)} {study_check.id_problem(r.stratum)}"
+               or study_check.text_problem(r.text) and f"text {study_check.text_problem(r.text)}")
+        if why:
+            problems.append(f"{Path(path).name}: {why}")
             continue
-        why = study_check.id_problem(pid) or study_check.text_problem(text)
-        if why or not isinstance(text, (str, int, float)) or isinstance(text, bool):
-            problems.append(f"{where}: {'id' if study_check.id_problem(pid) else 'text'} "
-                            f"{quote(pid if study_check.id_problem(pid) else text)} {why or 'is not text'}")
-            continue
-        pid = str(pid).strip()
-        if pid in seen:
-            problems.append(f"{where}: duplicate prompt id {quote(pid)}")
-            continue
-        seen.add(pid)
-        stratum = r.get("stratum")
-        stratum = None if stratum is None or str(stratum).strip() == "" else str(stratum).strip()
-        if stratum is not None and study_check.id_problem(stratum):
-            problems.append(f"{where}: stratum {quote(stratum)} {study_check.id_problem(stratum)}")
-            continue
-        out.append((pid, len(out), str(text), stratum,
-                    _parse_float(r.get("weight"), where, "weight", problems),
-                    _parse_float(r.get("difficulty"), where, "difficulty", problems),
-                    int(bool(_parse_bool(r.get("frozen"), where, "frozen", problems)))))
+        out.append((r.id, len(out), r.text, r.stratum, r.weight, r.difficulty, int(r.frozen)))
     return out, problems
 
 
@@ -836,419 +949,19 @@ def _write_new_study(tmp_db: Path, tmp_cfg: Path, config: dict, names, prompts, 
         con.close()
 
 
-# ------------------------------------------------------------------- ingest
-@dataclass(frozen=True)
-class FileIngest:
-    """What one file gave (or would give, in a dry run).
+# ------------------------------------------------------------------- ingest, status (own modules)
+def ingest(*args, **kwargs):
+    """Ingest judgment files: see :func:`planner.ingest.ingest` (re-exported here)."""
+    from planner.ingest import ingest as _ingest
 
-    ``A``/``B``/``tie``/``invalid`` count pairwise judgments relative to their
-    stored orientation; ``passed``/``failed`` acceptability verdicts (their
-    invalid ones are in ``invalid`` too); ``no_reason`` counts non-tie,
-    non-invalid judgments without a reason code.
-    """
-
-    path: str
-    format: str
-    sha256: str
-    rows: int
-    A: int
-    B: int
-    tie: int
-    invalid: int
-    passed: int
-    failed: int
-    no_reason: int
-    stored: bool
+    return _ingest(*args, **kwargs)
 
 
-@dataclass(frozen=True)
-class IngestResult:
-    """Per-file results of :func:`ingest`."""
+def status(path):
+    """What was issued, returned, unanswered and pending: see :func:`planner.status.status`."""
+    from planner.status import status as _status
 
-    files: tuple[FileIngest, ...]
-    dry_run: bool
-
-    @property
-    def rows(self) -> int:
-        return sum(f.rows for f in self.files)
-
-
-def _hash_file(path: Path) -> tuple[str, int]:
-    h = hashlib.sha256()
-    lines = 0
-    with open(path, "rb") as f:
-        while chunk := f.read(1 << 20):
-            h.update(chunk)
-            lines += chunk.count(b"\n")
-    return h.hexdigest(), lines
-
-
-class _Problems(list):
-    """Problem messages of one file: keeps the first 20 and counts the rest (bounded memory).
-
-    Conflicts (duplicate ids) surface when a chunk is flushed, after later
-    rows were checked; :meth:`ordered` sorts the kept messages by line.
-    """
-
-    KEEP = 20
-
-    def __init__(self):
-        super().__init__()
-        self.total = 0
-
-    def append(self, msg: str) -> None:
-        self.total += 1
-        if len(self) < self.KEEP:
-            super().append(msg)
-
-    def ordered(self) -> list[str]:
-        def line(m: str) -> int:
-            head = m.split(": ", 1)[0].rsplit(":", 1)
-            return int(head[1]) if len(head) == 2 and head[1].isdigit() else 0
-        return sorted(self, key=line)
-
-
-class _Validator:
-    """Turns reader records into judgment rows for one file, collecting problems."""
-
-    _POS = {"left": "A", "right": "B", "tie": "tie", "invalid": "invalid", "pass": "pass", "fail": "fail"}
-
-    def __init__(self, con: sqlite3.Connection, sys_id: dict[str, int]):
-        self.sys_id = sys_id
-        self.prompt_ids = {r[0] for r in con.execute("SELECT id FROM prompts")}
-        self.prompt_by_text = {}
-        self._con = con
-        self._items: dict[str, tuple | None] = {}
-        self.systems_txt = ", ".join(sys_id)
-
-    def prompt_of_text(self, text):
-        if not self.prompt_by_text:
-            self.prompt_by_text = {t: i for i, t in self._con.execute("SELECT id, text FROM prompts")}
-        return self.prompt_by_text.get(text)
-
-    def item(self, item_id):
-        if item_id not in self._items:
-            self._items[item_id] = self._con.execute(
-                "SELECT prompt, left_sys, right_sys, kind, annotator FROM items WHERE id = ?", (item_id,)).fetchone()
-        return self._items[item_id]
-
-    def row(self, rec: dict, name: str, line: int, file_id: int):
-        """A tuple for the judgments INSERT, or a problem string naming ``name:line``."""
-        if "a" not in rec:  # positional: translate with the batch key
-            it = self.item(rec["item"])
-            if it is None:
-                return f"{name}:{line}: unknown item {rec['item']!r}; expected an item id issued by this study"
-            prompt, left, right, kind, assigned = it
-            v = rec["verdict"]
-            if (kind == "acceptability") != (v in ("pass", "fail")) and v != "invalid":
-                allowed = "pass, fail, invalid" if kind == "acceptability" else "left, right, tie, invalid"
-                return f"{name}:{line}: verdict {v!r} for {kind} item {rec['item']!r}; expected one of {allowed}"
-            annotator = rec.get("annotator") or assigned
-            jid = rec.get("id") or (f"{rec['item']}@{annotator}" if annotator else rec["item"])
-            return (jid, rec["item"], prompt, left, right, self._POS[v], "left", kind, annotator,
-                    rec.get("reason"), rec.get("seconds"), rec.get("confidence"))
-        a, b = self.sys_id.get(rec["a"]), self.sys_id.get(rec["b"])
-        if a is None or b is None:
-            bad = rec["a"] if a is None else rec["b"]
-            return f"{name}:{line}: unknown system {bad!r}; expected one of {self.systems_txt}"
-        if a == b:
-            return f"{name}:{line}: a == b ({rec['a']!r}); a system cannot be compared with itself"
-        prompt = rec["prompt"]
-        if "prompt_text" in rec and prompt not in self.prompt_ids:
-            prompt = self.prompt_of_text(rec["prompt_text"]) or prompt
-        if self.prompt_ids and prompt not in self.prompt_ids:
-            return f"{name}:{line}: unknown prompt {prompt!r}; expected a prompt id of this study"
-        reason, seconds, conf = rec.get("reason"), rec.get("seconds"), rec.get("confidence")
-        if reason is None and seconds is None and conf is None:  # short row: fewer bound NULLs, faster
-            return (rec["id"], prompt, a, b, rec["verdict"], rec["a_position"], rec.get("annotator"))
-        return (rec["id"], None, prompt, a, b, rec["verdict"], rec["a_position"], "external",
-                rec.get("annotator"), reason, seconds, conf)
-
-
-def _inserts(file_id: int) -> dict[int, str]:
-    """INSERT statements by row width: 12 = full row, 7 = external row without reason/seconds/confidence.
-
-    Binding fewer NULL parameters makes bulk ingest markedly faster; ``file_id``
-    is an integer we generated, formatted into the SQL as a literal.
-    """
-    fid = int(file_id)
-    return {12: ("INSERT INTO judgments (id, item, prompt, a, b, verdict, a_position, kind, annotator, reason, "
-                 f"seconds, confidence, file) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, {fid})"),
-            7: ("INSERT INTO judgments (id, prompt, a, b, verdict, a_position, annotator, kind, file) "
-                f"VALUES (?, ?, ?, ?, ?, ?, ?, 'external', {fid})")}
-
-
-def _row_keys(row: tuple) -> tuple:
-    """(judgment id, item, annotator) of a full or short row."""
-    return (row[0], row[1], row[8]) if len(row) == 12 else (row[0], None, row[6])
-
-
-def _explain_conflict(con, row, where: str, file_id: int, exc: Exception) -> str:
-    """Say which earlier judgment a rejected row collides with."""
-    jid, item, annotator = _row_keys(row)
-    sql = "SELECT j.file, f.name FROM judgments j JOIN files f ON f.id = j.file WHERE "
-    checks = []
-    if item is not None:
-        checks.append((sql + "j.item = ? AND coalesce(j.annotator, '') = coalesce(?, '')", (item, annotator),
-                       f"annotator {annotator!r} already judged item {item!r}",
-                       "one judgment per annotator and item (planned repeats have their own item ids)"))
-    checks.append((sql + "j.id = ?", (jid,), f"duplicate judgment id {jid!r}", "expected unique ids"))
-    for q, args, what, expected in checks:
-        hit = con.execute(q, args).fetchone()
-        if hit:
-            place = "earlier in this file" if hit[0] == file_id else f"already in the study (from {hit[1]})"
-            return f"{where}: {what} ({place}); {expected}"
-    return f"{where}: rejected by the store ({exc})"
-
-
-def _ingest_file(con, sys_id, path: Path, reader, file_index: int, dry_run: bool, progress, options) -> tuple:
-    sha, total_lines = _hash_file(path)
-    problems = _Problems()
-    counts = {"A": 0, "B": 0, "tie": 0, "invalid": 0, "pass": 0, "fail": 0}
-    no_reason = 0
-    rows = 0
-    with _write(con, commit=not dry_run):
-        hit = con.execute("SELECT name, ingested FROM files WHERE sha256 = ?", (sha,)).fetchone()
-        if hit:
-            problems.append(f"{path.name}:1: this content was already ingested (as {hit[0]} at {hit[1]}); "
-                            "refusing to count it twice")
-            return sha, counts, 0, 0, problems
-        file_id = con.execute("INSERT INTO files (sha256, name, format, ingested) VALUES (?, ?, ?, ?)",
-                              (sha, path.name, reader.name, _now())).lastrowid
-        con.execute(f"PRAGMA cache_size = {int(INGEST_CACHE)}")  # the id index stays in memory
-        seq0 = con.execute("SELECT coalesce(max(seq), 0) FROM judgments").fetchone()[0]
-        val = _Validator(con, sys_id)
-        buf: list[tuple] = []
-        lines: list[int] = []
-        name = path.name
-
-        inserts = _inserts(file_id)
-        width = [0]
-
-        def flush():
-            if not buf:
-                return
-            sql = inserts[width[0]]
-            con.execute("SAVEPOINT chunk")
-            try:
-                con.executemany(sql, buf)
-                con.execute("RELEASE chunk")
-            except sqlite3.IntegrityError:
-                con.execute("ROLLBACK TO chunk")
-                con.execute("RELEASE chunk")
-                for row, ln in zip(buf, lines):
-                    try:
-                        con.execute(sql, row)
-                    except sqlite3.IntegrityError as exc:
-                        problems.append(_explain_conflict(con, row, f"{name}:{ln}", file_id, exc))
-            buf.clear()
-            lines.clear()
-
-        last_line = 0
-        row_of = val.row
-        for line, rec, problem in reader.read(path, **options):
-            if problem is None:
-                row = row_of(rec, name, line, file_id)
-                if type(row) is tuple:
-                    if len(row) != width[0]:  # keep file order: flush when the row shape changes
-                        flush()
-                        width[0] = len(row)
-                    buf.append(row)
-                    lines.append(line)
-                    if len(buf) >= CHUNK:
-                        flush()
-                        if progress is not None and line - last_line >= 50_000:
-                            progress(file_index, line, total_lines)
-                            last_line = line
-                    continue
-                problem = row
-            problems.append(problem)
-        flush()
-        # tallies from the rows this transaction added (seq is monotonic inside it)
-        for v, n, nr in con.execute(
-                "SELECT verdict, count(*), sum(reason IS NULL OR reason = '') FROM judgments "
-                "WHERE seq > ? AND file = ? GROUP BY verdict", (seq0, file_id)):
-            counts[v] = n
-            rows += n
-            if v not in ("tie", "invalid"):
-                no_reason += nr
-        if problems:
-            raise _Refused(sha, counts, rows, no_reason, problems)
-        con.execute("UPDATE files SET rows = ? WHERE id = ?", (rows, file_id))
-    if progress is not None:
-        progress(file_index, total_lines, total_lines)
-    return sha, counts, rows, no_reason, problems
-
-
-class _Refused(Exception):
-    def __init__(self, *args):
-        super().__init__("refused")
-        self.args_ = args
-
-
-def ingest(path, files: Sequence, format: str | None = None, dry_run: bool = False,
-           progress: Callable[[int, int, int], None] | None = None, baseline: str | None = None) -> IngestResult:
-    """Ingest judgment files into a study, all-or-nothing per file.
-
-    Each file is read by the reader named ``format`` or auto-detected (see
-    :data:`planner.formats.readers.READERS`), validated against the study
-    (systems, prompts, items and their key) and stored in ONE transaction:
-    if any row is bad, nothing from that file is stored. Files are processed
-    in order; good files are stored even when a later file is refused.
-
-    Parameters
-    ----------
-    path : path-like
-        The study directory.
-    files : sequence of path-like
-    format : str, optional
-        Force a reader (``--format``).
-    dry_run : bool
-        Validate and count, store nothing.
-    progress : callable, optional
-        ``progress(file_index, lines_done, lines_total)``, called every ~50,000 lines.
-    baseline : str, optional
-        The baseline system for arena-hard-auto lines without a ``baseline`` field.
-
-    Returns
-    -------
-    IngestResult
-
-    Raises
-    ------
-    DataError
-        Listing up to 20 problems (``file:line: value; expected …``) when a
-        file was refused (already-ingested content, malformed rows, unknown
-        verdict labels/items/systems/prompts, ``a == b``, duplicate ids, the same
-        annotator judging the same item twice). Files before it stay stored.
-    """
-    from planner.formats.readers import detect_format
-
-    paths = [Path(f) for f in files]
-    for p in paths:
-        if not p.is_file():
-            raise DataError(f"{p}: file not found")
-    readers = [detect_format(p, format) for p in paths]
-    options = {"baseline": baseline}
-    results: list[FileIngest] = []
-    refused: list[tuple[Path, _Problems]] = []
-    with Study.open(path) as study:
-        con = study._con
-        for k, (p, reader) in enumerate(zip(paths, readers)):
-            try:
-                sha, counts, rows, no_reason, problems = _ingest_file(con, study._sys_id, p, reader, k, dry_run,
-                                                                      progress, options)
-            except _Refused as exc:
-                sha, counts, rows, no_reason, problems = exc.args_
-            stored = not problems and not dry_run
-            if problems:
-                refused.append((p, problems))
-            results.append(FileIngest(str(p), reader.name, sha, rows, counts["A"], counts["B"], counts["tie"],
-                                      counts["invalid"], counts["pass"], counts["fail"], no_reason, stored))
-    if refused:
-        stored = [f"{Path(r.path).name} ({r.rows} rows)" for r in results if r.stored]
-        msg = (f"{len(refused)} of {len(paths)} file(s) refused, nothing stored from "
-               + ", ".join(f"{p.name} ({ps.total} problem{'s' if ps.total != 1 else ''})" for p, ps in refused)
-               + (f"; stored: {', '.join(stored)}" if stored else ""))
-        problems = [q for _, ps in refused for q in ps.ordered()][:_Problems.KEEP]
-        raise DataError(msg, problems)
-    return IngestResult(tuple(results), dry_run)
-
-
-# ------------------------------------------------------------------- status
-@dataclass(frozen=True)
-class PairStatus:
-    """Counts for an unordered pair ``(x, y)``: ``x_wins``, ``y_wins`` over both
-    positions; ``score`` is x's half-tie score (None when nothing usable)."""
-
-    x: str
-    y: str
-    x_wins: int
-    y_wins: int
-    ties: int
-    invalid: int
-    score: float | None
-
-
-@dataclass(frozen=True)
-class SystemStatus:
-    """A system's wins/losses/ties/invalid over all opponents and its half-tie score."""
-
-    system: str
-    wins: int
-    losses: int
-    ties: int
-    invalid: int
-    score: float | None
-
-
-@dataclass(frozen=True)
-class AnnotatorStatus:
-    """Judgments per annotator (``None`` = no annotator recorded); A/B relative
-    to the stored orientation, pass/fail for acceptability items."""
-
-    annotator: str | None
-    judgments: int
-    A: int
-    B: int
-    tie: int
-    invalid: int
-    passed: int
-    failed: int
-
-
-@dataclass(frozen=True)
-class StatusResult:
-    """What :func:`status` reports."""
-
-    path: str
-    systems: tuple[str, ...]
-    judgments: int
-    totals: dict
-    batches: tuple[BatchInfo, ...]
-    pairs: tuple[PairStatus, ...]
-    per_system: tuple[SystemStatus, ...]
-    annotators: tuple[AnnotatorStatus, ...]
-    acceptability: dict
-    files: int
-
-
-def status(path) -> StatusResult:
-    """Issued/returned/pending items per batch; counts per pair, per system
-    (half-tie scores) and per annotator. Counts use :data:`COUNTED_KINDS`."""
-    with Study.open(path) as study:
-        c = study.counts(by_stratum=False)
-        m = len(study.systems)
-        tab = np.zeros((m, m, 4), dtype=np.int64)  # [x, y] = x's wins, y's wins, ties, invalid, both positions
-        for a, b, aw, bw, t, inv in zip(c.a, c.b, c.a_wins, c.b_wins, c.ties, c.invalid):
-            tab[a, b] += (aw, bw, t, inv)
-            tab[b, a] += (bw, aw, t, inv)
-        pairs = []
-        for x in range(m):
-            for y in range(x + 1, m):
-                w, l, t, inv = (int(v) for v in tab[x, y])
-                if w + l + t + inv:
-                    pairs.append(PairStatus(study.systems[x], study.systems[y], w, l, t, inv, half_tie_score(w, l, t)))
-        per_system = []
-        for x in range(m):
-            w, l, t, inv = (int(v) for v in tab[x].sum(axis=0))
-            per_system.append(SystemStatus(study.systems[x], w, l, t, inv, half_tie_score(w, l, t)))
-        ann = []
-        for row in study._con.execute(
-                "SELECT annotator, count(*), sum(verdict='A'), sum(verdict='B'), sum(verdict='tie'), "
-                "sum(verdict='invalid'), sum(verdict='pass'), sum(verdict='fail') FROM judgments "
-                "GROUP BY annotator ORDER BY annotator IS NULL, annotator"):
-            ann.append(AnnotatorStatus(row[0], *(int(v) for v in row[1:])))
-        acc = study.acceptability_counts()
-        rates = acc.pass_rate()
-        acceptability = {s: {"pass": int(acc.passed[i].sum()), "fail": int(acc.failed[i].sum()),
-                             "invalid": int(acc.invalid[i].sum()), "pass_rate": rates[i]}
-                         for i, s in enumerate(study.systems) if acc.passed[i].sum() + acc.failed[i].sum()
-                         + acc.invalid[i].sum()}
-        n = study._con.execute("SELECT count(*) FROM judgments").fetchone()[0]
-        nfiles = study._con.execute("SELECT count(*) FROM files").fetchone()[0]
-        return StatusResult(str(path), study.systems, int(n), c.totals(), tuple(study.batches()), tuple(pairs),
-                            tuple(per_system), tuple(ann), acceptability, int(nfiles))
+    return _status(path)
 
 
 # ------------------------------------------------------------ report reads

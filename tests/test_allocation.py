@@ -12,7 +12,6 @@ from hypothesis import strategies as st
 
 from planner.allocation import (
     Allocation,
-    _PromptRow,
     allocate,
     apportion,
     choose_prompts,
@@ -25,11 +24,12 @@ from planner.allocation import (
     write_prompts,
 )
 from planner.errors import DataError, UsageError
+from planner.formats.prompts import PromptRow
 
 
-def rows(spec: dict[str, int], **extra) -> list[_PromptRow]:
+def rows(spec: dict[str, int], **extra) -> list[PromptRow]:
     """Prompts ``<stratum>-<i>`` with ``spec[stratum]`` prompts per stratum."""
-    return [_PromptRow(f"{h}-{i:03d}", f"text {h} {i}", h, **extra) for h, n in spec.items() for i in range(n)]
+    return [PromptRow(f"{h}-{i:03d}", f"text {h} {i}", h, **extra) for h, n in spec.items() for i in range(n)]
 
 
 # ---------------------------------------------------------------------------
@@ -181,7 +181,7 @@ def test_with_replacement_cycles_the_stratum():
 
 
 def test_missing_stratum_one_stratum_or_error():
-    prompts = [_PromptRow(f"p{i}", "t") for i in range(5)]
+    prompts = [PromptRow(f"p{i}", "t") for i in range(5)]
     res = allocate(prompts, 3)
     assert [s.stratum for s in res.strata] == ["all"] and "one stratum" in res.notes[0]
     with pytest.raises(DataError, match="--by stratum needs one"):
@@ -193,7 +193,7 @@ def test_missing_stratum_one_stratum_or_error():
 
 
 def test_by_difficulty():
-    prompts = [_PromptRow(f"p{i}", "t", "x", difficulty=[1, 2, 3][i % 3]) for i in range(9)]
+    prompts = [PromptRow(f"p{i}", "t", "x", difficulty=[1, 2, 3][i % 3]) for i in range(9)]
     res = allocate(prompts, 6, by="difficulty", method="equal")
     assert {s.stratum: s.allocated for s in res.strata} == {"1": 2, "2": 2, "3": 2}
 
@@ -215,7 +215,7 @@ def test_bad_weights_are_data_errors():
 
 
 def test_frozen_first_then_contested_then_random():
-    prompts = [_PromptRow(f"p{i}", "t", "s", frozen=(i == 7)) for i in range(8)]
+    prompts = [PromptRow(f"p{i}", "t", "s", frozen=(i == 7)) for i in range(8)]
     gaps = {"p3": 0.0, "p5": 1.0, "p1": 3.0}  # others have no pointwise gap
     got = choose_prompts(prompts, "s", 8, set(), np.random.default_rng(0), frozen_first=True, pointwise=gaps)
     assert got[:4] == ["p7", "p3", "p5", "p1"]
@@ -250,7 +250,7 @@ def test_weights_recover_population_mean_when_one_stratum_is_oversampled():
     p_win = {"easy": 0.8, "hard": 0.3}
     rng = np.random.default_rng(2024)
     unweighted, weighted = [], []
-    for rep in range(200):
+    for _rep in range(200):
         res = allocate(prompts, 200, method="equal", rng=rng)
         y = np.array([rng.random() < p_win[c.stratum] for c in res.prompts], dtype=float)
         w = np.array([c.weight for c in res.prompts])
@@ -302,17 +302,19 @@ def test_read_prompts_csv_with_bom_and_bad_rows(tmp_path):
         read_prompts(bad)
     bad = bad.name  # problems name the file by its name, as the shared readers do
     assert exc.value.lines() == [
-        f"{bad}:2: weight ('-1') must be a finite number >= 0 (and 2 more bad prompt rows below)",
+        f"{bad}:2: weight '-1'; expected a finite number >= 0 (and 2 more bad prompt rows below)",
         f"{bad}:3: duplicate prompt id 'p1' (first at {bad}:2)",
-        f"{bad}:4: weight ('abc') must be a finite number >= 0",
+        f"{bad}:4: weight 'abc'; expected a finite number >= 0",
     ]
 
 
 def test_read_pilot_rejects_unknown_and_bad_verdicts(tmp_path):
     f = tmp_path / "pilot.jsonl"
-    f.write_text(json.dumps({"prompt": "p1", "a": "x", "b": "y", "verdict": "A"}) + "\n"
-                 + json.dumps({"prompt": "zz", "a": "x", "b": "y", "verdict": "A"}) + "\n"
-                 + json.dumps({"prompt": "p1", "a": "x", "b": "y", "verdict": "left"}) + "\n", encoding="utf-8")
+    # ids are required: --pilot reads with ingest's reader (normalized judgments need an id)
+    f.write_text(json.dumps({"id": "j1", "prompt": "p1", "a": "x", "b": "y", "verdict": "A"}) + "\n"
+                 + json.dumps({"id": "j2", "prompt": "zz", "a": "x", "b": "y", "verdict": "A"}) + "\n"
+                 + json.dumps({"id": "j3", "prompt": "p1", "a": "x", "b": "y", "verdict": "left"}) + "\n",
+                 encoding="utf-8")
     with pytest.raises(DataError) as exc:
         read_pilot(f, {"p1"})
     assert [p.split(": ", 1)[0] for p in exc.value.lines()] == ["pilot.jsonl:2", "pilot.jsonl:3"]

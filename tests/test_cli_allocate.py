@@ -122,8 +122,8 @@ def test_neyman_with_pilot(tmp_path):
     # x: verdicts A, B on one pair -> y = 1, 0, S = sqrt(0.5); y: A, tie -> 1, 0.5, S = sqrt(0.125).
     # S ratio 2:1, equal N -> budget 9 splits 6 : 3.
     recs = [("x0", "A"), ("x1", "B"), ("y0", "A"), ("y1", "tie")]
-    pilot.write_text("".join(json.dumps({"prompt": p, "a": "s1", "b": "s2", "verdict": v}) + "\n" for p, v in recs),
-                     encoding="utf-8")
+    pilot.write_text("".join(json.dumps({"id": f"j{k}", "prompt": p, "a": "s1", "b": "s2", "verdict": v}) + "\n"
+                             for k, (p, v) in enumerate(recs)), encoding="utf-8")
     r = run("--prompts", str(prompts), "--budget", "9", "--method", "neyman", "--pilot", str(pilot), "--json")
     assert r.exit_code == 0, r.stderr
     assert [s["allocated"] for s in json.loads(r.stdout)["strata"]] == [6, 3]

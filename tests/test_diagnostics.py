@@ -220,7 +220,7 @@ def test_circular_triads_properties(case):
     # complete random tournaments: enumeration == score formula, 0 <= d <= d_max, zeta in [0, 1]
     m, bits = case
     w = np.zeros((m, m))
-    for (i, j), b in zip(((i, j) for i in range(m) for j in range(i + 1, m)), bits):
+    for (i, j), b in zip(((x, y) for x in range(m) for y in range(x + 1, m)), bits):
         w[(i, j) if b else (j, i)] = 1
     r = dg.circular_triads(w)
     assert r.d == pytest.approx(dg.circular_triads_from_scores(r.scores), abs=EXACT)
@@ -544,3 +544,25 @@ def test_compact_letters_share_a_letter_iff_not_separated():
         for p in range(m):
             for q in range(p + 1, m):
                 assert bool(set(letters[p]) & set(letters[q])) == (not sep[p, q])
+
+
+# ------------------------------------------------- tallied forms (used by the report's grouped scan)
+def test_length_bias_counts_by_hand():
+    # (verdict, sign(len_a - len_b), n): longer won 40 + 5 = 45, shorter 10 + 2 = 12, 3 equal, 1 missing
+    rows = [("A", 1, 40), ("B", -1, 5), ("B", 1, 10), ("A", -1, 2), ("A", 0, 3), ("B", None, 1), ("tie", 1, 9)]
+    r = dg.length_bias_counts(rows)
+    assert (r.longer_wins, r.shorter_wins, r.n, r.n_equal, r.n_missing) == (45, 12, 57, 3, 1)
+    from scipy.stats import binomtest
+    assert r.pvalue == pytest.approx(binomtest(45, 57).pvalue, rel=1e-12)
+    assert r.flagged and r.share == pytest.approx(45 / 57, abs=EXACT)
+
+
+def test_reason_shares_counts_by_hand():
+    rows = [("x", "y", "A", "accuracy", 2), ("x", "y", "A", " style ", 1), ("y", "x", "A", "", 1),
+            ("x", "w", "tie", None, 4), ("x", "y", "invalid", "accuracy", 3)]
+    r = dg.reason_shares_counts(rows, ["y"])
+    assert [row.system for row in r.rows] == ["y", "x", "w"]       # given order, then first appearance
+    y, x, w = r.rows
+    assert [(s.reason, s.count) for s in x.win_reasons] == [("accuracy", 2), ("style", 1)]
+    assert (x.wins, x.losses, y.wins, y.losses, w.wins) == (3, 1, 1, 3, 0)
+    assert (r.n_decisive, r.n_without_reason, r.share_without_reason) == (4, 1, 0.25)

@@ -77,9 +77,11 @@ def test_arena_hard_positions_and_confidence(tmp_path):
         ("beta", "gpt-4-0314", "invalid", None)]  # unparsed score -> invalid
     bad = jl(tmp_path / "b.jsonl", [{"question_id": "q", "model": "m", "games": [{"score": "A>>>B"}]}])
     probs = [p for _, r, p in rows("arena-hard", bad, baseline="z") if p]
-    assert probs == ["b.jsonl:1: games[0].score 'A>>>B'; expected A>>B, A>B, A=B, B>A, B>>A or null"]
+    # issue 11: all ten upstream labels are accepted, so the message lists them
+    assert probs == ["b.jsonl:1: games[0].score 'A>>>B'; expected one of A>>B, A>B, A=B, B>A, B>>A "
+                     "(or B<<A, B<A, B=A, A<B, A<<B) or null"]
     nob = [p for _, r, p in rows("arena-hard", bad) if p]
-    assert "no baseline system" in nob[0]
+    assert "baseline missing; expected a 'baseline' field or the --baseline option" in nob[0]
 
 
 def test_alpaca_eval_preferences(tmp_path):
@@ -90,8 +92,14 @@ def test_alpaca_eval_preferences(tmp_path):
     # line where each element starts (indent=2): "[" is line 1; an element with k keys spans k + 2 lines
     # (7, 7, 5, 5 keys) -> 2, 2+9, 11+9, 20+7, 27+7
     assert [line for line, _, _ in got] == [2, 11, 20, 27, 34]
+    # issue 11: continuous preferences are accepted (tie only within tie_band of 1.5); rows without
+    # raw_completion / referenced_models do not say which output was shown first -> position unknown
+    assert {r["a_position"] for _, r, p in got} == {None}
     f.write_text(json.dumps([dict(ALPACA[0], preference=1.27)]), encoding="utf-8")
-    assert "preference 1.27" in rows("alpaca-eval", f)[0][2]
+    (_, rec, _), = rows("alpaca-eval", f)
+    assert (rec["verdict"], rec["confidence"]) == ("A", pytest.approx(0.46))
+    f.write_text(json.dumps([dict(ALPACA[0], preference=2.5)]), encoding="utf-8")
+    assert "preference 2.5; expected a number in [1, 2]" in rows("alpaca-eval", f)[0][2]
     assert detect_format(f).name == "alpaca-eval"
 
 
@@ -99,9 +107,12 @@ def test_label_studio_export(tmp_path):
     f = tmp_path / "export.json"
     f.write_text(json.dumps(LABEL_STUDIO, indent=1), encoding="utf-8")
     got = [r for _, r, p in rows("label-studio", f)]
-    assert got[0] == {"item": "it1", "verdict": "left", "id": "ls:11:101", "annotator": "3", "reason": "accuracy",
-                      "seconds": 12.5, "confidence": None}
-    assert len(got) == 2 and got[1]["verdict"] == "tie"  # the cancelled annotation is not a judgment
+    # issue 11: numeric LS user ids read as ls-user:<id>; records carry the task label for messages
+    assert got[0] == {"item": "it1", "verdict": "left", "id": "ls:11:101", "annotator": "ls-user:3",
+                      "reason": "accuracy", "seconds": 12.5, "confidence": None, "where": "export.json:task 11"}
+    # the cancelled annotation is not a judgment: a skip record, counted by the store
+    assert got[1] == {"skip": "cancelled annotation", "item": "it1", "where": "export.json:task 11"}
+    assert len(got) == 3 and got[2]["verdict"] == "tie"
     assert detect_format(f).name == "label-studio"
 
 
@@ -115,9 +126,10 @@ def test_spreadsheet_csv_positions(tmp_path):
     assert detect_format(f).name == "positions"
     got = rows("positions", f)
     assert got[0][1] == {"item": "it1", "verdict": "left", "id": None, "annotator": "Zoë",
-                         "reason": "format, length", "seconds": 4.5, "confidence": None}
+                         "reason": "format, length", "seconds": 4.5, "confidence": None, "where": "v.csv:row 1"}
     assert got[1][1]["reason"] == "multi\r\nline 東京"
-    assert got[2] == (5, None, "v.csv:5: verdict 'draw'; expected one of left, right, tie, invalid "
+    # issue 11: CSV problems cite logical data rows (header not counted, the 2-line cell does not shift)
+    assert got[2] == (3, None, "v.csv:row 3: verdict 'draw'; expected one of left, right, tie, invalid "
                                "(pass, fail for acceptability items)")
 
 
@@ -153,6 +165,12 @@ def test_registry_is_extensible(tmp_path):
         READERS.pop("judge-test")
 
 
+# Store side of issue 11 (skip records, a_position unknown) lives in planner/study.py (lead's branch).
+needs_store_v2 = pytest.mark.skipif(not hasattr(Study, "unanswered_items"),
+                                    reason="needs the issue-11 store (skip records, unknown positions)")
+
+
+@needs_store_v2
 def test_external_formats_ingest_end_to_end(tmp_path):
     init_study(tmp_path / "s", systems=["alpha", "beta", "gpt-4-0314"])
     st = tmp_path / "s"
@@ -169,6 +187,7 @@ def test_external_formats_ingest_end_to_end(tmp_path):
     assert conf == [0.5, 1.0, None, None]
 
 
+@needs_store_v2
 def test_label_studio_ingest_with_acceptability(tmp_path):
     Path(tmp_path / "p.jsonl").write_text(json.dumps({"id": "p", "text": "t"}) + "\n", encoding="utf-8")
     init_study(tmp_path / "s", systems=["x", "y"], prompts_file=tmp_path / "p.jsonl")

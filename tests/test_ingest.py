@@ -118,18 +118,17 @@ def test_at_most_20_problems_listed(st, tmp_path):
 def test_reingest_and_duplicates_against_study(st, tmp_path):
     f = write_jsonl(tmp_path / "a.jsonl", [{"id": "x1", "prompt": "p", "a": "s0", "b": "s1", "verdict": "A"}])
     ingest(st, [f])
-    with pytest.raises(DataError, match="refused") as e:
-        ingest(st, [f])
-    assert "already ingested" in e.value.problems[0]
+    res = ingest(st, [f]).files[0]  # the same content again: a counted no-op (issue 11: idempotent)
+    assert (res.rows, res.already, res.stored) == (0, 1, True) and "nothing new" in res.notes[0]
     copy = tmp_path / "renamed.jsonl"
-    copy.write_bytes(f.read_bytes())  # same content under another name: still refused
-    with pytest.raises(DataError):
-        ingest(st, [copy])
+    copy.write_bytes(f.read_bytes())  # same content under another name: the same no-op
+    assert ingest(st, [copy]).files[0].already == 1
     g = write_jsonl(tmp_path / "b.jsonl", [{"id": "x1", "prompt": "p", "a": "s1", "b": "s0", "verdict": "B"},
                                            {"id": "x2", "prompt": "p", "a": "s1", "b": "s0", "verdict": "B"}])
-    with pytest.raises(DataError) as e:
+    with pytest.raises(DataError) as e:  # an id reused for another comparison is a conflict, not an edit
         ingest(st, [g])
-    assert "duplicate judgment id 'x1' (already in the study (from a.jsonl))" in e.value.problems[0]
+    assert e.value.problems[0] == ("b.jsonl:1: judgment id 'x1' is already stored for a different comparison; "
+                                   "expected ids that name one judgment")
     assert totals(st)["A"] == 1 and sum(totals(st).values()) == 1
 
 
@@ -138,7 +137,7 @@ def test_good_file_stays_when_later_file_refused(st, tmp_path):
     bad = write_jsonl(tmp_path / "bad.jsonl", [{"id": "h", "prompt": "p", "a": "s0", "b": "s1", "verdict": "?"}])
     with pytest.raises(DataError) as e:
         ingest(st, [good, bad])
-    assert "stored: good.jsonl (1 rows)" in e.value.message
+    assert "stored: good.jsonl (1 new)" in e.value.message
     assert totals(st)["A"] == 1
 
 
@@ -172,10 +171,10 @@ def test_position_verdicts_annotator_twice_and_planned_repeat(tmp_path):
     with pytest.raises(DataError) as e:
         ingest(st, [again])
     p = e.value.problems
-    assert p[0].startswith("again.jsonl:1: annotator 'ann' already judged item 'i1' (already in the study "
-                           "(from ok.jsonl))")
-    assert "again.jsonl:2: unknown item 'zzz'" in p[1]
-    assert "again.jsonl:3: verdict 'pass' for regular item 'i1'; expected one of left, right, tie, invalid" in p[2]
+    assert "again.jsonl:2: unknown item 'zzz'" in p[0]
+    assert "again.jsonl:3: verdict 'pass' for regular item 'i1'; expected one of left, right, tie, invalid" in p[1]
+    # ann's verdict on i1 changed (left -> tie): never overwritten silently (issue 11)
+    assert p[2].startswith("again.jsonl: 1 stored judgment(s) changed at the source ('i1@ann' A -> tie)")
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

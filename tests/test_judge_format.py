@@ -87,7 +87,7 @@ def test_malformed_lines_name_file_and_line(tmp_path):
     with pytest.raises(DataError, match=rf"{p.name}:2: not valid JSON"):
         next(gen)
     p.write_text('{"content": "[[A]]"}\n', encoding="utf-8")
-    with pytest.raises(DataError, match=r":1: missing \"custom_id\""):
+    with pytest.raises(DataError, match=r"bad.jsonl:1: custom_id missing; expected the item id"):
         list(read_judge_outputs(p))
     p.write_text('[1, 2]\n', encoding="utf-8")
     with pytest.raises(DataError, match=":1: expected a JSON object"):
@@ -139,7 +139,7 @@ def test_registry_rows_form(tmp_path):
     rows = list(read_judge_rows(p))
     assert rows[0] == (1, {"item": "it-1", "verdict": "right", "reason": "style", "id": "judge:it-1",
                            "annotator": "judge-x", "seconds": None, "confidence": None}, None)
-    assert rows[1][1] is None and rows[1][2].startswith(f"{p}:2: not valid JSON")
+    assert rows[1][1] is None and rows[1][2].startswith(f"{p.name}:2: not valid JSON")  # name, not full path
     assert rows[2][1]["verdict"] == "invalid"  # unparseable text: invalid, counted
 
 
@@ -176,3 +176,114 @@ def test_round_trip_with_real_gpt4_judgments(tmp_path, shared_data):
         assert back[verdict] == released[(it.prompt_id, it.left_system, it.right_system)]
         n += 1
     assert not by_id and n == 2 * len(planned)  # 28 pairs x 3 prompts x 2 orders
+
+
+# --------------------------------------------------------------- issue 11: transport failures vs answers
+def _completion(cid, content, *, refusal=None, finish="stop", model="gpt-4o-2024-08-06"):
+    """An OpenAI batch output line whose body is a real ``ChatCompletion`` (validated below)."""
+    body = {"id": f"chatcmpl-{cid}", "object": "chat.completion", "created": 1732960000, "model": model,
+            "choices": [{"index": 0, "finish_reason": finish, "logprobs": None,
+                         "message": {"role": "assistant", "content": content, "refusal": refusal}}],
+            "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120},
+            "system_fingerprint": "fp_1"}
+    return {"id": f"batch_req_{cid}", "custom_id": cid,
+            "response": {"status_code": 200, "request_id": f"req_{cid}", "body": body}, "error": None}
+
+
+def _http_error(cid, status, code, message, etype="invalid_request_error"):
+    return {"id": f"batch_req_{cid}", "custom_id": cid,
+            "response": {"status_code": status, "request_id": f"req_{cid}",
+                         "body": {"error": {"message": message, "type": etype, "param": None, "code": code}}},
+            "error": None}
+
+
+def _batch_error(cid, code, message):
+    return {"id": f"batch_req_{cid}", "custom_id": cid, "response": None, "error": {"code": code, "message": message}}
+
+
+OUTPUT = [_completion("it-1", "Reason: accuracy\n[[A]]"),
+          _completion("it-2", None, refusal="I can't help with comparing these responses."),
+          _completion("it-3", "Both answers are similar in quality and", finish="length"),
+          _completion("it-4", "Reason: style\n[[B]]", finish="length"),
+          _completion("it-5", "I think the first one, maybe.")]
+ERRORS = [_batch_error("it-6", "batch_expired", "This request could not be executed before the completion "
+                                                "window expired."),
+          _http_error("it-7", 400, "context_length_exceeded", "This model's maximum context length is 128000 "
+                                                              "tokens. However, your messages resulted in 130512 tokens."),
+          _http_error("it-8", 429, "rate_limit_exceeded", "Rate limit reached for gpt-4o", "requests"),
+          _http_error("it-9", 500, None, "The server had an error while processing your request.", "server_error"),
+          _http_error("it-10", 503, None, "The engine is currently overloaded.", "server_error")]
+
+
+def test_fixture_bodies_are_real_openai_types():
+    from openai.types import BatchError
+    from openai.types.chat import ChatCompletion
+    from openai.types.shared import ErrorObject
+
+    for line in OUTPUT:
+        ChatCompletion.model_validate(line["response"]["body"])
+    for line in ERRORS:
+        if line["error"] is not None:
+            BatchError.model_validate(line["error"])
+        else:
+            ErrorObject.model_validate(line["response"]["body"]["error"])
+
+
+def test_output_error_and_retry_files(tmp_path):
+    from planner.formats.judge import read_judge_rows
+    from planner.formats.readers import detect_format
+
+    out = tmp_path / "batch_out.jsonl"
+    out.write_text("".join(json.dumps(x) + "\n" for x in OUTPUT), encoding="utf-8")
+    err = tmp_path / "batch_err.jsonl"
+    err.write_text("".join(json.dumps(x) + "\n" for x in ERRORS), encoding="utf-8")
+    assert detect_format(out).name == detect_format(err).name == "judge"
+    got = [r for _, r, p in read_judge_rows(out)]
+    assert [(r["item"], r["verdict"], r["reason"]) for r in got] == [
+        ("it-1", "left", "accuracy"),
+        ("it-2", "invalid", None),     # refusal: the judge answered, unusably
+        ("it-3", "invalid", None),     # cut off (finish_reason length) before a verdict
+        ("it-4", "right", "style"),    # cut off after the verdict: the verdict stands
+        ("it-5", "invalid", None)]     # unparseable
+    assert {r["annotator"] for r in got} == {"gpt-4o-2024-08-06"}
+    errs = [r for _, r, p in read_judge_rows(err)]
+    assert [set(r) for r in errs] == [{"item", "unanswered", "id", "annotator"}] * 5
+    assert [r["unanswered"] for r in errs] == [
+        "batch_expired: This request could not be executed before the completion window …",
+        "HTTP 400: context_length_exceeded: This model's maximum context length is 12800…",
+        "HTTP 429: rate_limit_exceeded: Rate limit reached for gpt-4o",
+        "HTTP 500: server_error: The server had an error while processing your request.",
+        "HTTP 503: server_error: The engine is currently overloaded."]
+    assert all(len(r["unanswered"]) <= 80 and "\n" not in r["unanswered"] for r in errs)
+    assert errs[1]["unanswered"].startswith("HTTP 400: context_length_exceeded: ")
+    assert errs[2]["unanswered"] == "HTTP 429: rate_limit_exceeded: Rate limit reached for gpt-4o"
+    assert errs[0]["id"] == "judge:it-6"
+    # the retry of the failed requests answers normally, under the same judgment id
+    retry = tmp_path / "retry_out.jsonl"
+    retry.write_text("".join(json.dumps(_completion(f"it-{k}", "[[C]]")) + "\n" for k in range(6, 11)),
+                     encoding="utf-8")
+    again = [r for _, r, p in read_judge_rows(retry)]
+    assert [(r["id"], r["verdict"]) for r in again] == [(f"judge:it-{k}", "tie") for k in range(6, 11)]
+    # the legacy tuple reader still calls a failed request invalid, with the error as raw text
+    legacy = list(read_judge_outputs(err))
+    assert [(i, v) for _, i, v, _, _ in legacy] == [(f"it-{k}", "invalid") for k in range(6, 11)]
+
+
+@pytest.mark.parametrize("line, message", [
+    ({"custom_id": "it-1", "response": {"status_code": 200, "body": {"choices": {"0": {}}}}, "error": None},
+     "out.jsonl:1: response.body.choices {'0': {}}; expected a list of choice objects"),
+    ({"custom_id": "it-1", "response": {"status_code": [200], "body": {}}, "error": None},
+     "out.jsonl:1: response.status_code [200]; expected an HTTP status number"),
+    ({"custom_id": "it-1", "response": None, "error": 5}, "out.jsonl:1: error 5; expected an error object"),
+    ({"custom_id": "it-1", "response": {"status_code": 200, "body": {"choices": [{"message": {"content": 7}}]}},
+      "error": None}, "out.jsonl:1: message.content 7; expected text or null"),
+    ({"custom_id": "  ", "content": "[[A]]"}, "out.jsonl:1: custom_id '  '; expected the item id"),
+    ({"custom_id": "it-1", "content": ["[[A]]"]}, "out.jsonl:1: content ['[[A]]']; expected the judge's text"),
+])
+def test_malformed_output_shapes_are_problems(tmp_path, line, message):
+    from planner.formats.judge import read_judge_rows
+
+    p = tmp_path / "out.jsonl"
+    p.write_text(json.dumps(line) + "\n", encoding="utf-8")
+    (_, rec, problem), = read_judge_rows(p)
+    assert rec is None and problem.startswith(message)

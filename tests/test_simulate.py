@@ -145,7 +145,8 @@ def test_oracle_is_not_worse_than_random_on_average():
 def test_parsers():
     s = parse_strategies("active,entropy,active:top-k=3,round-robin")
     assert [(x.strategy, x.objective, x.top_k) for x in s] == [
-        ("active", "ranking", None), ("active", "entropy", None), ("active", "top-k", 3), ("round-robin", "ranking", None)]
+        ("active", "ranking", None), ("active", "entropy", None), ("active", "top-k", 3),
+        ("round-robin", "ranking", None)]
     assert parse_target("rmse=0.3") == ("rmse", 0.3)
     with pytest.raises(UsageError):
         parse_target("kappa=0.5")

@@ -164,19 +164,21 @@ def test_label_studio_tasks_and_config_parse(tmp_path):
 
 # ------------------------------------------------------------------ Argilla
 def test_argilla_records_and_settings(tmp_path):
+    # issue 11: flat records (records.log maps keys by name) and settings in the SDK's own serialized shape;
+    # tests/test_writers_argilla.py loads both with the real argilla SDK
     batch = batch_of(annotators=None)
     paths = {p.name: p for p in written(tmp_path, batch, "argilla")}
     recs = json.loads(paths["batch.json"].read_text(encoding="utf-8"))
-    assert all(set(r) == {"id", "fields", "metadata"} and r["metadata"] == {"item_id": r["id"]} for r in recs)
-    assert all(set(r["fields"]) == {"prompt", "left", "right"} for r in recs)
+    assert all(set(r) == {"id", "prompt", "left", "right", "item_id"} and r["item_id"] == r["id"] for r in recs)
     acc = json.loads(paths["batch.acceptability.json"].read_text(encoding="utf-8"))
-    assert acc and all(set(r["fields"]) == {"prompt", "response"} for r in acc)
+    assert acc and all(set(r) == {"id", "prompt", "response", "question", "item_id"} for r in acc)
     settings = json.loads(paths["batch.argilla-settings.json"].read_text(encoding="utf-8"))
     verdict = next(q for q in settings["questions"] if q["name"] == "verdict")
-    assert verdict["type"] == "label_selection" and verdict["labels"] == ["left", "right", "tie", "invalid"]
+    assert verdict["type"] == "label_selection"
+    assert [o["value"] for o in verdict["settings"]["options"]] == ["left", "right", "tie", "invalid"]
     asettings = json.loads(paths["batch.acceptability.argilla-settings.json"].read_text(encoding="utf-8"))
-    assert next(q for q in asettings["questions"] if q["name"] == "verdict")["labels"] == ["pass", "fail",
-                                                                                          "invalid"]
+    averdict = next(q for q in asettings["questions"] if q["name"] == "verdict")
+    assert [o["value"] for o in averdict["settings"]["options"]] == ["pass", "fail", "invalid"]
 
 
 # -------------------------------------------------------------------- judge

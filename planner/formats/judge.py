@@ -27,15 +27,18 @@ verdict is invalid. The reason is the code on a ``Reason: <code>`` line
 
 from __future__ import annotations
 
-import json
 import os
 import re
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
 
-from planner.errors import DataError, UsageError
+from planner.errors import DataError, UsageError, quote
+from planner.formats import jsonsafe
 from planner.formats.writers import (  # noqa: F401  (re-exported for the judge round trip)
-    DEFAULT_ACCEPTABILITY_TEMPLATE, DEFAULT_PAIRWISE_TEMPLATE, judge_requests)
+    DEFAULT_ACCEPTABILITY_TEMPLATE,
+    DEFAULT_PAIRWISE_TEMPLATE,
+    judge_requests,
+)
 
 VERDICTS = ("left", "right", "tie", "pass", "fail", "invalid")
 _TOKEN = {"a": "left", "b": "right", "c": "tie", "left": "left", "right": "right", "tie": "tie",
@@ -90,68 +93,129 @@ def parse_judge_verdict(text: str | None) -> tuple[str, str | None]:
     return "invalid", reason
 
 
-def _content(obj: dict[str, Any]) -> tuple[str | None, str]:
-    """(message text or None, raw text kept for the record)."""
-    if "response" in obj or "error" in obj:
-        resp = obj.get("response")
-        if not isinstance(resp, dict):
-            return None, json.dumps(obj.get("error"), ensure_ascii=False)
-        status = resp.get("status_code", 200)
-        body = resp.get("body")
-        if status != 200 or not isinstance(body, dict):
-            return None, json.dumps(body if body is not None else obj.get("error"), ensure_ascii=False)
-        try:
-            content = body["choices"][0]["message"]["content"]
-        except (KeyError, IndexError, TypeError):
-            return None, json.dumps(body, ensure_ascii=False)
-        return (content, content) if isinstance(content, str) else (None, json.dumps(content))
-    for key in ("content", "output", "verdict"):
-        if key in obj:
-            value = obj[key]
-            return (value, value) if isinstance(value, str) else (None, json.dumps(value, ensure_ascii=False))
-    return None, ""
+# ------------------------------------------------------------------ output lines
+_UNANSWERED_LIMIT = 80
+
+
+def _one_line(text: str, limit: int = _UNANSWERED_LIMIT) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _error_text(err) -> str:
+    """``code: message`` of an OpenAI error object (``openai.types.BatchError`` or an API error body)."""
+    if isinstance(err, dict):
+        code, msg = err.get("code"), err.get("message")
+        code = code if isinstance(code, str) and code.strip() else err.get("type")
+        parts = [x for x in (code, msg) if isinstance(x, str) and x.strip()]
+        return ": ".join(parts) if parts else "error"
+    return str(err)
+
+
+def classify(obj: dict) -> tuple[str, str | None, str | None]:
+    """What one output line is: ``(kind, text, model)``.
+
+    ``kind`` is ``"answer"`` (``text`` = the judge's content, or None when it
+    gave none or refused), ``"unanswered"`` (``text`` = the transport error,
+    one line, at most 80 characters) or ``"problem"`` (``text`` = what is wrong
+    with the line's shape). Transport failures: a non-null ``error`` (batch
+    error-file lines: ``batch_expired``, ``rate_limit_exceeded`` …) or
+    ``response.status_code`` other than 200 (429, 5xx, 400
+    ``context_length_exceeded`` …). A 200 response whose ``message.refusal``
+    is set is an answer without a verdict (→ invalid).
+    """
+    if "response" not in obj and "error" not in obj:
+        for key in ("content", "output", "verdict"):
+            if key in obj:
+                value = obj[key]
+                if value is not None and not isinstance(value, str):
+                    return "problem", f"{key} {quote(value)}; expected the judge's text", None
+                return "answer", value, None
+        return "answer", None, None
+    err, resp = obj.get("error"), obj.get("response")
+    body = resp.get("body") if isinstance(resp, dict) else None
+    model = body.get("model") if isinstance(body, dict) and isinstance(body.get("model"), str) else None
+    if err is not None:
+        if not isinstance(err, (dict, str)):
+            return "problem", f"error {quote(err)}; expected an error object", None
+        return "unanswered", _one_line(_error_text(err)), model
+    if not isinstance(resp, dict):
+        return "problem", f"response {quote(resp)}; expected a response object (or an error)", None
+    status = resp.get("status_code", 200)
+    if isinstance(status, bool) or not isinstance(status, int):
+        return "problem", f"response.status_code {quote(status)}; expected an HTTP status number", None
+    if status != 200:
+        detail = body.get("error") if isinstance(body, dict) and body.get("error") is not None else body
+        text = f"HTTP {status}" + (f": {_error_text(detail)}" if detail is not None else "")
+        return "unanswered", _one_line(text), model
+    if not isinstance(body, dict):
+        return "problem", f"response.body {quote(body)}; expected a chat completion object", None
+    choices = body.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        return "problem", f"response.body.choices {quote(choices)}; expected a list of choice objects", None
+    message = choices[0].get("message")
+    if not isinstance(message, dict):
+        return "problem", f"choices[0].message {quote(message)}; expected a message object", None
+    content, refusal = message.get("content"), message.get("refusal")
+    if content is not None and not isinstance(content, str):
+        return "problem", f"message.content {quote(content)}; expected text or null", None
+    if refusal is not None and not isinstance(refusal, str):
+        return "problem", f"message.refusal {quote(refusal)}; expected text or null", None
+    if refusal:
+        return "answer", None, model  # the judge refused: answered, no verdict → invalid
+    return "answer", content, model
 
 
 def _judge_lines(p: Path) -> Iterator[tuple[int, dict | None, str | None]]:
     """(line_no, object, problem) for each non-blank line; exactly one of object/problem is set."""
+    name = p.name
     try:
-        fh = open(p, "rb")
+        fh = jsonsafe._OPEN(p, "rb")
     except FileNotFoundError:
-        raise UsageError(f"{p} does not exist") from None
-    with fh:
-        for n, bline in enumerate(fh, start=1):
-            try:
-                line = bline.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                yield n, None, f"{p}:{n}: not UTF-8 ({exc.reason} at byte {exc.start})"
-                continue
-            if n == 1:
-                line = line.removeprefix("\ufeff")
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                yield n, None, f"{p}:{n}: not valid JSON ({exc.msg} at column {exc.colno})"
-                continue
-            if not isinstance(obj, dict):
-                yield n, None, f"{p}:{n}: expected a JSON object, got {type(obj).__name__}"
-                continue
-            item_id = obj.get("custom_id")
-            if not isinstance(item_id, str) or not item_id:
-                yield n, None, f"{p}:{n}: missing \"custom_id\" (the item id the request was sent with)"
-                continue
-            yield n, obj, None
+        raise UsageError(f"{quote(str(p))} does not exist") from None
+    except OSError as exc:
+        raise DataError(f"{name}: cannot read the file ({exc.strerror or exc.__class__.__name__})") from None
+    n = 0
+    try:
+        with fh:
+            for n, bline in enumerate(fh, start=1):
+                try:
+                    line = bline.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    yield n, None, f"{name}:{n}: not UTF-8 ({exc.reason} at byte {exc.start}); expected UTF-8 text"
+                    continue
+                if n == 1:
+                    line = line.removeprefix("\ufeff")
+                if not line.strip():
+                    continue
+                try:
+                    obj = jsonsafe.loads(line)
+                except jsonsafe.JSONProblem as exc:
+                    msg = str(exc).replace("malformed JSON", "not valid JSON", 1)
+                    yield n, None, f"{name}:{n}: {msg}; expected one JSON object per line"
+                    continue
+                if not isinstance(obj, dict):
+                    yield n, None, f"{name}:{n}: expected a JSON object, got {type(obj).__name__}"
+                    continue
+                item_id = obj.get("custom_id")
+                if not isinstance(item_id, str) or not item_id.strip():
+                    yield n, None, (f"{name}:{n}: custom_id {quote(item_id)}; expected the item id the request "
+                                    "was sent with")
+                    continue
+                yield n, obj, None
+    except OSError as exc:
+        yield n + 1, None, f"{name}: cannot read the file ({exc.strerror or exc.__class__.__name__})"
 
 
 def read_judge_outputs(path: str | os.PathLike) -> Iterator[tuple[int, str, str, str | None, str]]:
-    """Read judge outputs keyed by ``custom_id``.
+    """Read judge outputs keyed by ``custom_id`` (the older tuple interface).
 
     Accepts OpenAI batch output lines (``{"custom_id", "response": {"status_code",
     "body": {"choices": [{"message": {"content"}}]}}, "error"}``) and plain
     lines ``{"custom_id", "content" | "output" | "verdict"}``. A failed request
-    (``error``, non-200 status, no content) yields verdict ``invalid`` with the
-    error as ``raw``.
+    (``error``, non-200 status) yields verdict ``invalid`` here with the error as
+    ``raw``; the registry reader :func:`read_judge_rows` tells those apart as
+    *unanswered* records.
 
     Yields
     ------
@@ -161,36 +225,50 @@ def read_judge_outputs(path: str | os.PathLike) -> Iterator[tuple[int, str, str,
     Raises
     ------
     DataError
-        ``file:line`` for a line that is not UTF-8, not JSON, not an object, or
-        lacks a string ``custom_id`` (raised when the iteration reaches it).
+        ``file:line`` for a line that is not UTF-8, not JSON, not an object,
+        lacks a string ``custom_id`` or has a malformed shape (raised when the
+        iteration reaches it).
     UsageError
         The file does not exist.
     """
     for n, obj, problem in _judge_lines(Path(path)):
         if problem:
             raise DataError(problem)
-        text, raw = _content(obj)
+        kind, text, _model = classify(obj)
+        if kind == "problem":
+            raise DataError(f"{Path(path).name}:{n}: {text}")
+        if kind == "unanswered":
+            yield n, obj["custom_id"].strip(), "invalid", None, text
+            continue
         verdict, reason = parse_judge_verdict(text) if text is not None else ("invalid", None)
-        yield n, obj["custom_id"], verdict, reason, raw
+        yield n, obj["custom_id"].strip(), verdict, reason, text if text is not None else ""
 
 
 def read_judge_rows(path: str | os.PathLike, **_) -> Iterator[tuple[int, dict | None, str | None]]:
     """The same file in the reader-registry form of :mod:`planner.formats.readers`.
 
-    Yields ``(line, record, problem)``; a record is a positional row
+    Yields ``(line, record, problem)``. An answered line is a positional record
     ``{"item", "verdict", "reason", "id": "judge:<custom_id>", "annotator":
-    <body.model or None>, "seconds": None, "confidence": None}``. Register with
-    ``register(Reader("judge", read_judge_rows, lambda s: "custom_id" in s.keys,
-    "LLM-judge outputs (OpenAI batch JSONL)"))``.
+    <body.model or None>, "seconds": None, "confidence": None}`` (a refusal,
+    unparseable text or a length cut-off without a verdict → ``invalid``). A
+    transport failure (error-file line, HTTP status other than 200) is an
+    *unanswered* record ``{"item", "unanswered": <error, <= 80 chars>, "id",
+    "annotator"}``: the item stays pending for a retry, and a later output
+    for the same ``custom_id`` lands normally.
     """
-    for n, obj, problem in _judge_lines(Path(path)):
+    p = Path(path)
+    for n, obj, problem in _judge_lines(p):
         if problem:
             yield n, None, problem
             continue
-        text, _raw = _content(obj)
+        cid = obj["custom_id"].strip()
+        kind, text, model = classify(obj)
+        if kind == "problem":
+            yield n, None, f"{p.name}:{n}: {text}"
+            continue
+        if kind == "unanswered":
+            yield n, {"item": cid, "unanswered": text, "id": f"judge:{cid}", "annotator": model}, None
+            continue
         verdict, reason = parse_judge_verdict(text) if text is not None else ("invalid", None)
-        body = (obj.get("response") or {}).get("body") if isinstance(obj.get("response"), dict) else None
-        model = body.get("model") if isinstance(body, dict) and isinstance(body.get("model"), str) else None
-        yield n, {"item": obj["custom_id"], "verdict": verdict, "reason": reason,
-                  "id": f"judge:{obj['custom_id']}", "annotator": model, "seconds": None,
-                  "confidence": None}, None
+        yield n, {"item": cid, "verdict": verdict, "reason": reason, "id": f"judge:{cid}", "annotator": model,
+                  "seconds": None, "confidence": None}, None

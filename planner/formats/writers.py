@@ -15,12 +15,19 @@ Formats (see docs/formats.md, "Batch files"):
   ``<stem>.acceptability.label-config.xml`` (Label Studio checks every task
   against the config's ``$variables``, so the two item shapes cannot share one
   project).
-* ``argilla`` — a JSON array of record dicts ``{"id", "fields", "metadata":
-  {"item_id"}}`` and the dataset settings (``<stem>.argilla-settings.json``)
-  with a ``verdict`` LabelQuestion; acceptability items in a second dataset as
-  for Label Studio.
+* ``argilla`` — a JSON array of flat record dicts ``{"id", "prompt", "left",
+  "right", "item_id"}`` (acceptability: ``prompt, response, question``) that
+  ``dataset.records.log(records)`` of the argilla 2.x SDK maps by name onto the
+  record id, the fields and the ``item_id`` metadata, and the dataset settings
+  (``<stem>.argilla-settings.json``) in the shape ``rg.Settings.to_json``
+  writes, so ``rg.Settings.from_json(path)`` loads them: text fields, the
+  ``verdict`` and ``reason`` label questions, the ``item_id`` terms metadata.
+  Acceptability items go to a second dataset as for Label Studio.
 * ``judge`` — OpenAI-batch-style JSONL, one chat-completions request per item
   (each order of a comparison is its own item), ``custom_id`` = item id.
+  ``temperature`` is 0 unless the model belongs to a family that rejects the
+  parameter (:data:`NO_TEMPERATURE_MODELS`: o1, o3, o4-*, gpt-5*, ...), which
+  get none; an explicit ``temperature`` is always written.
 
 Annotator-facing files hold only item ids, prompt and response texts and the
 questions: no system name, no kind (attention and repeat items look like any
@@ -29,7 +36,12 @@ other item), no expected verdict.
 With annotators, every annotator gets ``<stem>.<annotator><ext>``; shared files
 (configs, settings) are written once. Existing files are refused unless
 ``force``; all files are first written as temporary files in the target
-directory and then renamed (``os.replace``) together.
+directory and then renamed (``os.replace``) together (see
+:mod:`planner.formats.staging`). Files get the mode the umask allows.
+
+With ``redact_names`` every mention of a system name in a response text (see
+:mod:`planner.blinding` for the variants matched) is replaced by
+``[a model]`` in every format.
 """
 
 from __future__ import annotations
@@ -38,15 +50,17 @@ import contextlib
 import csv
 import io
 import json
+import math
 import os
 import re
 import string
-import tempfile
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Iterator, Sequence
 from xml.sax.saxutils import quoteattr
 
-from planner.errors import DataError, UsageError
+from planner.csvcell import CSV_DANGEROUS, neutralize_cell  # noqa: F401  (re-exported)
+from planner.errors import DataError, UsageError, quote
+from planner.formats.staging import stage, write_atomically
 
 FORMATS = ("jsonl", "csv", "label-studio", "argilla", "judge")
 DEFAULT_EXT = {"jsonl": ".jsonl", "csv": ".csv", "label-studio": ".json", "argilla": ".json", "judge": ".jsonl"}
@@ -54,12 +68,14 @@ PAIRWISE_VERDICTS = ("left", "right", "tie", "invalid")
 ACCEPTABILITY_VERDICTS = ("pass", "fail", "invalid")
 ACCEPTABILITY_QUESTION = "Would you be happy to send this response to a customer? (pass / fail)"
 CSV_COLUMNS = ("item", "prompt", "left", "right", "response", "question", "verdict", "reason")
-CSV_DANGEROUS = ("=", "+", "-", "@", "\t", "\r")
 # No default judge model: the judge is a choice the user makes (and a default
 # such as "gpt-4o" would put a near-copy of a compared system's name, "gpt-4",
 # into the request file). Reasoning models (o1, o3, o4-mini, ...) take no
-# temperature, so it is set to 0 only for other models.
-_NO_TEMPERATURE_RE = re.compile(r"^o\d")
+# temperature, so it is set to 0 only for other models. Matched on the name after
+# any "provider/" prefix, case-insensitively.
+NO_TEMPERATURE_MODELS = ("o1*", "o3*", "o4*", "o<digit>*", "gpt-5*")
+_NO_TEMPERATURE_RE = re.compile(r"^(?:.*/)?(?:o\d|gpt-5)", re.IGNORECASE)
+TEMPERATURE_RANGE = (0.0, 2.0)  # the chat-completions API's documented range
 _REASON_RE = re.compile(r"^[A-Za-z0-9_-]+$")
 
 JUDGE_SYSTEM_MESSAGE = "You are a careful and impartial evaluator of AI assistant responses."
@@ -191,11 +207,6 @@ def _records_jsonl(items) -> list[dict]:
     return out
 
 
-def neutralize_cell(value: str) -> str:
-    """Prefix ``'`` to a cell beginning with ``= + - @``, tab or CR (OWASP CSV injection)."""
-    return "'" + value if value.startswith(CSV_DANGEROUS) else value
-
-
 def _csv_bytes(items) -> bytes:
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\r\n")
@@ -277,50 +288,89 @@ def _ls_tasks(items) -> list[dict]:
     return out
 
 
+def _argilla_field(name: str, title: str) -> dict:
+    return {"name": name, "title": title, "description": None, "required": True, "type": "text",
+            "settings": {"type": "text", "use_markdown": False}}
+
+
+def _argilla_label_question(name: str, title: str, labels: Sequence[str], required: bool) -> dict:
+    return {"name": name, "title": title, "description": None, "required": required, "type": "label_selection",
+            "settings": {"type": "label_selection", "options": [{"text": x, "value": x} for x in labels],
+                         "visible_options": None}}
+
+
 def argilla_settings(reasons: Sequence[str], *, acceptability: bool = False) -> dict:
-    """Dataset settings (mirrors ``rg.Settings(fields=..., questions=..., metadata=...)``)."""
+    """Dataset settings in the shape of argilla 2.x ``rg.Settings.serialize()``.
+
+    ``rg.Settings.from_json(path)`` loads the written file (each field and
+    question carries its ``settings`` block, which the SDK's models require).
+    """
     codes = list(_check_reasons(reasons))
     if acceptability:
-        fields = [{"name": "prompt", "title": "Prompt", "type": "text", "required": True, "use_markdown": False},
-                  {"name": "response", "title": "Response", "type": "text", "required": True,
-                   "use_markdown": False}]
+        fields = [_argilla_field("prompt", "Prompt"), _argilla_field("response", "Response"),
+                  _argilla_field("question", "Question")]
         questions = [
-            {"name": "verdict", "title": ACCEPTABILITY_QUESTION, "type": "label_selection",
-             "labels": list(ACCEPTABILITY_VERDICTS), "required": True},
-            {"name": "reason", "title": "Main problem (required when the verdict is fail or invalid)",
-             "type": "label_selection", "labels": codes, "required": False},
+            _argilla_label_question("verdict", ACCEPTABILITY_QUESTION, ACCEPTABILITY_VERDICTS, True),
+            _argilla_label_question("reason", "Main problem (required when the verdict is fail or invalid)",
+                                    codes, False),
         ]
         guidelines = "Judge the single response: would you send it to a customer as it is?"
     else:
-        fields = [{"name": n, "title": n.capitalize(), "type": "text", "required": True, "use_markdown": False}
-                  for n in ("prompt", "left", "right")]
+        fields = [_argilla_field(n, n.capitalize()) for n in ("prompt", "left", "right")]
         questions = [
-            {"name": "verdict", "title": "Which response is better?", "type": "label_selection",
-             "labels": list(PAIRWISE_VERDICTS), "required": True},
-            {"name": "reason", "title": "Main reason (required when the verdict is not tie)",
-             "type": "label_selection", "labels": codes, "required": False},
+            _argilla_label_question("verdict", "Which response is better?", PAIRWISE_VERDICTS, True),
+            _argilla_label_question("reason", "Main reason (required when the verdict is not tie)", codes, False),
         ]
         guidelines = ("Compare the left and the right response to the prompt; choose left, right, tie, or "
                       "invalid when the item cannot be judged. Give the main reason unless it is a tie.")
-    return {"guidelines": guidelines, "fields": fields, "questions": questions,
-            "metadata": [{"name": "item_id", "type": "terms", "title": "Item"}],
-            "allow_extra_metadata": False}
+    return {"guidelines": guidelines, "questions": questions, "fields": fields, "vectors": [],
+            "metadata": [{"name": "item_id", "title": "Item", "visible_for_annotators": True,
+                          "settings": {"type": "terms", "values": None, "visible_for_annotators": True}}],
+            "allow_extra_metadata": False, "mapping": None}
 
 
 def _argilla_records(items) -> list[dict]:
+    """Flat records: ``records.log`` maps each key to the field/metadata/id of the same name."""
     out = []
     for it in items:
         if it.is_pairwise:
-            fields = {"prompt": it.prompt, "left": it.left_text, "right": it.right_text}
+            out.append({"id": it.item_id, "prompt": it.prompt, "left": it.left_text, "right": it.right_text,
+                        "item_id": it.item_id})
         else:
-            fields = {"prompt": it.prompt, "response": it.left_text}
-        out.append({"id": it.item_id, "fields": fields, "metadata": {"item_id": it.item_id}})
+            out.append({"id": it.item_id, "prompt": it.prompt, "response": it.left_text,
+                        "question": ACCEPTABILITY_QUESTION, "item_id": it.item_id})
     return out
 
 
+def check_temperature(temperature) -> float | None:
+    """``--temperature``: None, or a finite number in :data:`TEMPERATURE_RANGE`."""
+    if temperature is None:
+        return None
+    lo, hi = TEMPERATURE_RANGE
+    try:
+        t = float(temperature)
+    except (TypeError, ValueError, OverflowError):
+        t = math.nan
+    if isinstance(temperature, bool) or not math.isfinite(t) or not lo <= t <= hi:
+        raise UsageError(f"--temperature ({quote(temperature)}) must be a number from {lo:g} to {hi:g}")
+    return t
+
+
+def judge_temperature(model: str, temperature: float | None = None) -> float | None:
+    """The ``temperature`` written for ``model``: explicit, else 0, else none for families that reject it."""
+    if temperature is not None:
+        return check_temperature(temperature)
+    return None if _NO_TEMPERATURE_RE.match(model.strip()) else 0
+
+
 def judge_requests(items, *, reasons: Sequence[str], template: str | None = None,
-                   acceptability_template: str | None = None, model: str | None = None) -> list[dict]:
-    """OpenAI-batch-style requests, one per item, ``custom_id`` = item id."""
+                   acceptability_template: str | None = None, model: str | None = None,
+                   temperature: float | None = None) -> list[dict]:
+    """OpenAI-batch-style requests, one per item, ``custom_id`` = item id.
+
+    ``temperature``: see :func:`judge_temperature` (explicit value, else 0,
+    else none for models that reject the parameter).
+    """
     codes = ", ".join(_check_reasons(reasons))
     pair_t = check_template(template if template is not None else DEFAULT_PAIRWISE_TEMPLATE)
     acc_t = check_template(acceptability_template if acceptability_template is not None
@@ -328,6 +378,7 @@ def judge_requests(items, *, reasons: Sequence[str], template: str | None = None
                            required=("prompt", "response"), option="--acceptability-template")
     if not isinstance(model, str) or not model.strip():
         raise UsageError("--judge-model is required with --format judge (the judge's model name, e.g. gpt-4o)")
+    temp = judge_temperature(model, temperature)
     out = []
     for it in items:
         if it.is_pairwise:
@@ -336,7 +387,7 @@ def judge_requests(items, *, reasons: Sequence[str], template: str | None = None
             content = acc_t.format(prompt=it.prompt, response=it.left_text, reasons=codes)
         out.append({"custom_id": it.item_id, "method": "POST", "url": "/v1/chat/completions",
                     "body": {"model": model,
-                             **({} if _NO_TEMPERATURE_RE.match(model) else {"temperature": 0}),
+                             **({} if temp is None else {"temperature": temp}),
                              "messages": [{"role": "system", "content": JUDGE_SYSTEM_MESSAGE},
                                           {"role": "user", "content": content}]}})
     return out
@@ -344,7 +395,8 @@ def judge_requests(items, *, reasons: Sequence[str], template: str | None = None
 
 def render_batch(batch, path: str | os.PathLike, format: str = "jsonl", *, reasons: Sequence[str],
                  template: str | None = None, acceptability_template: str | None = None,
-                 judge_model: str | None = None) -> list[tuple[Path, bytes]]:
+                 judge_model: str | None = None, temperature: float | None = None,
+                 redact_names: Sequence[str] | None = None) -> list[tuple[Path, bytes]]:
     """The files a batch becomes, as ``(path, bytes)`` pairs, without writing anything.
 
     Parameters
@@ -363,6 +415,10 @@ def render_batch(batch, path: str | os.PathLike, format: str = "jsonl", *, reaso
     judge_model : str, optional
         Required for ``format="judge"``.
         ``body.model`` of judge requests.
+    temperature : float, optional
+        Explicit judge ``temperature`` (see :func:`judge_temperature`).
+    redact_names : sequence of str, optional
+        System names whose mentions in response texts become ``[a model]``.
     """
     if format not in FORMATS:
         raise UsageError(f"--format ({format!r}) must be one of {', '.join(FORMATS)}")
@@ -372,7 +428,13 @@ def render_batch(batch, path: str | os.PathLike, format: str = "jsonl", *, reaso
         path = path.with_name(path.name + DEFAULT_EXT[format])
     if format == "judge":  # validate templates even for an empty group
         judge_requests([], reasons=codes, template=template, acceptability_template=acceptability_template,
-                       model=judge_model)
+                       model=judge_model, temperature=temperature)
+    if redact_names:
+        from dataclasses import replace
+
+        from planner.blinding import redact_items
+
+        batch = replace(batch, items=redact_items(batch.items, redact_names))
     files: list[tuple[Path, bytes]] = []
     groups = _groups(batch)
     any_acc = any(not it.is_pairwise for it in batch.items)
@@ -388,7 +450,7 @@ def render_batch(batch, path: str | os.PathLike, format: str = "jsonl", *, reaso
         elif format == "judge":
             files.append((target, _jsonl(judge_requests(items, reasons=codes, template=template,
                                                         acceptability_template=acceptability_template,
-                                                        model=judge_model))))
+                                                        model=judge_model, temperature=temperature))))
         elif format == "label-studio":
             if pair or not acc:
                 files.append((target, _json(_ls_tasks(pair))))
@@ -415,17 +477,28 @@ def render_batch(batch, path: str | os.PathLike, format: str = "jsonl", *, reaso
 
 
 # ---------------------------------------------------------- atomic writing
-def _check_targets(files: Sequence[tuple[Path, bytes]], force: bool) -> None:
-    paths = [p for p, _ in files]
-    if len(set(paths)) != len(paths):
-        raise UsageError("--out: two batch files would have the same name")
-    for p in paths:
-        if not p.parent.is_dir():
-            raise UsageError(f"--out: directory {str(p.parent)!r} does not exist")
-    existing = [str(p) for p in paths if p.exists()]
-    if existing and not force:
-        raise UsageError(f"--out: {existing[0]} already exists (use --force to overwrite)",
-                         problems=[f"exists: {e}" for e in existing[1:]])
+def output_paths(path: str | os.PathLike, format: str, annotators: Sequence[str] | None, *,
+                 acceptability: bool = False) -> list[Path]:
+    """The files :func:`render_batch` writes for ``path`` when every annotator gets items.
+
+    Used to check the outputs before any work (an annotator who gets no item
+    has no file; an acceptability rate of 0 writes no acceptability files).
+    """
+    path = Path(path)
+    if not path.suffix:
+        path = path.with_name(path.name + DEFAULT_EXT.get(format, ""))
+    out = [_annotator_path(path, a) for a in (annotators or [None])]
+    if format in ("label-studio", "argilla") and acceptability:
+        out += [_annotator_path(path, a, "acceptability") for a in (annotators or [None])]
+    if format == "label-studio":
+        out.append(_shared_path(path, "label-config.xml"))
+        if acceptability:
+            out.append(_shared_path(path, "acceptability.label-config.xml"))
+    elif format == "argilla":
+        out.append(_shared_path(path, "argilla-settings.json"))
+        if acceptability:
+            out.append(_shared_path(path, "acceptability.argilla-settings.json"))
+    return out
 
 
 @contextlib.contextmanager
@@ -434,45 +507,40 @@ def staged_files(files: Sequence[tuple[Path, bytes]], *, force: bool = False) ->
 
     Use it to record the batch in the study inside the ``with`` block: if the
     block raises, the temporary files are removed and no target is touched.
-    Yields the target paths.
+    Yields the target paths. (``next-batch`` uses the journaled
+    :func:`planner.formats.staging.stage` instead, which survives a kill.)
     """
-    _check_targets(files, force)
-    temps: list[tuple[str, Path]] = []
+    staged = stage(files, force=force)
     try:
-        for target, data in files:
-            fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=str(target.parent))
-            temps.append((tmp, target))
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-                fh.flush()
-                os.fsync(fh.fileno())
-        yield [t for _, t in temps]
-        for tmp, target in temps:
-            os.replace(tmp, target)
-        temps = []
-    finally:
-        for tmp, _ in temps:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp)
+        yield [Path(p) for p, _ in files]
+    except BaseException:
+        staged.abort()
+        raise
+    try:
+        staged.commit()
+    except BaseException:
+        staged.abort()
+        raise
 
 
 def write_files(files: Sequence[tuple[Path, bytes]], *, force: bool = False) -> list[Path]:
     """Write ``(path, bytes)`` pairs atomically (all temporaries first, then all renames)."""
-    with staged_files(files, force=force) as paths:
-        pass
-    return paths
+    write_atomically(files, force=force)
+    return [Path(p) for p, _ in files]
 
 
 def write_batch(batch, path: str | os.PathLike, format: str = "jsonl", *, reasons: Sequence[str],
                 template: str | None = None, acceptability_template: str | None = None,
-                judge_model: str | None = None, force: bool = False) -> list[Path]:
+                judge_model: str | None = None, force: bool = False, temperature: float | None = None,
+                redact_names: Sequence[str] | None = None) -> list[Path]:
     """Render and write a batch; returns the paths written (see :func:`render_batch`).
 
     Raises :class:`UsageError` when a target exists and ``force`` is false,
     for an unknown format, a bad template or bad reason codes.
     """
     files = render_batch(batch, path, format, reasons=reasons, template=template,
-                         acceptability_template=acceptability_template, judge_model=judge_model)
+                         acceptability_template=acceptability_template, judge_model=judge_model,
+                         temperature=temperature, redact_names=redact_names)
     return write_files(files, force=force)
 
 
@@ -488,7 +556,11 @@ def read_attention_pool(path: str | os.PathLike) -> tuple[str, ...]:
     try:
         raw = p.read_text(encoding="utf-8-sig")
     except FileNotFoundError:
-        raise UsageError(f"--attention-pool: {p} does not exist") from None
+        raise UsageError(f"--attention-pool: {quote(str(p))} does not exist") from None
+    except IsADirectoryError:
+        raise UsageError(f"--attention-pool: {quote(str(p))} is a directory; give a JSONL file") from None
+    except OSError as exc:
+        raise UsageError(f"--attention-pool: cannot read {quote(str(p))} ({exc.strerror or exc})") from None
     except UnicodeDecodeError as exc:
         raise DataError(f"{p}: not UTF-8 ({exc.reason} at byte {exc.start})") from None
     texts, problems = [], []

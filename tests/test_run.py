@@ -1,0 +1,129 @@
+"""`planner run` against the local OpenAI-compatible server: to settlement, to the budget, under a cost cap,
+interrupted and resumed (nothing paid twice), and the CLI with its progress lines."""
+
+from __future__ import annotations
+
+import json
+import threading
+
+import pytest
+
+pytest.importorskip("openai")
+
+from _judge_fixture import QUALITY, make_study
+from fake_openai_server import FakeOpenAI
+
+from planner.errors import UsageError
+from planner.judge_run import JudgeOptions
+from planner.run import RunOptions, run_loop
+from planner.study import Study, status
+
+TRUE_ORDER = tuple(sorted(QUALITY, key=lambda s: -QUALITY[s]))
+
+
+@pytest.fixture
+def srv():
+    with FakeOpenAI() as s:
+        yield s
+
+
+def _judge(srv, **kw) -> JudgeOptions:
+    return JudgeOptions(**{"model": "judge-x", "base_url": srv.base_url, "sleep": lambda s: None,
+                           "concurrency": 8, **kw})
+
+
+def _issued(study) -> int:
+    with Study.open(study) as s:
+        return sum(b.issued for b in s.batches() if not b.voided)
+
+
+def test_run_until_settled(tmp_path, srv):
+    study = make_study(tmp_path)
+    events = []
+    res = run_loop(study, _judge(srv), RunOptions(budget=400, batch_size=20), progress=events.append)
+    assert res.stopped == "settled" and "stop" in res.advice
+    assert res.top3 == TRUE_ORDER[:3]                        # the fake judge's strengths, recovered
+    assert res.judgments_used == _issued(study) == status(study).judgments < 400
+    assert srv.chat_calls == res.judgments_used              # every judgment paid exactly once
+    rounds = [e for e in events if e["phase"] == "round"]
+    assert [r["round"] for r in rounds] == list(range(1, len(rounds) + 1)) and len(rounds) == len(res.rounds)
+    assert rounds[-1]["used"] == res.judgments_used
+    assert rounds[0]["uncertainty"] > rounds[-1]["uncertainty"]   # expected uncertainty left goes down
+    again = run_loop(study, _judge(srv), RunOptions(budget=400, batch_size=20))
+    assert again.stopped == "settled" and again.rounds == () and srv.chat_calls == res.judgments_used
+
+
+def test_run_until_budget_never_exceeds_it(tmp_path, srv):
+    study = make_study(tmp_path)
+    res = run_loop(study, _judge(srv), RunOptions(budget=37, batch_size=10, until="budget"))
+    assert res.stopped == "budget" and res.judgments_used <= 37
+    assert res.judgments_used >= 37 - 3          # the last round is sized to the budget left (QC may round)
+    assert srv.chat_calls == res.judgments_used == status(study).judgments
+
+
+def test_run_cost_cap(tmp_path, srv):
+    study = make_study(tmp_path)
+    # $1000 per 1M tokens: ~$0.27 a judgment at the fake's usage; a $3 cap buys roughly ten
+    res = run_loop(study, _judge(srv, price_in=1000.0, price_out=1000.0, max_cost=3.0),
+                   RunOptions(budget=200, batch_size=8, until="budget"))
+    assert res.stopped == "cost" and res.spent_usd <= 3.0 and 5 <= srv.chat_calls <= 12
+
+
+def test_run_interrupted_then_resumed_pays_nothing_twice(tmp_path, srv):
+    study = make_study(tmp_path)
+    stop = threading.Event()
+    n = [0]
+
+    def ctrl_c_in_round_2(line):
+        n[0] += 1
+        if n[0] == 15:
+            stop.set()
+
+    res = run_loop(study, _judge(srv, concurrency=2), RunOptions(budget=60, batch_size=10, until="budget"),
+                   stop=stop, on_answer=ctrl_c_in_round_2)
+    assert res.stopped == "interrupted" and len(res.rounds) == 2
+    with Study.open(study) as s:
+        pending = sum(b.pending for b in s.batches())
+    assert pending > 0 and status(study).judgments == srv.chat_calls       # in flight: kept
+    res2 = run_loop(study, _judge(srv), RunOptions(budget=60, batch_size=10, until="budget"))
+    assert res2.rounds[0].resumed and res2.stopped == "budget"
+    assert srv.chat_calls == res2.judgments_used == status(study).judgments <= 60
+
+
+def test_run_options_are_checked(tmp_path, srv):
+    study = make_study(tmp_path)
+    with pytest.raises(UsageError, match=r"^--budget \(0\) must be"):
+        run_loop(study, _judge(srv), RunOptions(budget=0))
+    with pytest.raises(UsageError, match=r"^--until \('always'\) must be one of settled, budget"):
+        run_loop(study, _judge(srv), RunOptions(budget=5, until="always"))
+    with pytest.raises(UsageError, match="--judge-model is required"):
+        run_loop(study, JudgeOptions(model=" "), RunOptions(budget=5))
+
+
+def test_cli_run_json_and_progress(tmp_path, srv):
+    from typer.testing import CliRunner
+
+    from cli.main import app
+
+    study = make_study(tmp_path)
+    r = CliRunner().invoke(app, ["run", str(study), "--judge-model", "judge-x", "--base-url", srv.base_url,
+                                 "--budget", "20", "--batch-size", "10", "--until", "budget", "--json"])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    assert doc["stopped"] == "budget" and doc["judgments_used"] <= 20
+    r = CliRunner().invoke(app, ["run", str(study), "--judge-model", "judge-x", "--base-url", srv.base_url,
+                                 "--budget", "30", "--batch-size", "10", "--until", "budget"])
+    assert r.exit_code == 0, r.output
+    assert "round 3 (batch 3) · judgments" in r.stderr and "top-3:" in r.stderr
+    assert "Stopped: the judgment budget is reached." in r.stdout
+
+
+def test_demo_loop_through_a_local_judge_server(tmp_path):
+    from planner.judge_demo import run_demo_live
+
+    res = run_demo_live(tmp_path / "demo", n_systems=4, n_prompts=16, budget=40, batch_size=20, seed=3)
+    assert res.run.stopped in ("budget", "settled") and res.run.judgments_used <= 40
+    assert res.http_calls == res.run.judgments_used == status(res.path).judgments   # one HTTP call per judgment
+    assert set(res.run.top3) <= set(res.systems)
+    with pytest.raises(UsageError, match="already exists"):
+        run_demo_live(tmp_path / "demo", n_systems=4)
