@@ -10,9 +10,8 @@ NaN, values above the documented maxima (planner/limits.py), empty and 1 MB
 strings, control characters, unknown choices; paths that are directories, lie
 under a file, are under a read-only file system (/proc), or do not exist.
 
-Cases owned by other work of issue 11 (next-batch outputs, ingest readers) are
-listed in ``OTHERS`` and marked xfail (non-strict) so this battery reports them
-without failing; they pass once those branches are merged.
+Cases fixed by other work of issue 11 (next-batch outputs, ingest) are listed in
+``OTHERS``; they pass since those branches were merged into main.
 """
 
 from __future__ import annotations
@@ -151,7 +150,7 @@ def _cases() -> list[tuple[str, list[str]]]:
     return c
 
 
-#: cases other branches of issue 11 fix (next-batch: writers; ingest: lead/readers)
+#: cases other branches of issue 11 fixed (next-batch: writers; ingest: lead/readers)
 OTHERS = [
     ("next-batch", S, "--seed", "-1"),
     # not run here: `next-batch --size 10**9` runs for minutes until the writers branch bounds it;
@@ -240,7 +239,6 @@ def test_hostile_value_is_one_line(env, tmp_path, args):
 
 
 @pytest.mark.parametrize("args", OTHERS, ids=[" ".join(a)[:60] for a in OTHERS])
-@pytest.mark.xfail(strict=False, reason="owned by another issue-11 branch (next-batch writers, ingest)")
 def test_hostile_value_other_branches(env, tmp_path, args):
     r, before, after = _run(env, tmp_path, list(args))
     _check(r, before, after)
