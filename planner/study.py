@@ -870,8 +870,6 @@ def init_study(path, systems: Sequence[str] | None = None, anchor: str | None = 
             seen.add((p, s))
             acc = _parse_bool(r.get("acceptable"), where, "acceptable", problems)
             responses.append((p, s, str(t), len(str(t)), None if acc is None else int(acc)))
-    if len(problems) == 1:
-        raise DataError(f"study not created: {problems[0]}")
     if problems:
         raise DataError(f"study not created: {len(problems)} problem(s) in the input files", problems)
     if len(names) < 2:

@@ -64,7 +64,7 @@ def _is_num(v) -> bool:
 
 def _config_problems(cfg: dict) -> list[str]:
     out = []
-    for key in ("planner_study", "systems"):
+    for key in ("systems",):
         if key not in cfg:
             out.append(f"key {key!r} is missing")
     systems = cfg.get("systems")

@@ -68,7 +68,7 @@ DAMAGE = {
     "json-malformed": (lambda db, cfg: cfg.write_text('{"systems": ['), "study.json: malformed JSON"),
     "json-nul": (lambda db, cfg: cfg.write_bytes(b"\0" * 64), "study.json: malformed JSON"),
     "json-latin1": (lambda db, cfg: cfg.write_bytes(b'{"a": "\xe9"}'), "study.json: not UTF-8"),
-    "json-missing-keys": (lambda db, cfg: cfg.write_text("{}"), "key 'planner_study' is missing"),
+    "json-missing-keys": (lambda db, cfg: cfg.write_text("{}"), "key 'systems' is missing"),
     "json-seed-string": (lambda db, cfg: cfg.write_text(json.dumps({**json.loads(cfg.read_text()), "seed": "x"})),
                          "key 'seed' is 'x'; expected an integer >= 0"),
     "json-qc-list": (lambda db, cfg: cfg.write_text(json.dumps({**json.loads(cfg.read_text()), "qc": [1]})),
