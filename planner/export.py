@@ -150,13 +150,13 @@ def export_study(path, out, *, format: str = "csv", engine: str | None = "laplac
     from planner.study import Study
 
     if format not in FORMATS:
-        raise UsageError(f"format ({quote(format)}) must be one of {', '.join(FORMATS)}")
+        raise UsageError(f"--format ({quote(format)}) must be one of {', '.join(FORMATS)}")
     if engine not in (None, "laplace", "nuts"):
-        raise UsageError(f"engine ({quote(engine)}) must be laplace, nuts or none")
+        raise UsageError(f"--engine ({quote(engine)}) must be laplace, nuts or none")
     if not isinstance(seed, int) or seed < 0:
-        raise UsageError(f"seed ({quote(seed)}) must be an integer >= 0")
+        raise UsageError(f"--seed ({quote(seed)}) must be an integer >= 0")
     if not isinstance(draws, int) or not 1 <= draws <= MAX_DRAWS:
-        raise UsageError(f"draws ({quote(draws)}) must be an integer in [1, {MAX_DRAWS:,}]")
+        raise UsageError(f"--draws ({quote(draws)}) must be an integer in [1, {MAX_DRAWS:,}]")
     if format == "parquet":
         try:
             import pyarrow  # noqa: F401
@@ -164,9 +164,9 @@ def export_study(path, out, *, format: str = "csv", engine: str | None = "laplac
             raise UsageError("format parquet needs pyarrow (pip install pyarrow); use csv or jsonl") from None
     out = Path(out)
     if out.exists() and not out.is_dir():
-        raise UsageError(f"out ({quote(str(out))}) is a file; expected a directory")
+        raise UsageError(f"--out ({quote(str(out))}) is a file; expected a directory")
     if not out.parent.is_dir():
-        raise UsageError(f"out ({quote(str(out))}): its parent directory does not exist")
+        raise UsageError(f"--out ({quote(str(out))}): its parent directory does not exist")
     enc = _ENCODERS[format]
     with Study.open(path) as study:
         rows = list(study.judgment_table())
