@@ -182,12 +182,16 @@ def test_vicuna_replay_coverage_200(fraction):
     assert r["rank_ppi"] >= 0.9
 
 
-@needs_data
-def test_hybrid_report_on_a_study(tmp_path):
+@pytest.fixture(scope="module")
+def vicuna10(tmp_path_factory):
+    """A study with all GPT-4 verdicts and the human votes of a random 10% of the items."""
+    if not (DATA / "judgments").is_dir():
+        pytest.skip(f"{DATA} absent")
     from planner.study import ingest, init_study
-    sub = tmp_path / "human10.jsonl"
+    tmp = tmp_path_factory.mktemp("hybrid")
+    sub = tmp / "human10.jsonl"
     rng = np.random.default_rng(3)
-    keep = {k for k in ((f"vicuna80-q{q}", p) for q in range(1, 81) for p in range(28)) if rng.random() < 0.1}
+    keep = {(f"vicuna80-q{q}", p) for q in range(1, 81) for p in range(28) if rng.random() < 0.1}
     pair_ids: dict = {}
     with open(DATA / "judgments" / "qlora_vicuna80_human.jsonl", encoding="utf-8") as f, open(sub, "w") as g:
         for line in f:
@@ -195,13 +199,18 @@ def test_hybrid_report_on_a_study(tmp_path):
             p = pair_ids.setdefault(frozenset((r["a"], r["b"])), len(pair_ids))
             if (r["prompt"], p) in keep:
                 g.write(line)
-    study = tmp_path / "s"
+    study = tmp / "s"
     init_study(study, prompts_file=DATA / "vicuna80" / "prompts.jsonl",
                responses_file=DATA / "vicuna80" / "responses.jsonl")
     ingest(study, [DATA / "judgments" / "qlora_vicuna80_gpt4.jsonl", sub])
+    return study, len(keep)
+
+
+def test_hybrid_report_on_a_study(vicuna10):
+    study, n_keep = vicuna10
     rep = hybrid_report(study, surrogate="gpt-4")
-    assert rep.n_labelled == len(keep) and rep.n_unlabelled == 2240 - len(keep)
-    assert rep.surrogate_verdicts == 4480 and rep.target_votes == 3 * len(keep)
+    assert rep.n_labelled == n_keep and rep.n_unlabelled == 2240 - n_keep
+    assert rep.surrogate_verdicts == 4480 and rep.target_votes == 3 * n_keep
     c = rep.comparison
     assert 0 <= c.ppi.lam <= 1 and c.ppi.n == rep.n_labelled
     assert np.trace(c.ppi.cov) <= np.trace(c.human.cov)
@@ -209,3 +218,23 @@ def test_hybrid_report_on_a_study(tmp_path):
         hybrid_report(study, surrogate="gpt-5")
     with pytest.raises(UsageError, match="--target"):
         hybrid_report(study, surrogate="gpt-4", target="robots")
+
+
+def test_cli_report_surrogate(vicuna10):
+    from typer.testing import CliRunner
+
+    from cli.main import app
+    study, n_keep = vicuna10
+    runner = CliRunner()
+    r = runner.invoke(app, ["report", str(study), "--surrogate", "gpt-4", "--json"])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    assert doc["n_labelled"] == n_keep and len(doc["comparison"]["ppi"]["theta"]) == 8
+    assert doc["comparison"]["ppi"]["method"] == "ppi++" and doc["comparison"]["judge"]["method"] == "judge only"
+    r = runner.invoke(app, ["report", str(study), "--surrogate", "gpt-4"])
+    assert r.exit_code == 0 and "PPI++" in r.stdout and "rank set" in r.stdout
+    r = runner.invoke(app, ["report", str(study), "--surrogate", "nobody"])
+    assert r.exit_code == 1 and "Traceback" not in r.output
+    assert r.stderr.strip().splitlines()[-1].startswith("error: --surrogate: no judgments by 'nobody'")
+    r = runner.invoke(app, ["report", str(study), "--surrogate", "gpt-4", "--target", "robots"])
+    assert r.exit_code == 2 and "--target" in r.stderr
