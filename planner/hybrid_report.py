@@ -62,7 +62,8 @@ class HybridReport:
 def items_from_verdicts(names, rows, surrogate: str) -> HybridItems:
     """``rows``: iterable of (prompt, a, b, verdict, annotator) with ``a`` shown first.
 
-    Rows by ``surrogate`` are judge verdicts; every other row (any annotator) is a target vote.
+    Rows by ``surrogate`` are judge verdicts; every other row (any annotator) is a target vote
+    (:func:`hybrid_report` has already left out other ``planner judge`` models' verdicts).
     """
     index = {s: i for i, s in enumerate(names)}
     target, judge = defaultdict(list), defaultdict(list)
@@ -93,9 +94,12 @@ def hybrid_report(study_path, surrogate: str, target: str = "humans",
     if target not in TARGETS:
         raise UsageError(f"--target: {str(target)[:80]!r} is not supported; allowed: {', '.join(TARGETS)}")
     study = Study.open(study_path)
-    rows, annotators = [], defaultdict(int)
+    rows, annotators, other_judges = [], defaultdict(int), defaultdict(int)
     for j in study.judgments():
         if j.kind == "acceptability":
+            continue
+        if j.annotator != surrogate and j.id.startswith("judge:"):      # another `planner judge` model
+            other_judges[j.annotator] += 1
             continue
         annotators[j.annotator] += 1
         rows.append((j.prompt, j.a, j.b, j.verdict, j.annotator))
@@ -108,7 +112,7 @@ def hybrid_report(study_path, surrogate: str, target: str = "humans",
     if lab.sum() < len(names):
         raise DataError(f"{study_path}: {int(lab.sum())} items carry target (non-{surrogate[:40]}) votes; "
                         f"need at least {len(names)} for {len(names)} systems")
-    notes = []
+    notes = [f"{v:,} verdicts of judge {str(a)[:40]} left out of the target" for a, v in other_judges.items()]
     if items.judge_missing:
         notes.append(f"{items.judge_missing} items have no valid {surrogate} verdict: prediction 1/2 there")
     if (~lab).sum() < 2:
