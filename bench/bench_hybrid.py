@@ -53,7 +53,8 @@ def replay(items, fraction: float, reps: int, rng: np.random.Generator, level: f
     m = len(items.y)
     n = int(round(fraction * m))
     acc = {k: [] for k in ("cov_s_ppi", "cov_s_hum", "cov_w_ppi", "cov_w_hum", "width_s", "width_w",
-                           "rank_ppi", "rank_hum", "lam", "eff_n", "rank_width_ppi", "rank_width_hum")}
+                           "rank_ppi", "rank_hum", "lam", "eff_n", "rank_width_ppi", "rank_width_hum",
+                           "hit_s_ppi", "hit_s_hum", "narrower")}
     for _ in range(reps):
         lab = np.zeros(m, dtype=bool)
         lab[rng.choice(m, n, replace=False)] = True
@@ -61,15 +62,19 @@ def replay(items, fraction: float, reps: int, rng: np.random.Generator, level: f
                               items.yhat[~lab], confidence_level=level)
         h = human_only_bradley_terry(names, items.pairs[lab], items.y[lab], confidence_level=level)
         for tag, r in (("ppi", p), ("hum", h)):
-            acc[f"cov_s_{tag}"].append(np.mean((r.lo <= truth.theta) & (truth.theta <= r.hi)))
+            acc[f"hit_s_{tag}"].append((r.lo <= truth.theta) & (truth.theta <= r.hi))
+            acc[f"cov_s_{tag}"].append(np.mean(acc[f"hit_s_{tag}"][-1]))
             acc[f"cov_w_{tag}"].append(np.mean((r.win_lo[iu] <= truth.win[iu]) & (truth.win[iu] <= r.win_hi[iu])))
             acc[f"rank_{tag}"].append(bool(np.all((r.rank_low <= true_rank) & (true_rank <= r.rank_high))))
             acc[f"rank_width_{tag}"].append(np.mean(r.rank_high - r.rank_low + 1))
         acc["width_s"].append(np.mean((p.hi - p.lo) / (h.hi - h.lo)))
         acc["width_w"].append(np.mean((p.win_hi[iu] - p.win_lo[iu]) / (h.win_hi[iu] - h.win_lo[iu])))
+        acc["narrower"].append(np.trace(p.cov) < np.trace(h.cov))
         acc["lam"].append(p.lam)
         acc["eff_n"].append(n * np.trace(h.cov) / np.trace(p.cov))
-    out = {k: float(np.mean(v)) for k, v in acc.items()}
+    out = {k: float(np.mean(v)) for k, v in acc.items() if not k.startswith("hit_")}
+    for tag in ("ppi", "hum"):                       # the least-covered system's strength
+        out[f"worst_s_{tag}"] = float(np.min(np.mean(acc[f"hit_s_{tag}"], axis=0)))
     out.update(fraction=fraction, n=n, N=m - n, reps=reps)
     return out
 
@@ -87,15 +92,16 @@ def main(argv=None) -> int:
     rng = np.random.default_rng(a.seed)
     print("| human items | n | coverage strengths PPI / human | coverage win rates PPI / human | "
           "width PPI ÷ human (strengths, win rates) | rank set covers PPI / human | mean rank-set size PPI / human "
-          "| λ | effective n (gain) |")
-    print("|---|---:|---|---|---|---|---|---:|---|")
+          "| λ | effective n (gain) | worst system's coverage PPI / human | PPI narrower (tr Σ) |")
+    print("|---|---:|---|---|---|---|---|---:|---|---|---:|")
     for fr in (float(x) for x in a.fractions.split(",")):
         t = time.time()
         r = replay(items, fr, a.reps, rng)
         print(f"| {100 * fr:.0f}% | {r['n']} | {r['cov_s_ppi']:.3f} / {r['cov_s_hum']:.3f} | "
               f"{r['cov_w_ppi']:.3f} / {r['cov_w_hum']:.3f} | {r['width_s']:.3f}, {r['width_w']:.3f} | "
               f"{r['rank_ppi']:.3f} / {r['rank_hum']:.3f} | {r['rank_width_ppi']:.2f} / {r['rank_width_hum']:.2f} | "
-              f"{r['lam']:.2f} | {r['eff_n']:.0f} (+{r['eff_n'] - r['n']:.0f}) |", flush=True)
+              f"{r['lam']:.2f} | {r['eff_n']:.0f} (+{r['eff_n'] - r['n']:.0f}) | "
+              f"{r['worst_s_ppi']:.3f} / {r['worst_s_hum']:.3f} | {r['narrower']:.3f} |", flush=True)
         print(f"<!-- {fr}: {time.time() - t:.1f} s, {a.reps} reps, seed {a.seed} -->", file=sys.stderr)
     return 0
 
