@@ -35,7 +35,7 @@ import numpy as np
 from scipy.special import expit
 from scipy.stats import norm
 
-from planner.errors import UsageError
+from planner.errors import DataError, UsageError
 
 __all__ = ["BTInterval", "HybridComparison", "ppi_bradley_terry", "human_only_bradley_terry",
            "judge_only_bradley_terry", "compare_hybrid", "design_matrix"]
@@ -129,12 +129,13 @@ def _fit(x_l, y_l, yh_l, x_u, yh_u, lam: float) -> np.ndarray:
         try:
             step = np.linalg.solve(h, g)
         except np.linalg.LinAlgError as e:
-            raise UsageError("the comparisons do not connect all systems (singular Bradley–Terry fit); "
-                             "every system needs comparisons linking it to the others") from e
+            raise DataError("the comparisons do not connect all systems (singular Bradley–Terry fit); "
+                            "every system needs comparisons linking it to the others") from e
         theta = theta - step
         if np.max(np.abs(step)) < 1e-12:
-            break
-    return theta
+            return theta
+    raise DataError("the Bradley–Terry fit has no finite solution (a system wins or loses all of its "
+                    "labelled comparisons); label more items")
 
 
 def _stats(theta, x_l, y_l, yh_l, x_u, yh_u, use_unlabelled: bool):

@@ -109,8 +109,10 @@ def test_bad_inputs_are_usage_errors():
         ppi_bradley_terry(names, pl, yl, yhl, pu, yhu, lam=1.5)
     with pytest.raises(UsageError, match="confidence_level"):
         ppi_bradley_terry(names, pl, yl, yhl, pu, yhu, confidence_level=90)
-    with pytest.raises(UsageError, match="do not connect"):
+    with pytest.raises(DataError, match="do not connect"):
         human_only_bradley_terry(names, [[0, 1]] * 5, [1, 0, 1, 0, 1])
+    with pytest.raises(DataError, match="no finite solution"):                  # b loses everything
+        human_only_bradley_terry(["a", "b", "c"], [[0, 1], [1, 2], [0, 2], [2, 0]], [1, 0, 1, 0.5])
 
 
 # ---------------------------------------------------------------- Vicuna80 (shared data)
