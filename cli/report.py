@@ -36,13 +36,22 @@ def report_cmd(
         help="Directory for strengths.{png,svg} (forest plot) and win_rates.{png,svg} (heatmap).")] = None,
     markdown: Annotated[Optional[Path], typer.Option(help="Write the report as a Markdown document.")] = None,
     json_: Annotated[bool, typer.Option("--json", help="Print the report as one JSON document.")] = False,
+    target: Annotated[str, typer.Option(help="With --surrogate: whose preference to estimate (humans = every "
+                                             "annotator other than the surrogate).")] = "humans",
+    surrogate: Annotated[Optional[str], typer.Option(
+        help="Judge (annotator name) whose verdicts serve as predictions: prediction-powered (PPI++) Bradley–Terry "
+             "for --target at 90%, beside target-only and judge-only fits.")] = None,
 ) -> None:
     """Leaderboard (strength, 95% credible interval, Elo, P(best), rank interval, rank groups), pairs,
     anchor tests, tie/position/length bias, circular triads, reasons, annotator QC, strata,
-    acceptability and model diagnostics. Flags and warnings go to stderr.
+    acceptability and model diagnostics. Flags and warnings go to stderr. With --surrogate JUDGE: the
+    prediction-powered human ranking instead (few human verdicts + many judge verdicts; docs/guide.md).
 
     Example: planner report my-study --plot figures --markdown report.md
     """
+    if surrogate is not None:
+        from cli.hybrid import run_hybrid
+        return run_hybrid(study, surrogate, target, json_)
     from planner import report as rp
     from planner.limits import check_output_dir, check_output_file, check_report_options
 

@@ -1,0 +1,54 @@
+"""Rendering of `planner report --surrogate JUDGE [--target humans]` (issue 16).
+
+Called from ``cli/report.py``; the statistics are in :mod:`planner.hybrid` /
+:mod:`planner.hybrid_report` (imported inside the function, as the other commands do).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from cli.common import call, message, out, print_json
+
+
+def run_hybrid(study: Path, surrogate: str, target: str, json_: bool) -> None:
+    from planner.hybrid_report import hybrid_report
+
+    res = call(hybrid_report, study, surrogate=surrogate, target=target)
+    for n in res.notes:
+        message(f"note: {n}")
+    if json_:
+        print_json(res)
+        return
+    _render(res)
+
+
+def _render(r) -> None:
+    from rich.table import Table
+
+    from planner.bt import ELO_SCALE as ELO
+
+    c, con = r.comparison, out()
+    lvl = f"{100 * c.ppi.confidence_level:.0f}%"
+    con.print(f"{r.study}: {r.target} ({r.target_votes:,} votes on {r.n_labelled:,} items) with {r.surrogate} as "
+              f"surrogate ({r.surrogate_verdicts:,} verdicts; {r.n_unlabelled:,} items judged only by it); "
+              f"PPI++ λ = {c.ppi.lam:.2f}", markup=False, soft_wrap=True)
+    con.print(f"effective human items: {c.effective_n:,.0f} (the judge was worth {c.labels_gained:,.0f} human-labelled "
+              f"items at this λ)", markup=False, soft_wrap=True)
+    tab = Table(title=f"{r.target} Bradley–Terry, Elo (mean 0) [{lvl} interval]; rank set simultaneous at {lvl}")
+    for h in ("system", "PPI", "rank set", f"{r.target} only", f"{r.surrogate} only (its own preference)"):
+        tab.add_column(h, justify="left" if h == "system" else "right", no_wrap=True)
+    order = sorted(range(len(c.ppi.names)), key=lambda i: -c.ppi.theta[i])
+    for i in order:
+        cell = [f"{ELO * x.theta[i]:.0f} [{ELO * x.lo[i]:.0f}, {ELO * x.hi[i]:.0f}]" for x in (c.ppi, c.human, c.judge)]
+        rs = c.ppi.rank_low[i], c.ppi.rank_high[i]
+        tab.add_row(c.ppi.names[i], cell[0], str(rs[0]) if rs[0] == rs[1] else f"{rs[0]}–{rs[1]}", *cell[1:])
+    con.print(tab)
+    tab = Table(title=f"pairwise win rates of a over b for {r.target} (ties half) [{lvl} interval]")
+    for h in ("a", "b", "PPI", f"{r.target} only"):
+        tab.add_column(h, justify="left" if h in ("a", "b") else "right", no_wrap=True)
+    for x, i in enumerate(order):
+        for j in order[x + 1:]:
+            tab.add_row(c.ppi.names[i], c.ppi.names[j],
+                        *[f"{y.win[i, j]:.3f} [{y.win_lo[i, j]:.3f}, {y.win_hi[i, j]:.3f}]" for y in (c.ppi, c.human)])
+    con.print(tab)
