@@ -93,17 +93,20 @@ def _render(r) -> None:
               markup=False, soft_wrap=True)
     has_acc = r.acceptability is not None
     tab = Table(title="leaderboard (shared letter = not credibly separated)")
-    tab.add_column("grp", justify="right")
+    tab.add_column("tied", justify="right")
     tab.add_column("letters")
     tab.add_column("system", no_wrap=True)
     tab.add_column("Elo [95% CrI]", justify="right", no_wrap=True)
     tab.add_column("P(best)", justify="right")
+    tab.add_column("P(lead>x)", justify="right")
     tab.add_column("rank", justify="right", no_wrap=True)
     tab.add_column("score", justify="right")
     if has_acc:
         tab.add_column("acceptable", justify="right", no_wrap=True)
     for x in r.leaderboard:
-        row = [str(x.group), x.letters, x.system, f"{x.elo:.0f} [{x.elo_lo:.0f}, {x.elo_hi:.0f}]", f"{x.p_best:.3f}",
+        row = ["tied" if x.tied_with_leader else "", x.letters, x.system,
+               f"{x.elo:.0f} [{x.elo_lo:.0f}, {x.elo_hi:.0f}]", f"{x.p_best:.3f}",
+               "leader" if x.p_leader_better is None else f"{x.p_leader_better:.3f}",
                str(x.rank_low) if x.rank_low == x.rank_high else f"{x.rank_low}–{x.rank_high}", _num(x.score)]
         if has_acc:
             row.append("—" if x.pass_rate is None else

@@ -108,7 +108,8 @@ def test_vicuna_report_cli(shared_data, tmp_path_factory):
     doc = json.loads(r.stdout)
     # README: A 2,512 / B 1,355 / tie 600 / invalid 13
     assert doc["totals"] == {"A": 2512, "B": 1355, "tie": 600, "invalid": 13}
-    assert doc["leaderboard"][0]["system"] == "gpt-4" and doc["groups"][0] == ["gpt-4"]
+    assert doc["leaderboard"][0]["system"] == "gpt-4" and doc["tied_with_leader"] == ["gpt-4"]
+    assert "groups" not in doc and doc["leaderboard"][1]["p_leader_better"] > 0.95
     assert doc["position"]["flagged"] is True
     assert "warning: position bias" in r.stderr
 
