@@ -8,7 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 from cli.main import app
-from tests._decide_fixture import build_study
+from _decide_fixture import build_study
 
 runner = CliRunner()
 
