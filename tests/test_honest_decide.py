@@ -125,12 +125,12 @@ def test_exact_coverage_over_a_grid():
     assert min(cov_all) >= 0.93
 
 
-def _type1_exact(n, pt, theta=0.45, crit=stats.norm.isf(0.025)):
+def _type1_exact(n, pt, theta=0.45):
     # P(pass) at the null boundary S = theta with tie share pt (decisive split fixed by S)
     pw, pl = theta - pt / 2, 1 - theta - pt / 2
     w, l, t = _outcomes(n)
     z = np.array([half_tie_score_z(*x, theta) for x in zip(w, l, t)])
-    return float(_probs(n, w, l, t, pw, pl, pt)[z > crit].sum())
+    return float(_probs(n, w, l, t, pw, pl, pt)[z > stats.norm.isf(0.025)].sum())
 
 
 @pytest.mark.parametrize("n", [50, 200])
