@@ -36,8 +36,11 @@ def report_cmd(
         help="Directory for strengths.{png,svg} (forest plot) and win_rates.{png,svg} (heatmap).")] = None,
     markdown: Annotated[Optional[Path], typer.Option(help="Write the report as a Markdown document.")] = None,
     json_: Annotated[bool, typer.Option("--json", help="Print the report as one JSON document.")] = False,
+    save_posterior: Annotated[bool, typer.Option(
+        "--save-posterior", help="Also save a Laplace posterior in the study as ArviZ netcdf (NUTS posteriors "
+                                 "are always saved).")] = False,
 ) -> None:
-    """Leaderboard (strength, 95% credible interval, Elo, P(best), rank interval, rank groups), pairs,
+    """Leaderboard (strength, 95% credible interval, Elo, P(best), 95% rank interval, letters, P(leader better)), pairs,
     anchor tests, tie/position/length bias, circular triads, reasons, annotator QC, strata,
     acceptability and model diagnostics. Flags and warnings go to stderr.
 
@@ -56,7 +59,7 @@ def report_cmd(
         message(f"fitting with NUTS ({chains} chains, {tune} tuning + {draws} draws each) ...")
     res = call(rp.build_report, study, engine=engine, by_stratum=by_stratum, seed=seed, draws=draws,
                tune=tune, chains=chains, progressbar=engine == "nuts" and sys.stderr.isatty(),
-               min_pass_rate=min_pass_rate)
+               min_pass_rate=min_pass_rate, save_posterior=True if save_posterior else None)
     if plot is not None:
         paths = call(rp.write_plots, res, plot)
         message("wrote " + ", ".join(paths))

@@ -374,7 +374,7 @@ def _item_words(study, judgments) -> dict[str, int]:
 # --------------------------------------------------------------------- build
 def build_report(study_path, *, engine: str = "laplace", by_stratum: bool = False, seed: int = 0,
                  draws: int = 1000, tune: int = 1000, chains: int = 2, progressbar: bool = False,
-                 min_pass_rate: float = 0.8, save_posterior: bool = True) -> Report:
+                 min_pass_rate: float = 0.8, save_posterior: bool | None = None) -> Report:
     """Fit the study's judgments and run every diagnostic.
 
     Parameters
@@ -399,9 +399,12 @@ def build_report(study_path, *, engine: str = "laplace", by_stratum: bool = Fals
         NUTS progress on stderr.
     min_pass_rate : float in [0, 1]
         The leader is flagged when its acceptability pass rate is below this.
-    save_posterior : bool
+    save_posterior : bool or None
         Save the posterior in the study as ArviZ netcdf (artifact
-        ``posterior-<engine>[-by-stratum].nc``).
+        ``posterior-<engine>[-by-stratum].nc``). ``None`` (default): only for
+        NUTS, whose draws are costly to redo; a Laplace posterior is
+        recomputed in well under a second, and writing it meant importing
+        arviz (about half of every report's time, issue 13).
 
     Returns
     -------
@@ -419,6 +422,8 @@ def build_report(study_path, *, engine: str = "laplace", by_stratum: bool = Fals
 
     from planner.model import fit as fit_model
     from planner.study import DB_NAME, Study, grouped_judgments
+    if save_posterior is None:
+        save_posterior = engine == "nuts"
 
     if engine not in ENGINES:
         raise UsageError(f"--engine ({engine!r}) must be one of 'laplace' or 'nuts'")
@@ -432,14 +437,14 @@ def build_report(study_path, *, engine: str = "laplace", by_stratum: bool = Fals
         # Overlap the two store scans and the heavy imports: sqlite releases the GIL while scanning,
         # so the grouped scan (worker), Study.counts (here) and importing arviz (worker) run together.
         grouped = pool.submit(grouped_judgments, Path(study.path) / DB_NAME)
-        if save_posterior:
-            pool.submit(_warm_imports, engine)
         systems = tuple(study.systems)
         counts_k = study.counts(by_stratum=True)
         counts = counts_k.pooled()
-        if int(counts.usable.sum()) == 0:
+        if int(counts.usable.sum()) == 0:   # before any heavy import is started: fails fast (issue 13)
             raise UsageError(f"STUDY ({study_path}) has no usable judgment yet (A, B or tie); "
                              "ingest judgments first (planner ingest)")
+        if save_posterior:
+            pool.submit(_warm_imports, engine)
         sw = stratum_weights(study.prompts(), counts_k.strata)
         weights, w_source = sw.weights, sw.source
         fit = fit_model(counts_k if by_stratum else counts, engine=engine, by_stratum=by_stratum,
