@@ -327,7 +327,8 @@ def _qc_rates(config, names, attention, repeat, overlap, acceptability, notes) -
              for k, v in (("attention", attention), ("repeat", repeat), ("overlap", overlap),
                           ("acceptability", acceptability))}
     if (names is None or len(names) < 2) and rates["overlap"] > 0 and overlap is None:
-        notes.append("overlap items need at least two annotators (--annotators); overlap set to 0")
+        # the study's default overlap rate does not apply to a single annotator: silently 0 (a note on
+        # every single-annotator batch was noise, issue 13); an explicit --overlap is refused in batch.py
         rates["overlap"] = 0.0
     return rates
 

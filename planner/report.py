@@ -248,6 +248,10 @@ class Report:
         rate, annotator flags, sampler warnings).
     notes : tuple of str
         What was skipped or approximated, and why.
+    judges : tuple of dict
+        LLM-judge totals per model (``planner.connectors.cache.judge_totals``:
+        ``model``, ``answers``, ``prompt_tokens``, ``completion_tokens``,
+        ``cost_usd`` or None without a price); empty before any judge ran.
     fit : planner.model.Fit
         The fit itself (not in ``to_dict``).
     """
@@ -275,6 +279,7 @@ class Report:
     posterior_artifact: str | None
     flags: tuple[str, ...]
     notes: tuple[str, ...]
+    judges: tuple[dict, ...] = ()
     fit: Any = field(default=None, repr=False, compare=False)
 
     def to_dict(self) -> dict:
@@ -554,9 +559,12 @@ def build_report(study_path, *, engine: str = "laplace", by_stratum: bool = Fals
         notes.append(f"{reasons.n_without_reason:,} of {reasons.n_decisive:,} decisive judgments "
                      f"({100 * reasons.share_without_reason:.0f}%) carry no reason code")
 
+    from planner.connectors.cache import judge_totals
+
     return Report(str(study_path), systems, anchor, totals, dict(sorted(kinds.items())), tuple(board),
                   rg.tied_with_leader, pairs, win_matrix, anchor_res, ties, position, length, triads, reasons,
-                  annotators, strata, acc, acc_source, model, artifact, tuple(flags), tuple(notes), fit=fit)
+                  annotators, strata, acc, acc_source, model, artifact, tuple(flags), tuple(notes),
+                  judges=tuple(judge_totals(study_path)), fit=fit)
 
 
 # ------------------------------------------------------------------ markdown
@@ -700,6 +708,11 @@ def render_markdown(report: Report) -> str:
     if r.posterior_artifact:
         L.append(f"- Posterior saved in the study as `{r.posterior_artifact}` (ArviZ netcdf).")
     L.append("")
+    if r.judges:
+        L += ["## LLM judges", ""]
+        L += _table(["model", "answers", "prompt tokens", "completion tokens", "cost (USD)"],
+                    [[j["model"], f"{j['answers']:,}", f"{j['prompt_tokens']:,}", f"{j['completion_tokens']:,}",
+                      "—" if j.get("cost_usd") is None else f"{j['cost_usd']:.4f}"] for j in r.judges])
     if r.notes:
         L += ["## Notes", ""] + [f"- {n}" for n in r.notes] + [""]
     return "\n".join(L).rstrip() + "\n"
