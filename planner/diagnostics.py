@@ -138,11 +138,21 @@ def _ranking(judgments: Iterable[Any]) -> list:
 
 
 def _binom_p(k: int, n: int) -> float | None:
-    from scipy.stats import binomtest
+    """Exact two-sided binomial p-value against 0.5 (= ``scipy.stats.binomtest(k, n).pvalue``).
+
+    The null is symmetric, so the two-sided p-value is twice the smaller tail
+    (1 at the centre). ``scipy.special.bdtr`` keeps ``scipy.stats`` (seconds of
+    import) out of the report path (issue 13).
+    """
+    from scipy.special import bdtr
 
     if n <= 0:
         return None
-    return float(binomtest(int(k), int(n), 0.5).pvalue)
+    k, n = int(k), int(n)
+    m = min(k, n - k)
+    if 2 * m == n:
+        return 1.0
+    return float(min(1.0, 2.0 * bdtr(m, n, 0.5)))
 
 
 def _check_level(confidence_level: float) -> None:
@@ -1127,7 +1137,7 @@ def rank_groups(systems: Sequence[str], means: Sequence[float], sds: Sequence[fl
         differences (keeps their correlation), and rank intervals and P(best)
         are computed. One of ``sds`` or ``draws`` is required.
     """
-    from scipy.stats import norm
+    from scipy.special import ndtr, ndtri
 
     _check_level(confidence_level)
     mu = np.asarray(means, dtype=float)
@@ -1142,7 +1152,7 @@ def rank_groups(systems: Sequence[str], means: Sequence[float], sds: Sequence[fl
             raise UsageError(f"draws shape ({draws.shape}) must be (n_draws, {m})")
     order = np.argsort(-mu, kind="stable")
     lo_q, hi_q = (1 - confidence_level) / 2, (1 + confidence_level) / 2
-    z = float(norm.ppf(hi_q))
+    z = float(ndtri(hi_q))
     # every pair's separation (central interval of the difference) for the letter display
     sep = np.zeros((m, m), dtype=bool)
     for a_ in range(m - 1):
@@ -1166,7 +1176,7 @@ def rank_groups(systems: Sequence[str], means: Sequence[float], sds: Sequence[fl
             p_lead.append(float((draws[:, order[0]] > draws[:, i]).mean()))
         else:
             se = math.hypot(float(sds[order[0]]), float(sds[i]))
-            p_lead.append(float(norm.cdf((mu[order[0]] - mu[i]) / se)) if se > 0 else float(mu[order[0]] > mu[i]))
+            p_lead.append(float(ndtr((mu[order[0]] - mu[i]) / se)) if se > 0 else float(mu[order[0]] > mu[i]))
     names = tuple(systems[i] for i in order)
     tied = tuple(s for s, p in zip(names, p_lead) if p is None or p < confidence_level)
     return RankGroups(names, tuple(float(mu[i]) for i in order), rank_low, rank_high, p_best,
