@@ -41,8 +41,10 @@ def decide(
     """Does the candidate regress against the baseline on any stratum? A release gate.
 
     Per stratum: the candidate's win rate (half-tie score) against the
-    baseline with a Wilson interval; one-sided tests against 50%-M, Holm
-    across strata; P(win >= threshold) from the Bayesian model; a verdict
+    baseline with a score interval that includes the tie share's sampling
+    error (Wilson when there are no ties); one-sided score tests against
+    50%-M, Holm across strata; the Bayesian model's win probability and
+    P(win >= threshold) (fitted per stratum to all systems); a verdict
     pass / regress / undecided (with the comparisons still needed). An
     acceptability check (pass/fail items) can veto a pairwise win.
 
