@@ -41,8 +41,10 @@ def decide(
     """Does the candidate regress against the baseline on any stratum? A release gate.
 
     Per stratum: the candidate's win rate (half-tie score) against the
-    baseline with a Wilson interval; one-sided tests against 50%-M, Holm
-    across strata; P(win >= threshold) from the Bayesian model; a verdict
+    baseline with a score interval that includes the tie share's sampling
+    error (Wilson when there are no ties); one-sided score tests against
+    50%-M, Holm across strata; the Bayesian model's win probability and
+    P(win >= threshold) (fitted per stratum to all systems); a verdict
     pass / regress / undecided (with the comparisons still needed). An
     acceptability check (pass/fail items) can veto a pairwise win.
 
@@ -85,7 +87,8 @@ def _render(r) -> None:
     level = f"{r.confidence:.0%}"
     t = Table(box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1), collapse_padding=True, show_edge=False)
     for col, just in (("stratum", "left"), ("weight", "right"), ("W–L–T", "right"),
-                      (f"win rate ({level})", "right"), (f"P(≥{r.threshold_pass:.0%})", "right"),
+                      (f"win rate ({level})", "right"), (f"model ({level} CrI)", "right"),
+                      (f"model P(≥{r.threshold_pass:.0%})", "right"),
                       ("verdict", "left"), ("more", "right")):
         t.add_column(col, justify=just, no_wrap=True)
 
@@ -96,14 +99,19 @@ def _render(r) -> None:
             return _pct(s.win_rate)
         return f"{_pct(s.win_rate)} ({100 * s.ci_low:.1f}–{100 * s.ci_high:.1f})"
 
+    def model(s):
+        if s.posterior_mean is None:
+            return "—"
+        return f"{_pct(s.posterior_mean)} ({100 * s.posterior_low:.1f}–{100 * s.posterior_high:.1f})"
+
     for s in r.strata:
         more = "" if s.verdict != "undecided" else ("?" if s.more_comparisons is None
                                                     else f"~{s.more_comparisons:,}")
-        t.add_row(s.stratum, f"{s.weight:.2f}", f"{s.wins}–{s.losses}–{s.ties}", rate(s),
+        t.add_row(s.stratum, f"{s.weight:.2f}", f"{s.wins}–{s.losses}–{s.ties}", rate(s), model(s),
                   "—" if s.p_posterior is None else f"{s.p_posterior:.3f}", s.verdict, more)
     p = r.pooled
     if len(r.strata) > 1:
-        t.add_row("pooled", "1.00", f"{p.wins}–{p.losses}–{p.ties}", rate(p),
+        t.add_row("pooled", "1.00", f"{p.wins}–{p.losses}–{p.ties}", rate(p), model(p),
                   "—" if p.p_posterior is None else f"{p.p_posterior:.3f}", "—", "")
     con.print(t)
     if len(r.strata) > 1:

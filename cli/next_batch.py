@@ -38,7 +38,7 @@ def next_batch_cmd(
     rewrite: Annotated[Optional[int], typer.Option(help="Write recorded batch N's files again (byte-identical); no fit.", metavar="N")] = None,
     retry_failed: Annotated[bool, typer.Option(help="Write the files for items whose judge request failed; no fit, no new batch.")] = False,
     batch: Annotated[Optional[int], typer.Option(help="With --retry-failed: only this batch's failed items.", metavar="N")] = None,
-    max_words: Annotated[Optional[int], typer.Option(help="Longest response shown, in words (default: study config).")] = None,
+    max_words: Annotated[Optional[int], typer.Option(help="Longest response shown, in words (default: no limit; longer ones are skipped and other prompts chosen, or cut with --truncate).")] = None,
     truncate: Annotated[bool, typer.Option(help="Cut longer responses with a visible marker instead of skipping.")] = False,
     normalize_style: Annotated[str, typer.Option(help="none | markdown | full (annotator-facing text only).")] = "none",
     reuse_prompts: Annotated[bool, typer.Option(help="Let a pair that has used every prompt take one again.")] = False,

@@ -41,8 +41,11 @@ def report_cmd(
     surrogate: Annotated[Optional[str], typer.Option(
         help="Judge (annotator name) whose verdicts serve as predictions: prediction-powered (PPI++) Bradley–Terry "
              "for --target at 90%, beside target-only and judge-only fits.")] = None,
+    save_posterior: Annotated[bool, typer.Option(
+        "--save-posterior", help="Also save a Laplace posterior in the study as ArviZ netcdf (NUTS posteriors "
+                                 "are always saved).")] = False,
 ) -> None:
-    """Leaderboard (strength, 95% credible interval, Elo, P(best), rank interval, rank groups), pairs,
+    """Leaderboard (strength, 95% credible interval, Elo, P(best), 95% rank interval, letters, P(leader better)), pairs,
     anchor tests, tie/position/length bias, circular triads, reasons, annotator QC, strata,
     acceptability and model diagnostics. Flags and warnings go to stderr. With --surrogate JUDGE: the
     prediction-powered human ranking instead (few human verdicts + many judge verdicts; docs/guide.md).
@@ -65,7 +68,7 @@ def report_cmd(
         message(f"fitting with NUTS ({chains} chains, {tune} tuning + {draws} draws each) ...")
     res = call(rp.build_report, study, engine=engine, by_stratum=by_stratum, seed=seed, draws=draws,
                tune=tune, chains=chains, progressbar=engine == "nuts" and sys.stderr.isatty(),
-               min_pass_rate=min_pass_rate)
+               min_pass_rate=min_pass_rate, save_posterior=True if save_posterior else None)
     if plot is not None:
         paths = call(rp.write_plots, res, plot)
         message("wrote " + ", ".join(paths))
@@ -80,6 +83,10 @@ def report_cmd(
         print_json(res)
         return
     _render(res)
+    for j in res.judges:   # LLM-judge totals (planner.connectors.cache.judge_totals)
+        cost = "no price given" if j.get("cost_usd") is None else f"${j['cost_usd']:.4f}"
+        out().print(f"judge {j['model']}: {j['answers']:,} answers, {j['prompt_tokens']:,} prompt + "
+                    f"{j['completion_tokens']:,} completion tokens, {cost}", markup=False, soft_wrap=True)
 
 
 def _pct(x, digits: int = 1) -> str:
@@ -102,17 +109,20 @@ def _render(r) -> None:
               markup=False, soft_wrap=True)
     has_acc = r.acceptability is not None
     tab = Table(title="leaderboard (shared letter = not credibly separated)")
-    tab.add_column("grp", justify="right")
+    tab.add_column("tied", justify="right")
     tab.add_column("letters")
     tab.add_column("system", no_wrap=True)
     tab.add_column("Elo [95% CrI]", justify="right", no_wrap=True)
     tab.add_column("P(best)", justify="right")
+    tab.add_column("P(lead>x)", justify="right")
     tab.add_column("rank", justify="right", no_wrap=True)
     tab.add_column("score", justify="right")
     if has_acc:
         tab.add_column("acceptable", justify="right", no_wrap=True)
     for x in r.leaderboard:
-        row = [str(x.group), x.letters, x.system, f"{x.elo:.0f} [{x.elo_lo:.0f}, {x.elo_hi:.0f}]", f"{x.p_best:.3f}",
+        row = ["tied" if x.tied_with_leader else "", x.letters, x.system,
+               f"{x.elo:.0f} [{x.elo_lo:.0f}, {x.elo_hi:.0f}]", f"{x.p_best:.3f}",
+               "leader" if x.p_leader_better is None else f"{x.p_leader_better:.3f}",
                str(x.rank_low) if x.rank_low == x.rank_high else f"{x.rank_low}–{x.rank_high}", _num(x.score)]
         if has_acc:
             row.append("—" if x.pass_rate is None else

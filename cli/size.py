@@ -151,8 +151,14 @@ def sentence(r) -> str:
     """The one plain sentence under the table."""
     pct = f"{r.power:.0%}"
     unit = "decisive comparisons" if r.ties == "drop" else "judged comparisons (ties count half)"
-    s = (f"To detect {r.win_rate:.0%} vs 50% with {pct} power at α = {r.alpha:g} you need "
-         f"{r.comparisons_exact:,} {unit} (normal approximation: {r.comparisons_normal:,})")
+    if r.pairs > 1:   # the count is sized at alpha/pairs: say so where alpha is quoted
+        level = (f"family-wise α = {r.alpha:g}, i.e. α = {r.alpha_per_pair:.4g} per pair "
+                 f"({r.pairs} pairs, {r.design}, Holm–Bonferroni)")
+        each = " per pair"
+    else:
+        level, each = f"α = {r.alpha:g}", ""
+    s = (f"To detect {r.win_rate:.0%} vs 50% with {pct} power at {level} you need "
+         f"{r.comparisons_exact:,} {unit}{each} (normal approximation: {r.comparisons_normal:,})")
     extras = []
     if r.tie_rate and r.ties == "drop":
         extras.append(f"a {r.tie_rate:.0%} tie rate")
@@ -163,7 +169,7 @@ def sentence(r) -> str:
     if r.both_orders:
         extras.append(f"both orders ({r.comparisons_per_pair:,} comparisons shown twice)")
     if r.pairs > 1:
-        extras.append(f"{r.pairs} pairs ({r.design}, Holm–Bonferroni, each at α = {r.alpha_per_pair:.4g})")
+        extras.append(f"{r.pairs} pairs")
     if extras or r.judgments != r.comparisons_exact:
         s += f"; with {', '.join(extras) if extras else 'this design'} collect {r.judgments:,} judgments"
     s += "."

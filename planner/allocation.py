@@ -111,6 +111,7 @@ class ChosenPrompt:
     order: int
     frozen: bool
     gap: float | None = None
+    text: str = ""
 
 
 @dataclass(frozen=True)
@@ -619,7 +620,7 @@ def allocate(prompts: Sequence[Any], budget: int, *, method: str = "proportional
         for j in range(n_h):
             p = ordered[j % len(ordered)]
             chosen.append(ChosenPrompt(p.id, h, w, j, bool(p.frozen),
-                                       None if pointwise is None else pointwise.get(p.id)))
+                                       None if pointwise is None else pointwise.get(p.id), getattr(p, "text", "")))
         if n_h == 0 and pop[h] > 0:
             notes.append(f"stratum {h} gets no prompts: pooled estimates do not cover it")
     return Allocation(method, key, budget, seed,
@@ -736,13 +737,18 @@ def read_pilot(path: str | os.PathLike, known: set[str]) -> list[dict]:
             for r in load_normalized(path, "--pilot", prompts=known)]
 
 
-OUT_FIELDS = ("prompt", "stratum", "weight", "order", "frozen", "gap")
+#: the prompts-file format (``id, text, stratum, weight, frozen``: ``planner init --prompts`` reads it, issue 13)
+#: plus the allocation's ``order`` and ``gap``
+OUT_FIELDS = ("id", "text", "stratum", "weight", "frozen", "order", "gap")
+_OUT_ATTR = {"id": "prompt"}
 
 
 def write_prompts(result: Allocation, path: str | os.PathLike, *, force: bool = False) -> None:
     """Write the chosen prompts as CSV or JSONL (by extension), atomically.
 
-    Columns / keys: ``prompt, stratum, weight, order, frozen, gap``. Refuses to
+    Columns / keys: ``id, text, stratum, weight, frozen, order, gap`` — a
+    prompts file ``planner init --prompts`` accepts (``weight`` = the sampling
+    weight, so per-stratum sums are proportional to the population). Refuses to
     overwrite an existing file unless ``force``. Written to a temporary file in
     the same directory (mode 0o666 minus the umask), then ``os.replace``d into
     place. CSV text cells that begin with ``= + - @``, a tab or a carriage
@@ -760,7 +766,7 @@ def write_prompts(result: Allocation, path: str | os.PathLike, *, force: bool = 
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-            rows = [{k: getattr(c, k) for k in OUT_FIELDS} for c in result.prompts]
+            rows = [{k: getattr(c, _OUT_ATTR.get(k, k)) for k in OUT_FIELDS} for c in result.prompts]
             if p.suffix.lower() == ".csv":
                 # CRLF rows (RFC 4180): csv quotes a cell holding a CR only when CR is in the terminator
                 w = csv.DictWriter(fh, fieldnames=OUT_FIELDS, lineterminator="\r\n")

@@ -6,7 +6,8 @@ rather than a ranking: *does X regress against Y on any stratum?* Per stratum
 
 * the candidate's **win rate** against the baseline — the half-tie score
   ``(wins + ties/2) / (wins + losses + ties)`` over their direct comparisons,
-  both positions pooled — with a Wilson interval;
+  both positions pooled — with a trinomial score interval (ties' sampling
+  error included; Wilson when there are no ties);
 * two one-sided tests, Holm–Bonferroni across strata: *pass* rejects
   ``H0: win rate <= theta_pass`` and *regress* rejects
   ``H0: win rate >= theta_regress``, where ``theta_regress = 0.5 - margin`` and
@@ -21,17 +22,20 @@ rather than a ranking: *does X regress against Y on any stratum?* Per stratum
 plus an acceptability gate on the absolute pass/fail verdicts, one overall
 verdict with an exit code (0 pass, 3 regress, 4 undecided) and one sentence.
 
-Tests are conditional on the number of ties (as in
-:func:`planner.power.significance`): given ``T`` ties among ``N`` usable
-judgments (tie share ``t = T/N``), the half-tie score exceeds ``theta`` exactly
-when the decisive win rate ``W/(W+L)`` exceeds
-``theta_D = (theta - t/2) / (1 - t)``, so each test is the score (Wilson) test
-of a binomial proportion on the ``D = W + L`` decisive judgments:
-``z = (W - D theta_D) / sqrt(D theta_D (1 - theta_D))``. The reported interval
-is the Wilson interval of ``W/D`` mapped back with ``t/2 + (1 - t) p``; a test
-at one look without multiplicity passes exactly when the interval's lower end
-is above ``theta_pass`` (regresses when its upper end is below
-``theta_regress``). Formulas and references: docs/methods.md, "Release gates".
+Each judgment scores 1 (win), 1/2 (tie) or 0 (loss); the counts are a
+trinomial and the half-tie win rate ``S = pW + pT/2`` is its mean score. Tests
+and intervals are **score** procedures for that mean with the tie share as a
+nuisance parameter estimated under the null
+(:func:`planner.proportions.half_tie_score_z`,
+:func:`planner.proportions.half_tie_interval`): ``z = (S_hat - theta) /
+sqrt(V(theta)/N)``, ``V`` the score variance at the restricted MLE. With no
+ties they are exactly the Wilson score test and interval. Earlier versions
+conditioned on the observed tie share (``t/2 + (1-t)·Wilson(W, W+L)``): the
+interval collapsed onto the estimate (1–0–1 gave 75.0% (35.3–75.0)) and the
+non-inferiority test was liberal when ties were common. A test at one look
+without multiplicity passes exactly when the interval's lower end is above
+``theta_pass`` (regresses when its upper end is below ``theta_regress``).
+Formulas and references: docs/methods.md, "Release gates".
 """
 
 from __future__ import annotations
@@ -48,7 +52,7 @@ from planner import bt
 from planner.counts import Counts
 from planner.errors import UsageError, check_range
 from planner.power import check_look
-from planner.proportions import newcombe_difference, wilson_interval
+from planner.proportions import half_tie_interval, half_tie_score_z, newcombe_difference, wilson_interval
 
 MODES = ("non-inferiority", "superiority")
 ENGINES = ("laplace", "nuts")
@@ -383,21 +387,24 @@ def _position_shares(counts: Counts, ci: int, bi: int) -> list[tuple[str, float,
 
 
 def _interval(w: int, l: int, t: int, confidence: float):
+    """Half-tie score, tie share and the trinomial score interval (ties' sampling error included)."""
     n = w + l + t
     if n == 0:
         return None, None, None, None
-    tie = t / n
-    s = (w + t / 2) / n
-    if w + l == 0:
-        return s, tie, None, None
-    lo, hi = wilson_interval(w, w + l, confidence)
-    return s, tie, tie / 2 + (1 - tie) * lo, tie / 2 + (1 - tie) * hi
+    lo, hi = half_tie_interval(w, l, t, confidence)
+    return (w + t / 2) / n, t / n, lo, hi
+
+
+def _finite(z: float) -> float:
+    """Clip an infinite score statistic (zero null variance) to a large finite value for Holm/JSON."""
+    return float(min(max(z, -1e6), 1e6))
 
 
 def _pooled(rows: list[StratumDecision], confidence: float, post: tuple) -> StratumDecision:
     """Stratified estimate ``sum w_h S_h`` over strata with data (weights renormalised).
 
-    Variance ``sum w_h^2 (1 - t_h)^2 p_h (1 - p_h) / D_h`` (conditional on ties);
+    Variance ``sum w_h^2 V_h / N_h`` with ``V_h = pW + pT/4 - S_h²`` the
+    plug-in variance of one judgment's score (ties' sampling error included);
     Wilson interval with the effective sample size ``S (1 - S) / Var`` (Korn &
     Graubard 1998), capped at the number of usable judgments.
     """
@@ -411,10 +418,8 @@ def _pooled(rows: list[StratumDecision], confidence: float, post: tuple) -> Stra
         s = float(sum(wi * r.win_rate for wi, r in zip(w, have)))
         var = 0.0
         for wi, r in zip(w, have):
-            d = r.wins + r.losses
-            if d > 0:
-                p = r.wins / d
-                var += wi * wi * (1 - r.tie_rate) ** 2 * p * (1 - p) / d
+            v = (r.wins + r.ties / 4) / r.n - r.win_rate ** 2
+            var += wi * wi * max(v, 0.0) / r.n
         n_eff = n_all if var <= 0 else min(n_all, s * (1 - s) / var)
         lo, hi = wilson_interval(s * n_eff, n_eff, confidence) if n_eff > 0 else (None, None)
         tie = tot[2] / n_all
@@ -598,11 +603,10 @@ def decide_counts(counts: Counts, candidate: str, baseline: str, *,
         w, l, t, inv = (int(v) for v in tally[k])
         s, tie, lo, hi = _interval(w, l, t, confidence)
         basics.append((w, l, t, inv, s, tie, lo, hi))
-        d = w + l
         zp = zr = None
-        if d > 0:
-            zp = score_z(w, d, conditional_threshold(theta_pass, tie))
-            zr = -score_z(w, d, conditional_threshold(theta_reg, tie))
+        if w + l + t > 0:   # trinomial score tests: the tie share is estimated under H0, not taken as known
+            zp = _finite(half_tie_score_z(w, l, t, theta_pass))
+            zr = _finite(-half_tie_score_z(w, l, t, theta_reg))
         z_p.append(zp)
         z_r.append(zr)
         p_p.append(None if zp is None else float(stats.norm.sf(zp)))
@@ -665,8 +669,12 @@ def decide_counts(counts: Counts, candidate: str, baseline: str, *,
         notes.append(f"look {look} of {looks}: the tests use the two-sided {boundary} group-sequential boundary "
                      f"at each Holm step's level (|z| >= {critical(K):.3f} at the strictest step) instead of the "
                      f"fixed-sample threshold {float(stats.norm.isf(alpha / (2 * K))):.3f}")
-    notes.append(f"P(win >= {theta_pass:.0%}) is a posterior probability: it needs no correction for strata or "
-                 "looks, but it is not a p-value and does not decide the verdict")
+    notes.append(f"the model columns (win probability and P(win >= {theta_pass:.0%})) come from the "
+                 "Bradley-Terry-Davidson model fitted per stratum to every system's judgments (strata partially "
+                 "pooled, indirect comparisons through other systems included, position effect removed), so "
+                 "they can be far surer than this pair's direct W-L-T; P(win >= ...) is a posterior "
+                 "probability: it needs no correction for strata or looks, but it is not a p-value and does "
+                 "not decide the verdict")
     for name, share, used in _position_shares(counts, ci, bi):
         if used >= 20 and abs(share - 0.5) > 0.1:
             notes.append(f"positions unbalanced in {name}: {candidate} was shown first in {share:.0%} of {used} "

@@ -138,11 +138,21 @@ def _ranking(judgments: Iterable[Any]) -> list:
 
 
 def _binom_p(k: int, n: int) -> float | None:
-    from scipy.stats import binomtest
+    """Exact two-sided binomial p-value against 0.5 (= ``scipy.stats.binomtest(k, n).pvalue``).
+
+    The null is symmetric, so the two-sided p-value is twice the smaller tail
+    (1 at the centre). ``scipy.special.bdtr`` keeps ``scipy.stats`` (seconds of
+    import) out of the report path (issue 13).
+    """
+    from scipy.special import bdtr
 
     if n <= 0:
         return None
-    return float(binomtest(int(k), int(n), 0.5).pvalue)
+    k, n = int(k), int(n)
+    m = min(k, n - k)
+    if 2 * m == n:
+        return 1.0
+    return float(min(1.0, 2.0 * bdtr(m, n, 0.5)))
 
 
 def _check_level(confidence_level: float) -> None:
@@ -1032,31 +1042,36 @@ def acceptability(records: Iterable[Any], ranking: Sequence[str] | None = None,
 # -------------------------------------------------------------- rank groups
 @dataclass(frozen=True)
 class RankGroups:
-    """Leaderboard grouping without an invented order.
+    """Leaderboard summaries that never group credibly separated systems.
 
-    ``order``: systems by decreasing mean. ``groups``: consecutive runs of
-    ``order`` in which each adjacent difference's interval includes 0 (so a
-    group may chain: A~B and B~C put A, B, C together even when A and C are
-    separated — conservative by design). ``rank_low``/``rank_high``: the
-    (1-level)/2 and (1+level)/2 quantiles of each system's rank over draws
-    (1 = best), ``p_best``: share of draws where the system ranks first; all
-    three follow ``order`` and are ``None`` without draws.
+    ``order``: systems by decreasing mean. ``letters`` (following ``order``):
+    a compact letter display (Piepho 2004, insert-absorb): two systems share a
+    letter **if and only if** the interval of their difference includes 0, so
+    no letter ever holds two separated systems (earlier versions also showed
+    chained "groups" of neighbours, which could hold A and C although A ≻ C;
+    they are gone). ``rank_low``/``rank_high``: the (1-level)/2 and
+    (1+level)/2 quantiles of each system's rank over draws (1 = best; Chatbot
+    Arena's rank intervals), ``p_best``: share of draws where the system ranks
+    first; all three follow ``order`` and are ``None`` without draws.
 
-    ``letters`` (following ``order``): a compact letter display (Piepho 2004,
-    insert-absorb): two systems share a letter **if and only if** the interval
-    of their difference includes 0. Unlike ``groups`` it does not chain: in a
-    long close chain the ends get different letters once they are credibly
-    apart, while neighbours still share one.
+    ``p_leader_better`` (following ``order``): P(leader > system), the leader
+    being ``order[0]`` (``None`` for the leader itself); from the draws, or
+    the normal approximation with ``sds``. ``tied_with_leader``: systems
+    (leader included) with ``p_leader_better < level`` — not credibly below
+    the top (one-sided, e.g. P < 0.95). This is a comparison with the leader
+    only, not a group: two systems tied with the leader may still be
+    separated from each other (their letters say so).
     """
 
     order: tuple[str, ...]
     means: tuple[float, ...]
-    groups: tuple[tuple[str, ...], ...]
     rank_low: tuple[int, ...] | None
     rank_high: tuple[int, ...] | None
     p_best: tuple[float, ...] | None
     confidence_level: float
     letters: tuple[str, ...] = ()
+    p_leader_better: tuple[float | None, ...] = ()
+    tied_with_leader: tuple[str, ...] = ()
 
 
 def _letter(k: int) -> str:
@@ -1107,14 +1122,14 @@ def compact_letters(separated: np.ndarray) -> tuple[str, ...]:
 
 def rank_groups(systems: Sequence[str], means: Sequence[float], sds: Sequence[float] | None = None,
                 draws: np.ndarray | None = None, confidence_level: float = 0.95) -> RankGroups:
-    """Group systems that are not credibly separated; rank intervals and P(best) from draws.
+    """Letter display, comparisons with the leader, rank intervals and P(best).
 
     Parameters
     ----------
     systems, means : sequences of length M
         Any scale (logit or Elo), larger = better.
     sds : sequence of float, optional
-        Standard errors; the difference interval between adjacent systems is
+        Standard errors; the difference interval between two systems is
         ``Δ ± z sqrt(sd_i² + sd_j²)`` (independent normal approximation).
     draws : ndarray (n_draws, M), optional
         Posterior draws (same scale); when given, the difference interval is
@@ -1122,7 +1137,7 @@ def rank_groups(systems: Sequence[str], means: Sequence[float], sds: Sequence[fl
         differences (keeps their correlation), and rank intervals and P(best)
         are computed. One of ``sds`` or ``draws`` is required.
     """
-    from scipy.stats import norm
+    from scipy.special import ndtr, ndtri
 
     _check_level(confidence_level)
     mu = np.asarray(means, dtype=float)
@@ -1137,23 +1152,8 @@ def rank_groups(systems: Sequence[str], means: Sequence[float], sds: Sequence[fl
             raise UsageError(f"draws shape ({draws.shape}) must be (n_draws, {m})")
     order = np.argsort(-mu, kind="stable")
     lo_q, hi_q = (1 - confidence_level) / 2, (1 + confidence_level) / 2
-    z = float(norm.ppf(hi_q))
-    groups, current = [], [order[0]] if m else []
-    for prev, nxt in zip(order[:-1], order[1:]):
-        if draws is not None:
-            diff = draws[:, prev] - draws[:, nxt]
-            low, high = np.quantile(diff, [lo_q, hi_q])
-        else:
-            se = math.hypot(float(sds[prev]), float(sds[nxt]))
-            low, high = mu[prev] - mu[nxt] - z * se, mu[prev] - mu[nxt] + z * se
-        if low <= 0.0 <= high:
-            current.append(nxt)
-        else:
-            groups.append(current)
-            current = [nxt]
-    if current:
-        groups.append(current)
-    # every pair's separation (same interval rule as the groups) for the letter display
+    z = float(ndtri(hi_q))
+    # every pair's separation (central interval of the difference) for the letter display
     sep = np.zeros((m, m), dtype=bool)
     for a_ in range(m - 1):
         p_, rest = order[a_], order[a_ + 1:]
@@ -1170,7 +1170,14 @@ def rank_groups(systems: Sequence[str], means: Sequence[float], sds: Sequence[fl
         rank_low = tuple(int(np.quantile(ranks[:, i], lo_q, method="lower")) for i in order)
         rank_high = tuple(int(np.quantile(ranks[:, i], hi_q, method="higher")) for i in order)
         p_best = tuple(float((ranks[:, i] == 1).mean()) for i in order)
+    p_lead: list[float | None] = [None] if m else []
+    for i in order[1:]:
+        if draws is not None:
+            p_lead.append(float((draws[:, order[0]] > draws[:, i]).mean()))
+        else:
+            se = math.hypot(float(sds[order[0]]), float(sds[i]))
+            p_lead.append(float(ndtr((mu[order[0]] - mu[i]) / se)) if se > 0 else float(mu[order[0]] > mu[i]))
     names = tuple(systems[i] for i in order)
-    return RankGroups(names, tuple(float(mu[i]) for i in order),
-                      tuple(tuple(systems[i] for i in g) for g in groups),
-                      rank_low, rank_high, p_best, confidence_level, letters)
+    tied = tuple(s for s, p in zip(names, p_lead) if p is None or p < confidence_level)
+    return RankGroups(names, tuple(float(mu[i]) for i in order), rank_low, rank_high, p_best,
+                      confidence_level, letters, tuple(p_lead), tied)

@@ -448,7 +448,8 @@ def size(effect: float | None, design: Design = Design(), *, budget: int | None 
     design : Design
     budget : int, optional
         Total judgments available: also report the minimum detectable effect
-        (``mde``, exact test; ``mde_normal``, normal approximation).
+        (``mde``, exact test under the headline saw-tooth-proof n rule, see
+        :func:`mde_exact_headline`; ``mde_normal``, normal approximation).
     power_at : int, optional
         Total judgments: also report the power achieved for ``effect``.
     table : bool
@@ -546,6 +547,34 @@ def mde_exact(n: int, design: Design) -> float:
     return float(brentq(g, 1e-12, hi, xtol=1e-12))
 
 
+def mde_exact_headline(n: int, design: Design) -> float:
+    """Smallest effect whose headline exact size (:class:`ExactSize` ``.n``) is at most ``n``.
+
+    The headline size is saw-tooth-proof (every larger n also reaches the
+    power), so it can exceed the plain :func:`mde_exact` point: at 200
+    comparisons the exact power reaches 0.8 at d = 0.1016, but that d needs 206
+    under the headline rule because some n in 201..205 falls short. Reporting
+    this effect keeps ``size --budget`` consistent with its own table. The
+    headline size is non-increasing in d (power at each n increases with d),
+    so bisection on ``[mde_exact(n), 0.5)`` finds it.
+    """
+    lo = mde_exact(n, design)
+    if not math.isfinite(lo):
+        return math.nan
+    if n_exact(lo, design).n <= n:
+        return lo
+    hi = 0.5 - 1e-9
+    if n_exact(hi, design).n > n:
+        return math.nan
+    while hi - lo > 1e-6:
+        mid = 0.5 * (lo + hi)
+        if n_exact(mid, design).n <= n:
+            hi = mid
+        else:
+            lo = mid
+    return float(hi)
+
+
 def _mde(design: Design, budget: int) -> dict:
     if budget < 1:
         raise UsageError(f"--budget ({budget}) must be an integer >= 1")
@@ -554,7 +583,7 @@ def _mde(design: Design, budget: int) -> dict:
         raise UsageError(f"--budget ({budget:,}) leaves {n_t:,} comparisons per pair; planner computes the exact "
                          f"minimum detectable effect up to {limits.MAX_EXACT_N:,} per pair")
     mn = mde_normal(n_t, design) if n_t >= 1 else math.nan
-    me = mde_exact(n_t, design) if n_t >= 1 else math.nan
+    me = mde_exact_headline(n_t, design) if n_t >= 1 else math.nan
     if not (math.isfinite(me) and math.isfinite(mn)):
         raise UsageError(
             f"--budget ({budget}) is too small to detect any effect < 0.5 at alpha {design.alpha:g} "
@@ -960,19 +989,43 @@ def significance(wins: int, losses: int, ties: int = 0, *, ties_convention: str 
 
 
 def _conclusion(r: SignificanceResult) -> str:
+    """One sentence whose decision and quoted interval agree with the table.
+
+    The exact binomial (sign) test on the decisive judgments decides (or the
+    group-sequential boundary with looks). With ``ties='drop'`` the sentence
+    quotes the Clopper–Pearson interval, the exact interval that goes with
+    that test; the Wald interval is an approximation, and when it disagrees
+    with the test (60–40: Wald [50.4%, 69.6%] excludes 50%, p = 0.057) the
+    sentence says so and why instead of contradicting the table.
+    """
     if r.win_rate is None:
         return "No usable judgment: there is no win rate to test."
     what = "win rate" if r.ties_convention == "drop" else "half-tie score"
-    lo, hi = r.wald.low, r.wald.high
-    head = (f"Observed {what} {r.win_rate:.1%} over {r.n:,} judgments "
-            f"(Wald {r.confidence:.0%} interval [{lo:.1%}, {hi:.1%}])")
+    lvl = f"{r.confidence:.0%}"
+    if r.ties_convention == "drop" and r.clopper_pearson.low is not None:
+        iv = f"exact (Clopper–Pearson) {lvl} interval [{r.clopper_pearson.low:.1%}, {r.clopper_pearson.high:.1%}]"
+    else:
+        iv = f"Wald {lvl} interval [{r.wald.low:.1%}, {r.wald.high:.1%}]"
+    head = f"Observed {what} {r.win_rate:.1%} over {r.n:,} judgments ({iv})"
     if r.looks:
         test = (f"at look {r.look} of {r.looks} the {r.boundary} boundary is |z| >= {r.z_boundary:.3f} "
                 f"(nominal p < {r.nominal_alpha:.4f}); z = {r.z:.3f}" if r.z is not None
                 else "no decisive judgment to test")
     else:
-        test = f"exact binomial p = {r.pvalue:.3g}" if r.pvalue is not None else "no decisive judgment"
+        test = (f"the exact binomial test on the {r.wins + r.losses:,} decisive judgments decides: p = {r.pvalue:.3g}"
+                if r.pvalue is not None else "no decisive judgment")
     if r.significant:
         direction = "better" if (r.z or 0) > 0 else "worse"
-        return f"{head}; {test}: the candidate is distinguishably {direction} than 50%."
-    return f"{head}; {test}: not distinguishable from 50%."
+        out = f"{head}; {test}: the candidate is distinguishably {direction} than 50%."
+    else:
+        out = f"{head}; {test}: not distinguishable from 50%."
+    wald_excludes = r.wald.low is not None and not (r.wald.low <= 0.5 <= r.wald.high)
+    if r.pvalue is not None and wald_excludes != r.significant:
+        quoted = "above" if iv.startswith("Wald") else f"[{r.wald.low:.1%}, {r.wald.high:.1%}]"
+        out += (f" The Wald interval {quoted} "
+                + ("excludes" if wald_excludes else "includes")
+                + " 50%: it is a normal approximation"
+                + (" that is too narrow at this n" if wald_excludes else "")
+                + (", not adjusted for the sequential looks" if r.looks else "")
+                + "; the test above decides.")
+    return out

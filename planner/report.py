@@ -22,9 +22,11 @@ Conventions
 * The half-tie score is ``(wins + ties/2) / (wins + losses + ties)`` and is
   ``None`` without a usable judgment; invalid judgments are counted and shown,
   never part of a score or of the likelihood.
-* Systems that are not credibly separated share a rank group
-  (:func:`planner.diagnostics.rank_groups`); the report never invents an order
-  inside a group.
+* Systems that are not credibly separated share a letter and separated ones
+  never do (:func:`planner.diagnostics.rank_groups`); each system has a 95%
+  rank interval and P(leader better); "tied with the leader" = not credibly
+  below the top. Nothing chains: no displayed grouping holds two systems
+  whose 95% difference interval excludes 0.
 
 Scale: the model is fitted on aggregated cells, and the judgment-level figures
 (A/B totals, length bias, reason shares) come from one grouped SQL scan of the
@@ -67,9 +69,10 @@ class LeaderRow:
     Attributes
     ----------
     system : str
-    group : int
-        Rank group, 1 = best; systems in one group are not credibly separated
-        (adjacent 95% difference intervals include 0).
+    tied_with_leader : bool
+        Not credibly below the leader: P(leader > system) < 0.95 (the leader
+        itself is True). A comparison with the leader only: two systems tied
+        with the leader can still be separated from each other.
     mean, sd, lo, hi : float
         Posterior mean, sd and 95% credible interval of the strength (logit).
     elo, elo_lo, elo_hi : float
@@ -90,11 +93,13 @@ class LeaderRow:
     letters : str
         Compact letter display (:func:`planner.diagnostics.compact_letters`):
         two systems share a letter if and only if their 95% difference
-        interval includes 0. Unlike ``group`` it does not chain.
+        interval includes 0.
+    p_leader_better : float or None
+        Posterior P(leader > system); ``None`` for the leader.
     """
 
     system: str
-    group: int
+    tied_with_leader: bool
     mean: float
     sd: float
     lo: float
@@ -115,6 +120,7 @@ class LeaderRow:
     pass_high: float | None = None
     pass_n: int = 0
     letters: str = ""
+    p_leader_better: float | None = None
 
 
 @dataclass(frozen=True)
@@ -212,8 +218,9 @@ class Report:
         Stored judgments per kind (all kinds).
     leaderboard : tuple of LeaderRow
         Best first; see :class:`LeaderRow`.
-    groups : tuple of tuple of str
-        Rank groups, best first.
+    tied_with_leader : tuple of str
+        Systems not credibly below the leader (P(leader > x) < 0.95), best
+        first. Not a group: see ``LeaderRow.tied_with_leader``.
     pairs : planner.diagnostics.PairTable
         Per unordered pair: A/B/tie/invalid, half-tie score, P(a better than b).
     win_matrix : tuple of tuple of (float or None)
@@ -241,6 +248,10 @@ class Report:
         rate, annotator flags, sampler warnings).
     notes : tuple of str
         What was skipped or approximated, and why.
+    judges : tuple of dict
+        LLM-judge totals per model (``planner.connectors.cache.judge_totals``:
+        ``model``, ``answers``, ``prompt_tokens``, ``completion_tokens``,
+        ``cost_usd`` or None without a price); empty before any judge ran.
     fit : planner.model.Fit
         The fit itself (not in ``to_dict``).
     """
@@ -251,7 +262,7 @@ class Report:
     totals: dict
     kinds: dict
     leaderboard: tuple[LeaderRow, ...]
-    groups: tuple[tuple[str, ...], ...]
+    tied_with_leader: tuple[str, ...]
     pairs: Any
     win_matrix: tuple[tuple[float | None, ...], ...]
     anchor_tests: Any
@@ -268,6 +279,7 @@ class Report:
     posterior_artifact: str | None
     flags: tuple[str, ...]
     notes: tuple[str, ...]
+    judges: tuple[dict, ...] = ()
     fit: Any = field(default=None, repr=False, compare=False)
 
     def to_dict(self) -> dict:
@@ -284,6 +296,16 @@ def _warm_imports(engine: str) -> None:
 
     if engine == "nuts":
         import pymc  # noqa: F401
+
+
+def _interval95(fit):
+    """``fit.interval(0.95)`` without importing scipy.stats for Laplace (same formula: mean ± z sd)."""
+    if fit.engine != "laplace":
+        return fit.interval(0.95)
+    from scipy.special import ndtri
+
+    z = float(ndtri(0.975))
+    return fit.mean - z * fit.sd, fit.mean + z * fit.sd
 
 
 def _attention_expected(study) -> dict[str, str]:
@@ -367,7 +389,7 @@ def _item_words(study, judgments) -> dict[str, int]:
 # --------------------------------------------------------------------- build
 def build_report(study_path, *, engine: str = "laplace", by_stratum: bool = False, seed: int = 0,
                  draws: int = 1000, tune: int = 1000, chains: int = 2, progressbar: bool = False,
-                 min_pass_rate: float = 0.8, save_posterior: bool = True) -> Report:
+                 min_pass_rate: float = 0.8, save_posterior: bool | None = None) -> Report:
     """Fit the study's judgments and run every diagnostic.
 
     Parameters
@@ -392,9 +414,12 @@ def build_report(study_path, *, engine: str = "laplace", by_stratum: bool = Fals
         NUTS progress on stderr.
     min_pass_rate : float in [0, 1]
         The leader is flagged when its acceptability pass rate is below this.
-    save_posterior : bool
+    save_posterior : bool or None
         Save the posterior in the study as ArviZ netcdf (artifact
-        ``posterior-<engine>[-by-stratum].nc``).
+        ``posterior-<engine>[-by-stratum].nc``). ``None`` (default): only for
+        NUTS, whose draws are costly to redo; a Laplace posterior is
+        recomputed in well under a second, and writing it meant importing
+        arviz (about half of every report's time, issue 13).
 
     Returns
     -------
@@ -412,6 +437,8 @@ def build_report(study_path, *, engine: str = "laplace", by_stratum: bool = Fals
 
     from planner.model import fit as fit_model
     from planner.study import DB_NAME, Study, grouped_judgments
+    if save_posterior is None:
+        save_posterior = engine == "nuts"
 
     if engine not in ENGINES:
         raise UsageError(f"--engine ({engine!r}) must be one of 'laplace' or 'nuts'")
@@ -425,14 +452,14 @@ def build_report(study_path, *, engine: str = "laplace", by_stratum: bool = Fals
         # Overlap the two store scans and the heavy imports: sqlite releases the GIL while scanning,
         # so the grouped scan (worker), Study.counts (here) and importing arviz (worker) run together.
         grouped = pool.submit(grouped_judgments, Path(study.path) / DB_NAME)
-        if save_posterior:
-            pool.submit(_warm_imports, engine)
         systems = tuple(study.systems)
         counts_k = study.counts(by_stratum=True)
         counts = counts_k.pooled()
-        if int(counts.usable.sum()) == 0:
+        if int(counts.usable.sum()) == 0:   # before any heavy import is started: fails fast (issue 13)
             raise UsageError(f"STUDY ({study_path}) has no usable judgment yet (A, B or tie); "
                              "ingest judgments first (planner ingest)")
+        if save_posterior:
+            pool.submit(_warm_imports, engine)
         sw = stratum_weights(study.prompts(), counts_k.strata)
         weights, w_source = sw.weights, sw.source
         fit = fit_model(counts_k if by_stratum else counts, engine=engine, by_stratum=by_stratum,
@@ -444,9 +471,8 @@ def build_report(study_path, *, engine: str = "laplace", by_stratum: bool = Fals
             study.save_artifact(artifact, fit.to_netcdf())
 
         # ---- leaderboard
-        lo, hi = fit.interval(0.95)
+        lo, hi = _interval95(fit)
         rg = dg.rank_groups(systems, fit.mean, draws=fit.beta_draws)
-        group_of = {s: g + 1 for g, members in enumerate(rg.groups) for s in members}
         t = counts.pair_tensor()
         acc, acc_source = _acceptability(study, rg.order, min_pass_rate)
         acc_row = {r.system: r for r in acc.rows} if acc is not None else {}
@@ -456,12 +482,13 @@ def build_report(study_path, *, engine: str = "laplace", by_stratum: bool = Fals
             w, l, ti, inv = (int(x) for x in t[i].sum(axis=0))
             a = acc_row.get(s)
             board.append(LeaderRow(
-                s, group_of[s], float(fit.mean[i]), float(fit.sd[i]), float(lo[i]), float(hi[i]),
+                s, s in rg.tied_with_leader, float(fit.mean[i]), float(fit.sd[i]), float(lo[i]), float(hi[i]),
                 float(to_elo(fit.mean[i])), float(to_elo(lo[i])), float(to_elo(hi[i])),
                 float(rg.p_best[pos]), int(rg.rank_low[pos]), int(rg.rank_high[pos]), w, l, ti, inv,
                 half_tie_score(w, l, ti),
                 None if a is None else a.pass_rate, None if a is None else a.ci_low,
-                None if a is None else a.ci_high, 0 if a is None else a.passed + a.failed, rg.letters[pos]))
+                None if a is None else a.ci_high, 0 if a is None else a.passed + a.failed, rg.letters[pos],
+                rg.p_leader_better[pos]))
         win_matrix = tuple(tuple(None if i == j else half_tie_score(*t[i, j, :3]) for j in range(len(systems)))
                            for i in range(len(systems)))
 
@@ -542,9 +569,12 @@ def build_report(study_path, *, engine: str = "laplace", by_stratum: bool = Fals
         notes.append(f"{reasons.n_without_reason:,} of {reasons.n_decisive:,} decisive judgments "
                      f"({100 * reasons.share_without_reason:.0f}%) carry no reason code")
 
+    from planner.connectors.cache import judge_totals
+
     return Report(str(study_path), systems, anchor, totals, dict(sorted(kinds.items())), tuple(board),
-                  tuple(rg.groups), pairs, win_matrix, anchor_res, ties, position, length, triads, reasons,
-                  annotators, strata, acc, acc_source, model, artifact, tuple(flags), tuple(notes), fit=fit)
+                  rg.tied_with_leader, pairs, win_matrix, anchor_res, ties, position, length, triads, reasons,
+                  annotators, strata, acc, acc_source, model, artifact, tuple(flags), tuple(notes),
+                  judges=tuple(judge_totals(study_path)), fit=fit)
 
 
 # ------------------------------------------------------------------ markdown
@@ -577,17 +607,21 @@ def render_markdown(report: Report) -> str:
     L += ["## Leaderboard", "",
           "Strength β on the logit scale (sum to zero), Elo = 1500 + 173.7 β. Two systems sharing a letter are "
           "not credibly separated (95% interval of their difference includes 0); systems sharing no letter are. "
-          "`group` chains neighbours that share a letter: no order is established inside a group.", ""]
+          "`rank` is the 95% interval of the system's rank over posterior draws (1 = best). "
+          "`P(lead>x)` = posterior probability that the leader is stronger; `tied` marks systems not "
+          "credibly below the leader (P(lead>x) < 0.95). That is a comparison with the leader only: two "
+          "tied systems may still be separated from each other (their letters say so).", ""]
     has_acc = r.acceptability is not None
-    head = ["group", "letters", "system", "Elo", "Elo 95% CrI", "β", "β 95% CrI", "P(best)", "rank", "score",
-            "W/L/T/inv"]
+    head = ["tied", "letters", "system", "Elo", "Elo 95% CrI", "β", "β 95% CrI", "P(best)", "P(lead>x)", "rank",
+            "score", "W/L/T/inv"]
     if has_acc:
         head.append("acceptable")
     rows = []
     for x in r.leaderboard:
-        row = [str(x.group), x.letters, x.system, f"{x.elo:.0f}", f"[{x.elo_lo:.0f}, {x.elo_hi:.0f}]",
-               f"{x.mean:+.3f}",
+        row = ["tied" if x.tied_with_leader else "", x.letters, x.system, f"{x.elo:.0f}",
+               f"[{x.elo_lo:.0f}, {x.elo_hi:.0f}]", f"{x.mean:+.3f}",
                f"[{x.lo:+.3f}, {x.hi:+.3f}]", f"{x.p_best:.3f}",
+               "leader" if x.p_leader_better is None else f"{x.p_leader_better:.3f}",
                f"{x.rank_low}" if x.rank_low == x.rank_high else f"{x.rank_low}–{x.rank_high}",
                _num(x.score), f"{x.wins}/{x.losses}/{x.ties}/{x.invalid}"]
         if has_acc:
@@ -595,7 +629,7 @@ def render_markdown(report: Report) -> str:
                        f"{_pct(x.pass_rate, 0)} [{_pct(x.pass_low, 0)}, {_pct(x.pass_high, 0)}] (n={x.pass_n})")
         rows.append(row)
     L += _table(head, rows)
-    L += ["Groups: " + " > ".join("{" + ", ".join(g) + "}" for g in r.groups), ""]
+    L += ["Tied with the leader (not credibly below it): " + ", ".join(r.tied_with_leader), ""]
     L += ["## Pairs", ""]
     L += _table(["a", "b", "a wins", "b wins", "ties", "invalid", "a's score", "P(a better)"],
                 [[p.system_a, p.system_b, p.a_wins, p.b_wins, p.ties, p.invalid, _num(p.score),
@@ -684,6 +718,11 @@ def render_markdown(report: Report) -> str:
     if r.posterior_artifact:
         L.append(f"- Posterior saved in the study as `{r.posterior_artifact}` (ArviZ netcdf).")
     L.append("")
+    if r.judges:
+        L += ["## LLM judges", ""]
+        L += _table(["model", "answers", "prompt tokens", "completion tokens", "cost (USD)"],
+                    [[j["model"], f"{j['answers']:,}", f"{j['prompt_tokens']:,}", f"{j['completion_tokens']:,}",
+                      "—" if j.get("cost_usd") is None else f"{j['cost_usd']:.4f}"] for j in r.judges])
     if r.notes:
         L += ["## Notes", ""] + [f"- {n}" for n in r.notes] + [""]
     return "\n".join(L).rstrip() + "\n"
@@ -694,8 +733,10 @@ def write_plots(report: Report, directory) -> tuple[str, ...]:
     """Write ``strengths.{png,svg}`` (forest plot) and ``win_rates.{png,svg}`` (heatmap).
 
     The forest plot shows each system's posterior mean strength on the Elo
-    scale with its 95% credible interval, best at the top, coloured by rank
-    group. The heatmap shows row system's half-tie score against the column
+    scale with its 95% credible interval, best at the top, blue when not
+    credibly below the leader (grey otherwise), labelled with its letters and
+    95% rank interval (nothing is coloured by a chaining group). The heatmap
+    shows row system's half-tie score against the column
     system (blank = unobserved). Headless: figures are built with
     :class:`matplotlib.figure.Figure` (no pyplot, the global backend is left
     alone) and rendered by the Agg / SVG backends. SVGs carry no date and a
@@ -718,12 +759,14 @@ def write_plots(report: Report, directory) -> tuple[str, ...]:
         y = np.arange(len(rows))[::-1]
         colours = matplotlib.colormaps["tab10"]
         for yi, x in zip(y, rows):
-            col = colours((x.group - 1) % 10)
+            col = colours(0) if x.tied_with_leader else colours(7)
             ax.plot([x.elo_lo, x.elo_hi], [yi, yi], color=col, lw=2)
             ax.plot([x.elo], [yi], "o", color=col)
-        ax.set_yticks(y, [f"{x.system} (g{x.group})" for x in rows])
+        ax.set_yticks(y, [f"{x.system} [{x.letters}] rank {x.rank_low}"
+                          + ("" if x.rank_low == x.rank_high else f"–{x.rank_high}") for x in rows])
         ax.axvline(1500, color="grey", lw=0.8, ls="--")
-        ax.set_xlabel("strength, Elo scale (1500 + 173.7 β); bars = 95% credible interval")
+        ax.set_xlabel("strength, Elo scale (1500 + 173.7 β); bars = 95% credible interval\n"
+                      "blue = not credibly below the leader; [letters]: shared letter = not separated")
         ax.set_title(f"{Path(report.study).name}: strengths ({report.model.engine})")
         fig.tight_layout()
         paths += _save(fig, out / "strengths")

@@ -330,6 +330,6 @@ def test_write_prompts_refuses_overwrite_and_writes_both_formats(tmp_path):
         write_prompts(res, path, force=True)
     lines = (tmp_path / "out.jsonl").read_text().splitlines()
     assert [json.loads(x)["stratum"] for x in lines] == ["a", "b"]
-    assert (tmp_path / "out.csv").read_text().splitlines()[0] == "prompt,stratum,weight,order,frozen,gap"
+    assert (tmp_path / "out.csv").read_text().splitlines()[0] == "id,text,stratum,weight,frozen,order,gap"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.csv", "out.jsonl"]  # no temp files left
     assert isinstance(res, Allocation)

@@ -159,3 +159,19 @@ def test_missing_files_and_bad_out(tmp_path, vicuna):
     assert r.exit_code == 2 and "must end in .csv or .jsonl" in r.stderr
     r = run("--budget", "1")
     assert r.exit_code == 2 and "exactly one of --prompts FILE or --study STUDY" in r.stderr
+
+
+def test_allocate_out_feeds_init(vicuna, tmp_path):
+    # issue 13: the chosen prompts are a prompts file `planner init` accepts (id, text, stratum, weight)
+    from planner.study import Study, init_study
+
+    for name in ("chosen.csv", "chosen.jsonl"):
+        out = tmp_path / name
+        r = run("--prompts", vicuna, "--budget", "27", "--method", "equal", "--out", str(out))
+        assert r.exit_code == 0, r.stderr
+        st = tmp_path / f"study-{out.suffix[1:]}"
+        init_study(st, prompts_file=out, systems=["a", "b"])
+        with Study.open(st) as s:
+            prompts = list(s.prompts())
+        assert len(prompts) == 27 and all(p.text for p in prompts)
+        assert len({p.stratum for p in prompts}) == 9

@@ -216,16 +216,20 @@ def test_default_look_is_last():
 
 
 # --------------------------------------------------------------------------- formulas
-def test_ties_conditional_interval_and_threshold():
-    # 50 wins, 30 losses, 20 ties: t = 0.2, S = (50 + 10)/100 = 0.6
+def test_ties_trinomial_interval_and_score_test():
+    # 50 wins, 30 losses, 20 ties: t = 0.2, S = (50 + 10)/100 = 0.6. Interval and z are the trinomial
+    # score procedures (tests/test_honest_decide.py checks them against an independent optimiser);
+    # here: decide uses them, and the pass test agrees with the interval's lower end.
+    from planner.proportions import half_tie_interval, half_tie_score_z
+
     c = counts_of({"all": (50, 30, 20)})
     s = decide_counts(c, "new", "old").strata[0]
     assert s.win_rate == pytest.approx(0.6) and s.tie_rate == pytest.approx(0.2)
-    lo, hi = stats.binomtest(50, 80).proportion_ci(0.95, method="wilson")
-    assert (s.ci_low, s.ci_high) == pytest.approx((0.1 + 0.8 * lo, 0.1 + 0.8 * hi), rel=1e-12)
-    # theta_D = (0.45 - 0.1)/0.8 = 0.4375; z = (50 - 35)/sqrt(80 * 0.4375 * 0.5625)
+    assert (s.ci_low, s.ci_high) == half_tie_interval(50, 30, 20, 0.95)
+    assert s.z_pass == pytest.approx(half_tie_score_z(50, 30, 20, 0.45), rel=1e-12)
+    assert s.ci_low > 0.45 and s.z_pass > 1.96
+    # the conditional threshold is kept for planning only: theta_D = (0.45 - 0.1)/0.8 = 0.4375
     assert conditional_threshold(0.45, 0.2) == pytest.approx(0.4375)
-    assert s.z_pass == pytest.approx(15 / math.sqrt(80 * 0.4375 * 0.5625), rel=1e-12)
 
 
 def test_posterior_win_probability_formula():

@@ -409,7 +409,7 @@ def test_rank_groups_seed_one_group():
     # largest adjacent gap 11 < 1.96·22·√2 = 61
     names = ["s1", "s2", "s3", "s4", "s5"]
     r = dg.rank_groups(names, [1512, 1508, 1497, 1491, 1483], sds=[22] * 5)
-    assert r.groups == (tuple(names),)
+    assert r.letters == ("a",) * 5 and r.tied_with_leader == tuple(names)
     assert r.rank_low is None and r.p_best is None
 
 
@@ -421,13 +421,34 @@ def test_rank_groups_separated_and_draws():
     r = dg.rank_groups(names, means, draws=draws)
     # a is 100 points (7 SD of the difference) clear; b and c are 5 apart
     assert r.order == ("a", "b", "c")
-    assert r.groups == (("a",), ("b", "c"))
+    assert r.letters == ("a", "b", "b") and r.tied_with_leader == ("a",)
+    assert r.p_leader_better[0] is None and min(r.p_leader_better[1:]) == 1.0
     assert (r.rank_low[0], r.rank_high[0]) == (1, 1)
     assert (r.rank_low[1], r.rank_high[1]) == (2, 3)
     # P(a best) is 1 up to a 7-sigma event in 4000 draws
     assert r.p_best[0] == 1.0
     # the same via sds: gap 5 < 1.96·10·√2 = 27.7; gap 100 > 27.7
-    assert dg.rank_groups(names, means, sds=[10] * 3).groups == r.groups
+    assert dg.rank_groups(names, means, sds=[10] * 3).letters == r.letters
+
+
+def test_rank_groups_never_chain_a_separated_pair():
+    # issue 13 item 1, synthetic chain: A~B and B~C but A > C. Draws: means 0.6, 0.3, 0.0 with
+    # independent sd 0.1 -> sd of a difference 0.141, 95% half-width 0.277: A-B (0.3) and B-C (0.3)
+    # ... both exclude 0 at 0.277; use sd 0.12 -> half-width 0.333 > 0.3 (A~B, B~C), A-C 0.6 > 0.333.
+    rng = np.random.default_rng(3)
+    draws = np.array([0.6, 0.3, 0.0]) + rng.normal(0, 0.12, size=(20000, 3))
+    r = dg.rank_groups(["A", "B", "C"], [0.6, 0.3, 0.0], draws=draws)
+    assert r.letters == ("a", "ab", "b")          # A and C share nothing, B shares with both
+    # tied with the leader: P(A > B) = Phi(0.3 / 0.170) = 0.961 >= 0.95 -> B is credibly below A
+    # (one-sided) though their two-sided 95% interval includes 0
+    assert r.p_leader_better[1] == pytest.approx(0.961, abs=0.01)   # MC sd sqrt(.04/20000) = 0.0014
+    assert r.tied_with_leader == ("A",)
+    # rank intervals: A is 1-2, C is 2-3; no single "group" is reported
+    assert (r.rank_low[0], r.rank_high[0]) == (1, 2) and (r.rank_low[2], r.rank_high[2]) == (2, 3)
+    # a wider posterior (sd 0.2): B is tied with the leader, C is not (P(A>C) = Phi(0.6/0.283) = 0.983)
+    draws = np.array([0.6, 0.3, 0.0]) + rng.normal(0, 0.2, size=(20000, 3))
+    r = dg.rank_groups(["A", "B", "C"], [0.6, 0.3, 0.0], draws=draws)
+    assert r.tied_with_leader == ("A", "B")
 
 
 def test_rank_groups_errors():
@@ -527,7 +548,7 @@ def test_compact_letters_do_not_chain():
     # 80 ± 55.4 excludes 0 -> separated. Chained groups put all four together; the letter
     # display (Piepho 2004) gives a / ab / bc / c: neighbours share a letter, the ends do not.
     r = dg.rank_groups(["W", "X", "Y", "Z"], [120, 80, 40, 0], sds=[20] * 4)
-    assert r.groups == (("W", "X", "Y", "Z"),)
+    assert not hasattr(r, "groups")            # the chained groups are gone (issue 13)
     assert r.letters == ("a", "ab", "bc", "c")
     # the issue's seed (1512, 1508, 1497, 1491, 1483; SE 22): nothing separated, one letter
     assert dg.rank_groups(list("ABCDE"), [1512, 1508, 1497, 1491, 1483], sds=[22] * 5).letters == ("a",) * 5

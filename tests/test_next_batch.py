@@ -208,10 +208,16 @@ def test_style_options_never_change_stored_responses(study, tmp_path):
 
 def test_max_words_skips_and_says_so(study):
     # responses have 26, 31, 36, 41, 46, 51 words (6-word lead + 20 + 5k): --max-words 40 keeps only
-    # pairs among the first three systems and must skip (and report) the others
+    # pairs among the first three systems. Issue 13: the long responses are excluded before prompts are
+    # chosen, so --size is honoured with other comparisons, and one note names the prompts affected
     res = next_batch(study, size=30, max_words=40, dry_run=True, attention=0, repeat=0, overlap=0)
-    assert any("skipped" in n for n in res.notes)
-    assert res.manifest["batch_manifest"]["skipped"]
+    assert len(res.items) == 30
+    long_systems = {"delta-model", "epsilon-model", "zeta-model"}
+    assert not {s for it in res.items for s in (it.left_system, it.right_system)} & long_systems
+    notes = [n for n in res.notes if n.startswith("--max-words 40:")]
+    assert len(notes) == 1 and "90 response(s)" in notes[0]
+    assert "p0 (delta-model, epsilon-model, zeta-model)" in notes[0]
+    assert not res.manifest["batch_manifest"]["skipped"]["n"]
 
 
 def test_acceptability_items_round_trip_to_report_and_decide(study, tmp_path):

@@ -65,8 +65,9 @@ def test_vicuna_counts_match_the_readme(v80_report):
 def test_vicuna_gpt4_clearly_first_in_its_own_group(v80_report):
     board = v80_report.leaderboard
     assert board[0].system == "gpt-4"
-    assert v80_report.groups[0] == ("gpt-4",)
-    assert board[0].group == 1 and all(x.group > 1 for x in board[1:])
+    assert v80_report.tied_with_leader == ("gpt-4",)
+    assert board[0].tied_with_leader and not any(x.tied_with_leader for x in board[1:])
+    assert board[0].p_leader_better is None and all(x.p_leader_better > 0.95 for x in board[1:])
     assert board[0].rank_low == board[0].rank_high == 1
     assert board[0].p_best > 0.99
     # its 95% interval lies above every other system's interval
@@ -82,8 +83,33 @@ def test_vicuna_elo_order_roughly_matches_the_readme(v80_report):
     assert rho >= 0.9
     bottom3 = {x.system for x in v80_report.leaderboard[-3:]}
     assert {"guanaco-7b", "bard"} <= bottom3
-    # never invent an order: no group holds systems whose adjacent difference is credible
-    assert sum(len(g) for g in v80_report.groups) == 8
+
+
+
+def _separated(draws, i, j):
+    lo, hi = np.quantile(draws[:, i] - draws[:, j], [0.025, 0.975])
+    return not (lo <= 0 <= hi)
+
+
+def test_vicuna_no_displayed_grouping_holds_a_separated_pair(v80_report):
+    # issue 13 item 1: the old chained groups put bard and guanaco-65b together although
+    # P(bard > guanaco-65b) = 0.000. Now the only groupings shown are letters: two systems share a
+    # letter iff the 95% interval of their difference (from the same draws) includes 0.
+    fit = v80_report.fit
+    names = list(v80_report.systems)
+    board = v80_report.leaderboard
+    for x in board:
+        for y in board:
+            if x.system >= y.system:
+                continue
+            shared = bool(set(x.letters) & set(y.letters))
+            sep = _separated(fit.beta_draws, names.index(x.system), names.index(y.system))
+            assert shared == (not sep), (x.system, y.system)
+    letters = {x.system: x.letters for x in board}
+    pair = next(p for p in v80_report.pairs.rows if {p.system_a, p.system_b} == {"bard", "guanaco-65b"})
+    p_bard = pair.p_a_better if pair.system_a == "bard" else 1 - pair.p_a_better
+    assert p_bard < 0.001
+    assert not set(letters["bard"]) & set(letters["guanaco-65b"])
 
 
 def test_vicuna_position_bias_flagged_and_gamma_positive(v80_report):
@@ -164,7 +190,10 @@ def test_vicuna_by_stratum_reweighted(v80):
 def test_vicuna_posterior_saved_as_netcdf(v80, v80_report):
     import arviz as az
 
-    assert v80_report.posterior_artifact == "posterior-laplace.nc"
+    # issue 13: a Laplace report no longer writes netcdf unless asked (it imported arviz every run)
+    assert v80_report.posterior_artifact is None
+    r = build_report(v80, seed=0, save_posterior=True)
+    assert r.posterior_artifact == "posterior-laplace.nc"
     with Study.open(v80) as st:
         blob = st.load_artifact("posterior-laplace.nc")
     assert blob[:4] in (b"\x89HDF", b"CDF\x01", b"CDF\x02")
@@ -180,8 +209,12 @@ def test_vicuna_posterior_saved_as_netcdf(v80, v80_report):
 def test_vicuna_markdown_and_plots(v80_report, tmp_path):
     md = render_markdown(v80_report)
     assert md.startswith("# Report: ")
-    # gpt-4 is group 1 and the only system with letter "a" (credibly above every other system)
-    assert "| 1 | a | gpt-4 |" in md
+    # gpt-4 is the only system tied with the leader and the only one with letter "a"
+    # (credibly above every other system); no chained "Groups:" line any more (issue 13)
+    tied_rows = [ln for ln in md.splitlines() if ln.startswith("| tied | ") and "| letters |" not in ln]
+    assert tied_rows and tied_rows[0].startswith("| tied | a | gpt-4 |") and len(tied_rows) == 1
+    assert "Groups:" not in md and "no order is established inside a group" not in md
+    assert "Tied with the leader (not credibly below it): gpt-4" in md
     assert [x.letters for x in v80_report.leaderboard].count("a") == 1
     assert "A 2,512 / B 1,355 / tie 600 / invalid 13" in md
     assert "## Flags" in md and "position bias" in md
@@ -290,7 +323,7 @@ def test_close_systems_form_one_group(tmp_path):
 
     ingest(root, [f])
     r = build_report(root, save_posterior=False)
-    assert len(r.groups) == 1 and r.leaderboard[0].group == r.leaderboard[-1].group == 1
+    assert r.tied_with_leader == tuple(x.system for x in r.leaderboard)
     assert any("length bias not computed" in n for n in r.notes)
     assert r.length is None
 
@@ -331,7 +364,7 @@ def test_small_nuts_report_agrees_with_laplace(tmp_path):
 @pytest.mark.slow
 def test_vicuna_nuts_report(v80, v80_report):
     r = build_report(v80, engine="nuts", seed=0, draws=1000, tune=1000, chains=2)
-    assert r.leaderboard[0].system == "gpt-4" and r.groups[0] == ("gpt-4",)
+    assert r.leaderboard[0].system == "gpt-4" and r.tied_with_leader == ("gpt-4",)
     assert r.model.gamma.lo > 0
     assert not [f for f in r.flags if f.startswith("model:")]   # r-hat, ESS, divergences fine
     lm = {x.system: x.mean for x in v80_report.leaderboard}

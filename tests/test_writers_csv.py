@@ -69,10 +69,10 @@ def test_allocate_out_csv_neutralises_ids_and_strata(tmp_path):
     rows = _rows(out)
     assert len(rows) == 8
     for r in rows:
-        for key in ("prompt", "stratum"):
+        for key in ("id", "stratum"):   # allocate --out writes a prompts file (id, text, ...) since issue 13
             assert not r[key].startswith(CSV_DANGEROUS), r
-        assert r["prompt"].startswith("'") == (r["prompt"][1:2] in {c for c in "=+-@\t\r"})
-    assert any(r["prompt"].startswith("'=") for r in rows) or any(r["stratum"].startswith("'=") for r in rows)
+        assert r["id"].startswith("'") == (r["id"][1:2] in {c for c in "=+-@\t\r"})
+    assert any(r["id"].startswith("'=") for r in rows) or any(r["stratum"].startswith("'=") for r in rows)
     # numbers stay numbers
     assert all(float(r["weight"]) > 0 for r in rows)
 
