@@ -31,7 +31,7 @@ def simulate_cmd(
     position: Annotated[float, typer.Option(help="Synthetic judge: left-position logit shift, -10 to 10.")] = 0.0,
     flip: Annotated[float, typer.Option(help="Synthetic judge: probability a decisive verdict is reversed, 0 <= f < 0.5.")] = 0.0,
     anchor: Annotated[int, typer.Option(help="Index (0-based) of the anchor system for anchor strategies.")] = 0,
-    target: Annotated[str, typer.Option(help="Target to budget for: tau=0.9, rho=0.9, rmse=0.3, width=100 (Elo), coverage=0.9, top1=0.9.")] = "tau=0.9",
+    target: Annotated[str, typer.Option(help="Target to budget for: tau=0.9, credible-tau=0.9 (pairs the truth settles: all pairs of a synthetic truth, P(order) > 0.95 on a replay), credible-all (every such pair right), rho=0.9, rmse=0.3, width=100 (Elo), coverage=0.9, top1=0.9. Met within 1e-9.")] = "tau=0.9",
     workers: Annotated[Optional[int], typer.Option(help="Worker processes, 1 to 64 (default 2).")] = None,
     plot: Annotated[Optional[Path], typer.Option(help="Write metric-vs-comparisons curves (.png or .svg).")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")] = False,
@@ -107,7 +107,8 @@ def _render(result) -> None:
     title = (f"{result.scenario}: {result.n_systems} systems"
              + (f", true spread {result.spread_elo:.0f} Elo" if result.spread_elo is not None else "")
              + f"; {result.reps} reps, batches of {result.batch}, budget {result.budget}; "
-             f"target mean {metric} {'<=' if metric in ('rmse', 'width') else '>='} {result.target_value:g}")
+             f"target mean {metric.replace('_', '-')} {'<=' if metric in ('rmse', 'width') else '>='} "
+             f"{result.target_value:g}")
     table = Table(title=title)
     # "needed": first checkpoint where the mean curve over reps reaches the target;
     # "per rep": median [25%-75%] of each rep's first crossing; "×RR": needed / round-robin's
@@ -123,6 +124,8 @@ def _render(result) -> None:
                       "—" if s.ratio_to_round_robin is None else f"{s.ratio_to_round_robin:.2f}",
                       f"{final:.3f}", f"{width:.0f}")
     out().print(table)
+    if result.pairs:
+        _render_pairs(result.pairs)
     for note in result.notes:
         err().print(f"note: {note}", markup=False)
     best = [s for s in result.strategies if s.needed_mean_curve is not None and s.strategy != "oracle"]
@@ -131,3 +134,19 @@ def _render(result) -> None:
         out().print(f"Fewest comparisons to reach mean {metric} {result.target_value:g}: {b.name}, "
                     f"{b.needed_mean_curve:,} (a '—' means not reached within the budget of {result.budget:,}).",
                     markup=False)
+
+
+def _render_pairs(pairs, limit: int = 45) -> None:
+    """The replay truth per pair: full-pool P(order), least settled first."""
+    from rich.table import Table
+
+    shown = pairs if len(pairs) <= limit else [p for p in pairs if not p["credible"]][:limit]
+    n_cred = sum(p["credible"] for p in pairs)
+    title = (f"full-pool order per pair ({n_cred} of {len(pairs)} credibly separated, P(order) > 0.95)"
+             + ("" if len(shown) == len(pairs) else f"; showing the {len(shown)} least settled"))
+    table = Table(title=title)
+    for col in ("above", "below", "gap (Elo)", "P(order)", "credible"):
+        table.add_column(col, justify="left" if col in ("above", "below") else "right")
+    for p in shown:
+        table.add_row(p["a"], p["b"], f"{p['gap_elo']:.0f}", f"{p['p_order']:.3f}", "yes" if p["credible"] else "no")
+    out().print(table)

@@ -54,10 +54,15 @@ from planner.errors import DataError, UsageError, check_range
 
 SCENARIOS = ("linear", "arena", "asap")
 ASAP_SIGMA = 1.4865  # ASAP observer: P = Phi(delta / 1.4865)
-METRICS = ("tau", "rho", "rmse", "width", "max_width", "coverage", "top1")
+METRICS = ("tau", "rho", "rmse", "width", "max_width", "coverage", "top1", "credible_tau", "credible_all")
 # For these metrics smaller is better when reading a --target.
 SMALLER_IS_BETTER = {"rmse", "width", "max_width"}
-TARGET_METRICS = ("tau", "rho", "rmse", "width", "coverage", "top1")
+TARGET_METRICS = ("tau", "rho", "rmse", "width", "coverage", "top1", "credible-tau", "credible-all")
+# A metric meets its target within this tolerance: with 5 systems one misordered pair gives
+# Kendall tau = 1 - 2/10 = 0.8, computed as 0.7999999999999999, which a bare ``>=`` rejects.
+TARGET_TOL = 1e-9
+# A replay pair is "credibly separated" when the full-pool posterior puts P(order) above this.
+CREDIBLE = 0.95
 Z95 = 1.959963984540054  # scipy.stats.norm.ppf(0.975)
 
 
@@ -77,6 +82,20 @@ class Truth:
     strengths: np.ndarray
     observer: str = "bt"          # "bt" or "thurstone"
     scores: np.ndarray | None = None  # Thurstone scores (asap only)
+    # replay: P(system i is above system j) under the full-pool posterior (M x M); None = exact truth
+    pair_prob: np.ndarray | None = None
+
+    def credible(self) -> np.ndarray:
+        """Upper-triangle mask of the pairs whose true order is settled.
+
+        A synthetic truth is exact: every pair of unequal strengths. A replay's
+        truth is a fit: the pairs whose full-pool P(order) exceeds ``CREDIBLE``.
+        """
+        m = len(self.systems)
+        upper = np.triu(np.ones((m, m), dtype=bool), 1)
+        if self.pair_prob is None:
+            return upper & (self.strengths[:, None] != self.strengths[None, :])
+        return upper & (np.maximum(self.pair_prob, 1 - self.pair_prob) > CREDIBLE)
 
 
 def make_truth(scenario: str, n_systems: int, rng: np.random.Generator, *,
@@ -206,14 +225,51 @@ def read_replay(path: str | Path) -> ReplayPool:
 
 
 # ------------------------------------------------------------- metrics
-def metrics(mean: np.ndarray, sd: np.ndarray, truth: np.ndarray) -> dict[str, float]:
+def meets(metric: str, value, target: float):
+    """Whether ``value`` meets ``target`` for ``metric``, within ``TARGET_TOL`` (works on arrays)."""
+    if metric in SMALLER_IS_BETTER:
+        return np.asarray(value) <= target + TARGET_TOL
+    return np.asarray(value) >= target - TARGET_TOL
+
+
+def pair_order_probs(mean: np.ndarray, cov: np.ndarray) -> np.ndarray:
+    """P(strength i > strength j) for every pair under a Gaussian posterior (M x M)."""
+    from scipy.stats import norm
+
+    d = mean[:, None] - mean[None, :]
+    v = np.diag(cov)[:, None] + np.diag(cov)[None, :] - 2 * cov
+    with np.errstate(divide="ignore", invalid="ignore"):
+        z = d / np.sqrt(np.maximum(v, 0))
+    z = np.where(np.isfinite(z), z, np.where(d > 0, np.inf, np.where(d < 0, -np.inf, 0.0)))
+    p = norm.cdf(z)
+    np.fill_diagonal(p, 0.5)
+    return p
+
+
+def credible_scores(mean: np.ndarray, truth: np.ndarray, credible: np.ndarray) -> tuple[float, float]:
+    """Kendall tau over the credible pairs only, and 1.0 if all of them are ordered right.
+
+    tau = (concordant - discordant) / (credible pairs); a tie in the posterior
+    mean counts as neither. With no credible pair both are NaN.
+    """
+    i, j = np.nonzero(credible)
+    if i.size == 0:
+        return float("nan"), float("nan")
+    s = np.sign(mean[i] - mean[j]) * np.sign(truth[i] - truth[j])
+    return float(s.mean()), float(np.all(s > 0))
+
+
+def metrics(mean: np.ndarray, sd: np.ndarray, truth: np.ndarray,
+            credible: np.ndarray | None = None) -> dict[str, float]:
     """Accuracy of a posterior against the truth.
 
     ``tau``/``rho``: Kendall tau-b / Spearman rho between posterior means and
     the truth; ``rmse``: RMSE between z-scored means and z-scored truth;
     ``width``/``max_width``: mean/max 95% interval width in Elo points;
     ``coverage``: share of systems whose (centred) truth lies in its 95%
-    interval; ``top1``: 1 if the top system is right.
+    interval; ``top1``: 1 if the top system is right; ``credible_tau`` /
+    ``credible_all``: see :func:`credible_scores` (``credible`` defaults to
+    every pair of unequal true strengths).
     """
     from scipy.stats import kendalltau, spearmanr
 
@@ -225,6 +281,9 @@ def metrics(mean: np.ndarray, sd: np.ndarray, truth: np.ndarray) -> dict[str, fl
         tau = float(kendalltau(mean, t).statistic)
         rho = float(spearmanr(mean, t).statistic)
     width = 2 * Z95 * sd * bt.ELO_SCALE
+    if credible is None:
+        credible = np.triu(t[:, None] != t[None, :], 1)
+    ctau, call_ = credible_scores(mean, t, credible)
     return {
         "tau": tau,
         "rho": rho,
@@ -233,6 +292,8 @@ def metrics(mean: np.ndarray, sd: np.ndarray, truth: np.ndarray) -> dict[str, fl
         "max_width": float(width.max()),
         "coverage": float(np.mean(np.abs(mean - t) <= Z95 * sd)),
         "top1": float(np.argmax(mean) == np.argmax(t)),
+        "credible_tau": ctau,
+        "credible_all": call_,
     }
 
 
@@ -337,6 +398,7 @@ def _run_one(spec: SimulationSpec, s_index: int, rep: int) -> Trace:
     if spec.replay is not None:
         pool_order = {p: rng.permutation(idx) for p, idx in spec.replay.by_pair.items()}
         used = {p: 0 for p in pool_order}
+    credible = truth.credible()
     counts = Counts.empty(systems)
     spent = 0
     checkpoints: list[int] = []
@@ -347,7 +409,7 @@ def _run_one(spec: SimulationSpec, s_index: int, rep: int) -> Trace:
         post = fit(counts, engine=spec.engine, seed=spec.seed, draws=1 if spec.engine == "laplace" else 500,
                    tune=500)
         if spent > 0:
-            row = metrics(post.posterior.mean, post.posterior.sd, truth.strengths)
+            row = metrics(post.posterior.mean, post.posterior.sd, truth.strengths, credible)
             checkpoints.append(spent)
             for k in METRICS:
                 values[k].append(row[k])
@@ -443,6 +505,8 @@ class SimulationResult:
     strategies: tuple[StrategyResult, ...]
     replay_source: str | None = None
     notes: tuple[str, ...] = ()
+    # replay: per pair, the full-pool order (a above b), P(a above b) and whether it is credible
+    pairs: tuple[dict, ...] = ()
 
     def to_dict(self) -> dict:
         from dataclasses import asdict
@@ -450,6 +514,7 @@ class SimulationResult:
         d = {k: getattr(self, k) for k in ("scenario", "systems", "truth_elo", "spread_elo", "n_systems",
                                            "budget", "batch", "reps", "seed", "engine", "target_metric",
                                            "target_value", "replay_source", "notes")}
+        d["pairs"] = list(self.pairs)
         d["judge"] = asdict(self.judge)
         d["strategies"] = [
             {"name": s.name, "strategy": s.strategy, "objective": s.objective,
@@ -463,21 +528,24 @@ class SimulationResult:
 
 
 def parse_target(text: str) -> tuple[str, float]:
-    """``"tau=0.9"`` → ("tau", 0.9)."""
+    """``"tau=0.9"`` → ("tau", 0.9); ``"credible-tau=0.9"`` → ("credible_tau", 0.9);
+    ``"credible-all"`` (every credibly separated pair right) → ("credible_all", 1.0)."""
+    if text.strip() == "credible-all":
+        text = "credible-all=1"
     try:
         name, value = text.split("=", 1)
         name, val = name.strip(), float(value)
     except ValueError:
-        raise UsageError(f"--target ({text!r}) must look like tau=0.9, rho=0.9, rmse=0.3 or width=100") from None
+        raise UsageError(f"--target ({text[:80]!r}) must look like tau=0.9, credible-tau=0.9, "
+                         "credible-all, rho=0.9, rmse=0.3 or width=100") from None
     if name not in TARGET_METRICS or not math.isfinite(val):
-        raise UsageError(f"--target ({text!r}): metric must be one of {', '.join(TARGET_METRICS)}")
-    return name, val
+        raise UsageError(f"--target ({text[:80]!r}): metric must be one of {', '.join(TARGET_METRICS)}")
+    return name.replace("-", "_"), val
 
 
 def _needed(trace: Trace, metric: str, target: float) -> int | None:
     v = trace.values[metric]
-    ok = v <= target if metric in SMALLER_IS_BETTER else v >= target
-    hit = np.flatnonzero(ok)
+    hit = np.flatnonzero(meets(metric, v, target))
     return int(trace.spent[hit[0]]) if hit.size else None
 
 
@@ -521,9 +589,7 @@ def _summarise(name: str, strat: Strategy, traces: list[Trace], metric: str, tar
     q = lambda p: (lambda v: None if not np.isfinite(v) else float(v))(  # noqa: E731
         np.quantile(vals, p, method="inverted_cdf"))
     # headline: first checkpoint at which the MEAN curve over reps reaches the target
-    curve = mean[metric]
-    ok = curve <= target if metric in SMALLER_IS_BETTER else curve >= target
-    hit = np.flatnonzero(ok)
+    hit = np.flatnonzero(meets(metric, mean[metric], target))
     at_mean = int(checkpoints[hit[0]]) if hit.size else None
     return StrategyResult(name, strat.strategy, strat.objective, checkpoints, mean, low, high, at_mean,
                           needed, q(0.5), q(0.25), q(0.75), reached)
@@ -598,9 +664,32 @@ def simulate(spec: SimulationSpec, *, target: str = "tau=0.9", workers: int | No
     elif spec.scenario == "linear":
         spread = float(spec.spread)
     systems = truth.systems if truth is not None else tuple(f"sys{i + 1:02d}" for i in range(spec.n_systems))
+    pairs = pair_table(truth) if truth is not None and truth.pair_prob is not None else ()
+    if pairs:
+        n_cred = sum(p["credible"] for p in pairs)
+        notes.append(f"{n_cred} of {len(pairs)} pairs are credibly separated by the full pool "
+                     f"(P(order) > {CREDIBLE:g}); credible-tau and credible-all count only those")
     return SimulationResult(spec.scenario, systems, truth_elo, spread, len(systems), spec.budget, spec.batch,
                             spec.reps, spec.seed, spec.engine, spec.judge, metric, value, tuple(by_strategy),
-                            spec.replay.source if spec.replay is not None else None, tuple(notes))
+                            spec.replay.source if spec.replay is not None else None, tuple(notes),
+                            pairs)
+
+
+def pair_table(truth: Truth) -> tuple[dict, ...]:
+    """Every pair of a replay truth, least settled first: ``a`` is the one the full pool
+    puts above, ``p_order`` = P(a above b), ``gap_elo`` the difference of means."""
+    rows = []
+    m = len(truth.systems)
+    cred = truth.credible()
+    for i in range(m):
+        for j in range(i + 1, m):
+            a, b = (i, j) if truth.strengths[i] >= truth.strengths[j] else (j, i)
+            rows.append({"a": truth.systems[a], "b": truth.systems[b],
+                         "p_order": float(truth.pair_prob[a, b]),
+                         "gap_elo": float((truth.strengths[a] - truth.strengths[b]) * bt.ELO_SCALE),
+                         "credible": bool(cred[i, j])})
+    rows.sort(key=lambda r: r["p_order"])
+    return tuple(rows)
 
 
 def replay_truth(pool: ReplayPool) -> Truth:
@@ -608,7 +697,8 @@ def replay_truth(pool: ReplayPool) -> Truth:
     from planner.model import fit
 
     post = fit(pool.counts(), engine="laplace", draws=1)
-    return Truth(pool.systems, post.posterior.mean)
+    mean, cov = post.posterior.mean, post.posterior.cov
+    return Truth(pool.systems, mean, pair_prob=pair_order_probs(mean, cov))
 
 
 def study_truth(study_path: str | Path) -> Truth:
