@@ -35,6 +35,8 @@ def simulate_cmd(
     workers: Annotated[Optional[int], typer.Option(help="Worker processes, 1 to 64 (default 2).")] = None,
     plot: Annotated[Optional[Path], typer.Option(help="Write metric-vs-comparisons curves (.png or .svg).")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")] = False,
+    out_file: Annotated[Optional[Path], typer.Option("--out", help="Append every finished run to this JSONL file as it finishes (kept on failure or Ctrl-C).")] = None,
+    resume: Annotated[bool, typer.Option(help="Continue the --out file: run only the runs it does not hold (same options needed).")] = False,
 ) -> None:
     """How many comparisons each sampling strategy needs to reach a target.
 
@@ -55,6 +57,7 @@ def simulate_cmd(
                                  tie_rate=tie_rate, position=position, flip=flip, budget=budget, batch=batch,
                                  reps=reps, seed=seed, workers=workers, anchor=anchor)
         check_output_file("--plot", plot, suffixes=(".png", ".svg"))
+        check_output_file("--out", out_file)
         check_input_file("--replay", replay)
         strats = sim.parse_strategies(strategies)
         judge = sim.Judge(tie_rate, position, flip)
@@ -89,8 +92,17 @@ def simulate_cmd(
 
     with make_progress(len(spec.strategies) * spec.reps, "simulating") as bar:
         task = bar.add_task("simulating", total=len(spec.strategies) * spec.reps)
-        result = call(sim.simulate, spec, target=target, workers=workers,
-                      progress=lambda done, total: bar.update(task, completed=done))
+        try:
+            result = call(sim.simulate, spec, target=target, workers=workers, out=out_file, resume=resume,
+                          progress=lambda done, total: bar.update(task, completed=done))
+        except KeyboardInterrupt:
+            bar.stop()
+            if out_file is None:
+                err().print("interrupted: nothing kept (pass --out FILE to keep finished runs)", markup=False)
+            else:
+                err().print(f"interrupted: the finished runs are in {out_file}; continue with the same options "
+                            "and --resume", markup=False)
+            raise typer.Exit(130) from None
     if plot is not None:
         call(sim.plot, result, plot)
         message(f"wrote {plot}")

@@ -40,7 +40,6 @@ probability ``flip``).
 from __future__ import annotations
 
 import math
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
@@ -375,6 +374,10 @@ class Trace:
     values: dict                        # metric -> ndarray over checkpoints
     exhausted: bool = False
     totals: dict = field(default_factory=dict)  # A/B/tie/invalid judged in the run
+    fallbacks: int = 0                  # batches the strategy could not fill (round-robin filled them)
+    fallback_reason: str = ""           # the strategy's message the first time
+    error: str = ""                     # the run failed (message); not saved, retried by --resume
+    error_kind: str = ""                # "usage" or "data"
 
 
 def _run_one(spec: SimulationSpec, s_index: int, rep: int) -> Trace:
@@ -404,6 +407,7 @@ def _run_one(spec: SimulationSpec, s_index: int, rep: int) -> Trace:
     checkpoints: list[int] = []
     values: dict[str, list[float]] = {k: [] for k in METRICS}
     exhausted = False
+    fallbacks, fallback_reason = 0, ""
     while True:
         # the loop uses only the Gaussian summary: one Laplace draw (the minimum) instead of 200
         post = fit(counts, engine=spec.engine, seed=spec.seed, draws=1 if spec.engine == "laplace" else 500,
@@ -422,9 +426,19 @@ def _run_one(spec: SimulationSpec, s_index: int, rep: int) -> Trace:
             if not allowed:
                 exhausted = True
                 break
-        sel = select_pairs(post.posterior, k, strategy=strategy.strategy, objective=strategy.objective,
-                           top_k=strategy.top_k, anchor=systems[spec.anchor], judged=counts, rng=rng,
-                           allowed=allowed, true_mean=truth.strengths)
+        try:
+            sel = select_pairs(post.posterior, k, strategy=strategy.strategy, objective=strategy.objective,
+                               top_k=strategy.top_k, anchor=systems[spec.anchor], judged=counts, rng=rng,
+                               allowed=allowed, true_mean=truth.strengths)
+        except (DataError, UsageError) as exc:
+            if allowed is None:
+                raise
+            # the replay pool left this strategy no pair it may choose (e.g. swiss with every
+            # neighbour pair used up): fill the batch with the least-judged pairs still in the pool
+            fallbacks += 1
+            fallback_reason = fallback_reason or str(exc)[:120]
+            sel = select_pairs(post.posterior, k, strategy="round-robin", judged=counts, rng=rng,
+                               allowed=allowed)
         pairs = np.asarray(sel.pairs, dtype=np.int64).reshape(-1, 2)
         if spec.replay is not None:
             lefts, rights, outs = [], [], []
@@ -451,12 +465,8 @@ def _run_one(spec: SimulationSpec, s_index: int, rep: int) -> Trace:
             spent += len(pairs)
         counts = counts + new
     return Trace(strategy.name, rep, np.asarray(checkpoints, dtype=np.int64),
-                 {k: np.asarray(v, dtype=float) for k, v in values.items()}, exhausted, counts.totals())
-
-
-def _run_task(args):
-    spec, s_index, rep = args
-    return _run_one(spec, s_index, rep)
+                 {k: np.asarray(v, dtype=float) for k, v in values.items()}, exhausted, counts.totals(),
+                 fallbacks, fallback_reason)
 
 
 # -------------------------------------------------------------- result
@@ -485,6 +495,10 @@ class StrategyResult:
     needed_q75: float | None
     reached: int
     ratio_to_round_robin: float | None = None
+    failed: int = 0                    # runs that raised (left out of every figure above)
+    fallback_runs: int = 0             # runs in which round-robin had to fill a batch
+    reps_used: tuple = ()              # the repetitions summarised (pairs reps across strategies)
+    curves: np.ndarray | None = field(default=None, repr=False)  # target metric, reps x checkpoints
 
 
 @dataclass(frozen=True)
@@ -573,6 +587,13 @@ def _on_grid(trace: Trace, key: str, grid: np.ndarray) -> np.ndarray:
 
 def _summarise(name: str, strat: Strategy, traces: list[Trace], metric: str, target: float,
                batch: int, budget: int) -> StrategyResult:
+    failed = sum(bool(t.error) for t in traces)
+    fallback_runs = sum(t.fallbacks > 0 for t in traces)
+    traces = [t for t in traces if not t.error]
+    if not traces:
+        empty = {k: np.zeros(0) for k in METRICS}
+        return StrategyResult(name, strat.strategy, strat.objective, np.zeros(0, dtype=np.int64), empty, empty,
+                              empty, None, (), None, None, None, 0, failed=failed, curves=np.zeros((0, 0)))
     checkpoints = _grid(traces, batch, budget)
     n = checkpoints.size
     mean, low, high = {}, {}, {}
@@ -591,19 +612,25 @@ def _summarise(name: str, strat: Strategy, traces: list[Trace], metric: str, tar
     # headline: first checkpoint at which the MEAN curve over reps reaches the target
     hit = np.flatnonzero(meets(metric, mean[metric], target))
     at_mean = int(checkpoints[hit[0]]) if hit.size else None
+    curves = np.vstack([_on_grid(t, metric, checkpoints) for t in traces]) if n else np.zeros((len(traces), 0))
     return StrategyResult(name, strat.strategy, strat.objective, checkpoints, mean, low, high, at_mean,
-                          needed, q(0.5), q(0.25), q(0.75), reached)
+                          needed, q(0.5), q(0.25), q(0.75), reached, failed=failed,
+                          fallback_runs=fallback_runs, reps_used=tuple(t.rep for t in traces), curves=curves)
 
 
 def simulate(spec: SimulationSpec, *, target: str = "tau=0.9", workers: int | None = None,
-             progress=None) -> SimulationResult:
+             progress=None, out: str | Path | None = None, resume: bool = False) -> SimulationResult:
     """Run every (strategy, repetition) of ``spec`` and summarise.
 
     ``workers`` processes run repetitions in parallel (default: up to 2);
     results do not depend on ``workers``. ``progress(done, total)`` is called
-    as runs finish.
+    as runs finish. ``out``: a JSONL file to which every finished run is
+    appended at once; ``resume``: continue ``out``, running only what is
+    missing (see :mod:`planner.simulate_runs`). A run that fails is left out
+    and said so in the notes; only if every run fails is its error raised.
     """
     from planner.limits import check_simulation_options
+    from planner.simulate_runs import open_results, run_tasks
 
     check_simulation_options(n_systems=spec.n_systems if spec.truth is None else None, spread=spec.spread,
                              arena_gamma=spec.arena_gamma,
@@ -620,26 +647,16 @@ def simulate(spec: SimulationSpec, *, target: str = "tau=0.9", workers: int | No
         check_range(name, v, 0, 1, low_open=False)
     if spec.judge.flip >= 0.5:
         raise UsageError(f"--flip ({spec.judge.flip:g}) must be in [0, 0.5): at 0.5 verdicts carry no information")
-    tasks = [(spec, si, rep) for si in range(len(spec.strategies)) for rep in range(spec.reps)]
+    done, fp = open_results(Path(out) if out is not None else None, resume, spec)
+    tasks = [(si, rep) for si in range(len(spec.strategies)) for rep in range(spec.reps)]
     workers = min(2, len(tasks)) if workers is None else max(1, workers)
-    results: list[Trace | None] = [None] * len(tasks)
-    if workers == 1:
-        for i, t in enumerate(tasks):
-            results[i] = _run_task(t)
-            if progress:
-                progress(i + 1, len(tasks))
-    else:
-        import multiprocessing as mp
-
-        ctx = mp.get_context("fork") if hasattr(__import__("os"), "fork") else None
-        with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as ex:
-            futures = [ex.submit(_run_task, t) for t in tasks]
-            done = 0
-            for i, f in enumerate(futures):
-                results[i] = f.result()
-                done += 1
-                if progress:
-                    progress(done, len(tasks))
+    done = run_tasks(spec, tasks, done, workers=workers, out=Path(out) if out is not None else None, fp=fp,
+                     progress=progress)
+    results = [done[t] for t in tasks]
+    failures = [t for t in results if t.error]
+    if len(failures) == len(results):
+        first = failures[0]
+        raise (UsageError if first.error_kind == "usage" else DataError)(f"{first.strategy}: {first.error}")
     by_strategy = []
     for si, strat in enumerate(spec.strategies):
         traces = [results[si * spec.reps + r] for r in range(spec.reps)]
@@ -653,6 +670,7 @@ def simulate(spec: SimulationSpec, *, target: str = "tau=0.9", workers: int | No
             for s in by_strategy]
     elif rr is not None:
         notes.append("round-robin's mean curve did not reach the target within the budget; ratios are not defined")
+    notes.extend(_run_notes(by_strategy, results, out=out))
     exhausted = sum(t.exhausted for t in results)
     if exhausted:
         notes.append(f"{exhausted} of {len(results)} runs exhausted the replay pool before the budget")
@@ -690,6 +708,22 @@ def pair_table(truth: Truth) -> tuple[dict, ...]:
                          "credible": bool(cred[i, j])})
     rows.sort(key=lambda r: r["p_order"])
     return tuple(rows)
+
+
+def _run_notes(by_strategy, results, *, out) -> list[str]:
+    """Say which runs failed and which strategies needed round-robin to fill a batch."""
+    notes = []
+    for s in by_strategy:
+        reasons = {t.error for t in results if t.strategy == s.name and t.error}
+        if s.failed:
+            notes.append(f"{s.name}: {s.failed} run(s) failed and are left out ({'; '.join(sorted(reasons))[:160]})"
+                         + (f"; --resume {out} retries them" if out is not None else ""))
+        if s.fallback_runs:
+            why = next(t.fallback_reason for t in results if t.strategy == s.name and t.fallbacks)
+            n = sum(t.fallbacks for t in results if t.strategy == s.name)
+            notes.append(f"{s.name}: in {s.fallback_runs} run(s) the pool left it no pair it may choose ({why}); "
+                         f"round-robin over the pairs left filled {n} batch(es)")
+    return notes
 
 
 def replay_truth(pool: ReplayPool) -> Truth:
