@@ -124,28 +124,51 @@ def _render(result) -> None:
     table = Table(title=title)
     # "needed": first checkpoint where the mean curve over reps reaches the target;
     # "per rep": median [25%-75%] of each rep's first crossing; "×RR": needed / round-robin's
-    for col in ("strategy", "needed", "per rep [IQR]", "reached", "×RR", f"final {metric}", "width"):
+    # "×best": needed / the best other baseline's (named in the lines below the table and in --json);
+    # brackets: 95% paired bootstrap over reps
+    label = metric.replace("_", "-")
+    extra = ("credible_tau",) if result.pairs and metric != "credible_tau" else ()
+    for col in ("strategy", "needed", "per rep [IQR]", "reached", "×RR [95%]", "×best [95%]", f"final {label}",
+                *(f"final {e.replace('_', '-')}" for e in extra), "width"):
         table.add_column(col, justify="left" if col == "strategy" else "right")
     fmt = lambda v: "—" if v is None else f"{v:,.0f}"  # noqa: E731
     for s in result.strategies:
-        final = s.mean[metric][-1] if s.checkpoints.size else float("nan")
-        width = s.mean["width"][-1] if s.checkpoints.size else float("nan")
+        last = _last_values(s)
         table.add_row(s.name, fmt(s.needed_mean_curve),
                       f"{fmt(s.needed_median)} [{fmt(s.needed_q25)}–{fmt(s.needed_q75)}]",
-                      f"{s.reached}/{result.reps}",
-                      "—" if s.ratio_to_round_robin is None else f"{s.ratio_to_round_robin:.2f}",
-                      f"{final:.3f}", f"{width:.0f}")
+                      f"{s.reached}/{len(s.needed)}" + (f" ({s.failed} failed)" if s.failed else ""),
+                      _ratio(s.ratio_to_round_robin, s.rr_band),
+                      _ratio(s.ratio_to_best, s.best_band),
+                      f"{last(metric):.3f}", *(f"{last(e):.3f}" for e in extra), f"{last('width'):.0f}")
     out().print(table)
     if result.pairs:
         _render_pairs(result.pairs)
     for note in result.notes:
         err().print(f"note: {note}", markup=False)
+    from planner.simulate_headline import is_baseline, verdict
+
+    for s in result.strategies:
+        if not is_baseline(s) and s.strategy != "oracle" and verdict(s):
+            out().print(verdict(s), markup=False)
     best = [s for s in result.strategies if s.needed_mean_curve is not None and s.strategy != "oracle"]
     if best:
         b = min(best, key=lambda s: s.needed_mean_curve)
         out().print(f"Fewest comparisons to reach mean {metric} {result.target_value:g}: {b.name}, "
                     f"{b.needed_mean_curve:,} (a '—' means not reached within the budget of {result.budget:,}).",
                     markup=False)
+
+
+def _last_values(s):
+    return lambda k: s.mean[k][-1] if s.checkpoints.size else float("nan")
+
+
+def _ratio(ratio, band) -> str:
+    if ratio is None:
+        return "—"
+    if band is None:
+        return f"{ratio:.2f}"
+    hi = "∞" if band[1] == float("inf") else f"{band[1]:.2f}"
+    return f"{ratio:.2f} [{band[0]:.2f}–{hi}]"
 
 
 def _render_pairs(pairs, limit: int = 45) -> None:

@@ -499,6 +499,10 @@ class StrategyResult:
     fallback_runs: int = 0             # runs in which round-robin had to fill a batch
     reps_used: tuple = ()              # the repetitions summarised (pairs reps across strategies)
     curves: np.ndarray | None = field(default=None, repr=False)  # target metric, reps x checkpoints
+    rr_band: tuple | None = None       # 95% paired bootstrap band of ratio_to_round_robin
+    best_baseline: str | None = None   # the best baseline other than this strategy
+    ratio_to_best: float | None = None
+    best_band: tuple | None = None
 
 
 @dataclass(frozen=True)
@@ -536,9 +540,19 @@ class SimulationResult:
              "comparisons_needed": s.needed_mean_curve, "comparisons_needed_per_rep": list(s.needed),
              "needed_median": s.needed_median,
              "needed_q25": s.needed_q25, "needed_q75": s.needed_q75, "reached": s.reached,
-             "ratio_to_round_robin": s.ratio_to_round_robin}
+             "ratio_to_round_robin": s.ratio_to_round_robin, "ratio_to_round_robin_band": _band_dict(s.rr_band),
+             "best_baseline": s.best_baseline, "ratio_to_best_baseline": s.ratio_to_best,
+             "ratio_to_best_baseline_band": _band_dict(s.best_band), "failed_runs": s.failed,
+             "runs_with_fallback": s.fallback_runs}
             for s in self.strategies]
         return d
+
+
+def _band_dict(band):
+    """A 95% band for JSON: ``high`` is null and ``high_never`` true when some resample never met the target."""
+    if band is None:
+        return None
+    return {"low": band[0], "high": None if math.isinf(band[1]) else band[1], "high_never": math.isinf(band[1])}
 
 
 def parse_target(text: str) -> tuple[str, float]:
@@ -661,15 +675,9 @@ def simulate(spec: SimulationSpec, *, target: str = "tau=0.9", workers: int | No
     for si, strat in enumerate(spec.strategies):
         traces = [results[si * spec.reps + r] for r in range(spec.reps)]
         by_strategy.append(_summarise(strat.name, strat, traces, metric, value, spec.batch, spec.budget))
-    notes = []
-    rr = next((s for s in by_strategy if s.strategy == "round-robin"), None)
-    if rr is not None and rr.needed_mean_curve is not None:
-        by_strategy = [
-            StrategyResult(**{**s.__dict__, "ratio_to_round_robin":
-                              (None if s.needed_mean_curve is None else s.needed_mean_curve / rr.needed_mean_curve)})
-            for s in by_strategy]
-    elif rr is not None:
-        notes.append("round-robin's mean curve did not reach the target within the budget; ratios are not defined")
+    from planner.simulate_headline import add_ratios
+
+    by_strategy, notes = add_ratios(by_strategy, metric, value, spec.seed)
     notes.extend(_run_notes(by_strategy, results, out=out))
     exhausted = sum(t.exhausted for t in results)
     if exhausted:
