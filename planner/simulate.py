@@ -594,7 +594,8 @@ def simulate(spec: SimulationSpec, *, target: str = "tau=0.9", workers: int | No
     if spec.judge.flip >= 0.5:
         raise UsageError(f"--flip ({spec.judge.flip:g}) must be in [0, 0.5): at 0.5 verdicts carry no information")
     done, fp = open_results(Path(out) if out is not None else None, resume, spec)
-    tasks = [(si, rep) for si in range(len(spec.strategies)) for rep in range(spec.reps)]
+    # repetition-major: if the run is cut short, every strategy has the same first repetitions
+    tasks = [(si, rep) for rep in range(spec.reps) for si in range(len(spec.strategies))]
     workers = min(2, len(tasks)) if workers is None else max(1, workers)
     done = run_tasks(spec, tasks, done, workers=workers, out=Path(out) if out is not None else None, fp=fp,
                      progress=progress)
@@ -605,7 +606,7 @@ def simulate(spec: SimulationSpec, *, target: str = "tau=0.9", workers: int | No
         raise (UsageError if first.error_kind == "usage" else DataError)(f"{first.strategy}: {first.error}")
     by_strategy = []
     for si, strat in enumerate(spec.strategies):
-        traces = [results[si * spec.reps + r] for r in range(spec.reps)]
+        traces = [done[(si, r)] for r in range(spec.reps)]
         by_strategy.append(_summarise(strat.name, strat, traces, metric, value, spec.batch, spec.budget))
     from planner.simulate_headline import add_ratios
 

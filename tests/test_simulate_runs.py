@@ -90,7 +90,9 @@ def test_ctrl_c_keeps_finished_runs_and_resume_gives_the_uninterrupted_result(mo
     monkeypatch.setattr(runs, "safe_run", interrupted)
     with pytest.raises(KeyboardInterrupt):
         simulate(_spec(), workers=1, out=out)
-    assert len(out.read_text().splitlines()) == 3
+    # runs go repetition by repetition: what was kept is repetition 0 of every strategy
+    kept = [json.loads(x) for x in out.read_text().splitlines()]
+    assert [(d["strategy"], d["rep"]) for d in kept] == [("active", 0), ("round-robin", 0), ("swiss", 0)]
     monkeypatch.undo()
     resumed = simulate(_spec(), workers=1, out=out, resume=True)
     fresh = simulate(_spec(), workers=2)
