@@ -153,7 +153,7 @@ def _render(result) -> None:
     best = [s for s in result.strategies if s.needed_mean_curve is not None and s.strategy != "oracle"]
     if best:
         b = min(best, key=lambda s: s.needed_mean_curve)
-        out().print(f"Fewest comparisons to reach mean {metric} {result.target_value:g}: {b.name}, "
+        out().print(f"Fewest comparisons to reach mean {label} {result.target_value:g}: {b.name}, "
                     f"{b.needed_mean_curve:,} (a '—' means not reached within the budget of {result.budget:,}).",
                     markup=False)
 

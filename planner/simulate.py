@@ -660,14 +660,16 @@ def replay_truth(pool: ReplayPool) -> Truth:
 
 
 def study_truth(study_path: str | Path) -> Truth:
-    """The truth of ``--from-study``: the study's current posterior mean (Laplace)."""
+    """The truth of ``--from-study``: the study's current posterior mean (Laplace), with each
+    pair's P(order), so credible-tau counts only the pairs the study already settles."""
     from planner.model import fit
     from planner.study import Study
 
     with Study.open(study_path) as study:
         counts = study.counts(by_stratum=False)
     post = fit(counts, engine="laplace", draws=1)
-    return Truth(tuple(counts.systems), post.posterior.mean)
+    mean, cov = post.posterior.mean, post.posterior.cov
+    return Truth(tuple(counts.systems), mean, pair_prob=pair_order_probs(mean, cov))
 
 
 def plot(result: SimulationResult, path: str | Path) -> Path:
