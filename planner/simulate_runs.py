@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict
 from pathlib import Path
 
@@ -156,17 +155,18 @@ def run_tasks(spec, tasks: list[tuple[int, int]], done: dict, *, workers: int, o
     return done
 
 
+def _keyed_run(args):
+    spec, key = args
+    return key, safe_run((spec, *key))
+
+
 def _run_parallel(spec, todo, workers, finish):
+    """Runs in ``workers`` processes; on Ctrl-C (or any error here) the workers are
+    terminated at once (``Pool.__exit__``), not left to finish their queue."""
     import multiprocessing as mp
     import os
 
-    ctx = mp.get_context("fork") if hasattr(os, "fork") else None
-    ex = ProcessPoolExecutor(max_workers=workers, mp_context=ctx)
-    try:
-        futures = {ex.submit(safe_run, (spec, *key)): key for key in todo}
-        for f in as_completed(futures):
-            finish(futures[f], f.result())
-    except BaseException:
-        ex.shutdown(wait=False, cancel_futures=True)
-        raise
-    ex.shutdown(wait=True)
+    ctx = mp.get_context("fork") if hasattr(os, "fork") else mp.get_context()
+    with ctx.Pool(processes=workers) as pool:
+        for key, trace in pool.imap_unordered(_keyed_run, [(spec, key) for key in todo]):
+            finish(key, trace)
