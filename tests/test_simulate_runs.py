@@ -139,3 +139,19 @@ def test_cli_ctrl_c_says_where_the_runs_are(monkeypatch, tmp_path):
     assert np.isfinite(json.loads(r.stdout)["strategies"][0]["mean"]["tau"][-1])
     r = CliRunner().invoke(app, args)
     assert r.exit_code == 2 and "already holds results" in r.stderr
+
+
+def test_cli_out_and_resume_errors_are_one_line(tmp_path):
+    base = ["simulate", "--systems", "4", "--budget", "20", "--batch", "10", "--reps", "1", "--strategies", "random",
+            "--workers", "1"]
+    runner = CliRunner()
+    r = runner.invoke(app, base + ["--out", str(tmp_path)])
+    assert r.exit_code == 2 and "--out" in r.stderr and "directory" in r.stderr
+    r = runner.invoke(app, base + ["--resume"])
+    assert r.exit_code == 2 and "--resume needs --out" in r.stderr
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("not json\n{}\n")
+    r = runner.invoke(app, base + ["--out", str(bad), "--resume"])
+    assert r.exit_code == 1 and "bad.jsonl:1: not a planner simulate results line" in r.stderr
+    assert bad.read_text() == "not json\n{}\n" and "Traceback" not in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
