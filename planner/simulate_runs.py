@@ -26,6 +26,7 @@ import numpy as np
 from planner.errors import DataError, PlannerError, UsageError, quote
 
 FORMAT = "planner-simulate-run/1"
+_REQUIRED = {"fingerprint", "s_index", "strategy", "rep", "spent", "values", "exhausted", "totals"}
 
 
 def fingerprint(spec) -> str:
@@ -74,18 +75,19 @@ def read_results(path: Path, fp: str, spec) -> dict[tuple[int, int], object]:
             continue
         try:
             doc = json.loads(text)
-            if doc.get("format") != FORMAT:
+            if doc.get("format") != FORMAT or not _REQUIRED <= doc.keys():
                 raise ValueError
-        except (ValueError, AttributeError):
+            trace = _trace_from(doc)
+            s_index, rep = int(doc["s_index"]), int(doc["rep"])
+        except (ValueError, AttributeError, TypeError):
             if n == len(lines):
                 continue  # torn last line: that run is simply run again
             raise DataError(f"{path}:{n}: not a planner simulate results line ({quote(text[:80])})") from None
         if doc["fingerprint"] != fp:
             raise UsageError(f"--resume: {path}:{n} was written by a different simulation (fingerprint "
                              f"{doc['fingerprint']}, this one {fp}); use the same options or another --out file")
-        s_index, rep = int(doc["s_index"]), int(doc["rep"])
         if s_index < len(spec.strategies) and rep < spec.reps:
-            done[(s_index, rep)] = _trace_from(doc)
+            done[(s_index, rep)] = trace
     return done
 
 
