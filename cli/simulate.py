@@ -31,10 +31,12 @@ def simulate_cmd(
     position: Annotated[float, typer.Option(help="Synthetic judge: left-position logit shift, -10 to 10.")] = 0.0,
     flip: Annotated[float, typer.Option(help="Synthetic judge: probability a decisive verdict is reversed, 0 <= f < 0.5.")] = 0.0,
     anchor: Annotated[int, typer.Option(help="Index (0-based) of the anchor system for anchor strategies.")] = 0,
-    target: Annotated[str, typer.Option(help="Target to budget for: tau=0.9, rho=0.9, rmse=0.3, width=100 (Elo), coverage=0.9, top1=0.9.")] = "tau=0.9",
+    target: Annotated[str, typer.Option(help="Target to budget for: tau=0.9, credible-tau=0.9 (pairs the truth settles: all pairs of a synthetic truth, P(order) > 0.95 on a replay), credible-all (every such pair right), rho=0.9, rmse=0.3, width=100 (Elo), coverage=0.9, top1=0.9. Met within 1e-9.")] = "tau=0.9",
     workers: Annotated[Optional[int], typer.Option(help="Worker processes, 1 to 64 (default 2).")] = None,
     plot: Annotated[Optional[Path], typer.Option(help="Write metric-vs-comparisons curves (.png or .svg).")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")] = False,
+    out_file: Annotated[Optional[Path], typer.Option("--out", help="Append every finished run to this JSONL file as it finishes (kept on failure or Ctrl-C).")] = None,
+    resume: Annotated[bool, typer.Option(help="Continue the --out file: run only the runs it does not hold (same options needed).")] = False,
 ) -> None:
     """How many comparisons each sampling strategy needs to reach a target.
 
@@ -55,6 +57,7 @@ def simulate_cmd(
                                  tie_rate=tie_rate, position=position, flip=flip, budget=budget, batch=batch,
                                  reps=reps, seed=seed, workers=workers, anchor=anchor)
         check_output_file("--plot", plot, suffixes=(".png", ".svg"))
+        check_output_file("--out", out_file)
         check_input_file("--replay", replay)
         strats = sim.parse_strategies(strategies)
         judge = sim.Judge(tie_rate, position, flip)
@@ -89,8 +92,17 @@ def simulate_cmd(
 
     with make_progress(len(spec.strategies) * spec.reps, "simulating") as bar:
         task = bar.add_task("simulating", total=len(spec.strategies) * spec.reps)
-        result = call(sim.simulate, spec, target=target, workers=workers,
-                      progress=lambda done, total: bar.update(task, completed=done))
+        try:
+            result = call(sim.simulate, spec, target=target, workers=workers, out=out_file, resume=resume,
+                          progress=lambda done, total: bar.update(task, completed=done))
+        except KeyboardInterrupt:
+            bar.stop()
+            if out_file is None:
+                err().print("interrupted: nothing kept (pass --out FILE to keep finished runs)", markup=False)
+            else:
+                err().print(f"interrupted: the finished runs are in {out_file}; continue with the same options "
+                            "and --resume", markup=False)
+            raise typer.Exit(130) from None
     if plot is not None:
         call(sim.plot, result, plot)
         message(f"wrote {plot}")
@@ -107,27 +119,69 @@ def _render(result) -> None:
     title = (f"{result.scenario}: {result.n_systems} systems"
              + (f", true spread {result.spread_elo:.0f} Elo" if result.spread_elo is not None else "")
              + f"; {result.reps} reps, batches of {result.batch}, budget {result.budget}; "
-             f"target mean {metric} {'<=' if metric in ('rmse', 'width') else '>='} {result.target_value:g}")
+             f"target mean {metric.replace('_', '-')} {'<=' if metric in ('rmse', 'width') else '>='} "
+             f"{result.target_value:g}")
     table = Table(title=title)
     # "needed": first checkpoint where the mean curve over reps reaches the target;
     # "per rep": median [25%-75%] of each rep's first crossing; "×RR": needed / round-robin's
-    for col in ("strategy", "needed", "per rep [IQR]", "reached", "×RR", f"final {metric}", "width"):
+    # "×best": needed / the best other baseline's (named in the lines below the table and in --json);
+    # brackets: 95% paired bootstrap over reps
+    label = metric.replace("_", "-")
+    extra = ("credible_tau",) if result.pairs and metric != "credible_tau" else ()
+    for col in ("strategy", "needed", "per rep [IQR]", "reached", "×RR [95%]", "×best [95%]", f"final {label}",
+                *(f"final {e.replace('_', '-')}" for e in extra), "width"):
         table.add_column(col, justify="left" if col == "strategy" else "right")
     fmt = lambda v: "—" if v is None else f"{v:,.0f}"  # noqa: E731
     for s in result.strategies:
-        final = s.mean[metric][-1] if s.checkpoints.size else float("nan")
-        width = s.mean["width"][-1] if s.checkpoints.size else float("nan")
+        last = _last_values(s)
         table.add_row(s.name, fmt(s.needed_mean_curve),
                       f"{fmt(s.needed_median)} [{fmt(s.needed_q25)}–{fmt(s.needed_q75)}]",
-                      f"{s.reached}/{result.reps}",
-                      "—" if s.ratio_to_round_robin is None else f"{s.ratio_to_round_robin:.2f}",
-                      f"{final:.3f}", f"{width:.0f}")
+                      f"{s.reached}/{len(s.needed)}" + (f" ({s.failed} failed)" if s.failed else ""),
+                      _ratio(s.ratio_to_round_robin, s.rr_band),
+                      _ratio(s.ratio_to_best, s.best_band),
+                      f"{last(metric):.3f}", *(f"{last(e):.3f}" for e in extra), f"{last('width'):.0f}")
     out().print(table)
+    if result.pairs:
+        _render_pairs(result.pairs)
     for note in result.notes:
         err().print(f"note: {note}", markup=False)
+    from planner.simulate_headline import is_baseline, verdict
+
+    for s in result.strategies:
+        if not is_baseline(s) and s.strategy != "oracle" and verdict(s):
+            out().print(verdict(s), markup=False)
     best = [s for s in result.strategies if s.needed_mean_curve is not None and s.strategy != "oracle"]
     if best:
         b = min(best, key=lambda s: s.needed_mean_curve)
-        out().print(f"Fewest comparisons to reach mean {metric} {result.target_value:g}: {b.name}, "
+        out().print(f"Fewest comparisons to reach mean {label} {result.target_value:g}: {b.name}, "
                     f"{b.needed_mean_curve:,} (a '—' means not reached within the budget of {result.budget:,}).",
                     markup=False)
+
+
+def _last_values(s):
+    return lambda k: s.mean[k][-1] if s.checkpoints.size else float("nan")
+
+
+def _ratio(ratio, band) -> str:
+    if ratio is None:
+        return "—"
+    if band is None:
+        return f"{ratio:.2f}"
+    hi = "∞" if band[1] == float("inf") else f"{band[1]:.2f}"
+    return f"{ratio:.2f} [{band[0]:.2f}–{hi}]"
+
+
+def _render_pairs(pairs, limit: int = 45) -> None:
+    """The replay truth per pair: full-pool P(order), least settled first."""
+    from rich.table import Table
+
+    shown = pairs if len(pairs) <= limit else [p for p in pairs if not p["credible"]][:limit]
+    n_cred = sum(p["credible"] for p in pairs)
+    title = (f"full-pool order per pair ({n_cred} of {len(pairs)} credibly separated, P(order) > 0.95)"
+             + ("" if len(shown) == len(pairs) else f"; showing the {len(shown)} least settled"))
+    table = Table(title=title)
+    for col in ("above", "below", "gap (Elo)", "P(order)", "credible"):
+        table.add_column(col, justify="left" if col in ("above", "below") else "right")
+    for p in shown:
+        table.add_row(p["a"], p["b"], f"{p['gap_elo']:.0f}", f"{p['p_order']:.3f}", "yes" if p["credible"] else "no")
+    out().print(table)

@@ -40,7 +40,6 @@ probability ``flip``).
 from __future__ import annotations
 
 import math
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
@@ -51,14 +50,24 @@ from planner import bt
 from planner.counts import Counts
 from planner.equality import array_eq
 from planner.errors import DataError, UsageError, check_range
+from planner.simulate_metrics import (  # metrics and the target test live there; re-exported here
+    CREDIBLE,
+    SMALLER_IS_BETTER,
+    TARGET_TOL,
+    Z95,
+    credible_scores,
+    meets,
+    metrics,
+    pair_order_probs,
+    pair_table,
+)
 
 SCENARIOS = ("linear", "arena", "asap")
 ASAP_SIGMA = 1.4865  # ASAP observer: P = Phi(delta / 1.4865)
-METRICS = ("tau", "rho", "rmse", "width", "max_width", "coverage", "top1")
-# For these metrics smaller is better when reading a --target.
-SMALLER_IS_BETTER = {"rmse", "width", "max_width"}
-TARGET_METRICS = ("tau", "rho", "rmse", "width", "coverage", "top1")
-Z95 = 1.959963984540054  # scipy.stats.norm.ppf(0.975)
+METRICS = ("tau", "rho", "rmse", "width", "max_width", "coverage", "top1", "credible_tau", "credible_all")
+TARGET_METRICS = ("tau", "rho", "rmse", "width", "coverage", "top1", "credible-tau", "credible-all")
+__all__ = ["CREDIBLE", "SMALLER_IS_BETTER", "TARGET_TOL", "Z95", "credible_scores", "meets", "metrics",
+           "pair_order_probs", "pair_table"]
 
 
 # --------------------------------------------------------------- truth
@@ -77,6 +86,20 @@ class Truth:
     strengths: np.ndarray
     observer: str = "bt"          # "bt" or "thurstone"
     scores: np.ndarray | None = None  # Thurstone scores (asap only)
+    # replay: P(system i is above system j) under the full-pool posterior (M x M); None = exact truth
+    pair_prob: np.ndarray | None = None
+
+    def credible(self) -> np.ndarray:
+        """Upper-triangle mask of the pairs whose true order is settled.
+
+        A synthetic truth is exact: every pair of unequal strengths. A replay's
+        truth is a fit: the pairs whose full-pool P(order) exceeds ``CREDIBLE``.
+        """
+        m = len(self.systems)
+        upper = np.triu(np.ones((m, m), dtype=bool), 1)
+        if self.pair_prob is None:
+            return upper & (self.strengths[:, None] != self.strengths[None, :])
+        return upper & (np.maximum(self.pair_prob, 1 - self.pair_prob) > CREDIBLE)
 
 
 def make_truth(scenario: str, n_systems: int, rng: np.random.Generator, *,
@@ -205,37 +228,6 @@ def read_replay(path: str | Path) -> ReplayPool:
                       str(path))
 
 
-# ------------------------------------------------------------- metrics
-def metrics(mean: np.ndarray, sd: np.ndarray, truth: np.ndarray) -> dict[str, float]:
-    """Accuracy of a posterior against the truth.
-
-    ``tau``/``rho``: Kendall tau-b / Spearman rho between posterior means and
-    the truth; ``rmse``: RMSE between z-scored means and z-scored truth;
-    ``width``/``max_width``: mean/max 95% interval width in Elo points;
-    ``coverage``: share of systems whose (centred) truth lies in its 95%
-    interval; ``top1``: 1 if the top system is right.
-    """
-    from scipy.stats import kendalltau, spearmanr
-
-    t = truth - truth.mean()
-    z = lambda x: (x - x.mean()) / (x.std() if x.std() > 0 else 1.0)  # noqa: E731
-    if np.ptp(mean) == 0:
-        tau = rho = 0.0
-    else:
-        tau = float(kendalltau(mean, t).statistic)
-        rho = float(spearmanr(mean, t).statistic)
-    width = 2 * Z95 * sd * bt.ELO_SCALE
-    return {
-        "tau": tau,
-        "rho": rho,
-        "rmse": float(np.sqrt(np.mean((z(mean) - z(t)) ** 2))),
-        "width": float(width.mean()),
-        "max_width": float(width.max()),
-        "coverage": float(np.mean(np.abs(mean - t) <= Z95 * sd)),
-        "top1": float(np.argmax(mean) == np.argmax(t)),
-    }
-
-
 # ---------------------------------------------------------------- spec
 @dataclass(frozen=True)
 class Strategy:
@@ -314,6 +306,10 @@ class Trace:
     values: dict                        # metric -> ndarray over checkpoints
     exhausted: bool = False
     totals: dict = field(default_factory=dict)  # A/B/tie/invalid judged in the run
+    fallbacks: int = 0                  # batches the strategy could not fill (round-robin filled them)
+    fallback_reason: str = ""           # the strategy's message the first time
+    error: str = ""                     # the run failed (message); not saved, retried by --resume
+    error_kind: str = ""                # "usage" or "data"
 
 
 def _run_one(spec: SimulationSpec, s_index: int, rep: int) -> Trace:
@@ -337,17 +333,19 @@ def _run_one(spec: SimulationSpec, s_index: int, rep: int) -> Trace:
     if spec.replay is not None:
         pool_order = {p: rng.permutation(idx) for p, idx in spec.replay.by_pair.items()}
         used = {p: 0 for p in pool_order}
+    credible = truth.credible()
     counts = Counts.empty(systems)
     spent = 0
     checkpoints: list[int] = []
     values: dict[str, list[float]] = {k: [] for k in METRICS}
     exhausted = False
+    fallbacks, fallback_reason = 0, ""
     while True:
         # the loop uses only the Gaussian summary: one Laplace draw (the minimum) instead of 200
         post = fit(counts, engine=spec.engine, seed=spec.seed, draws=1 if spec.engine == "laplace" else 500,
                    tune=500)
         if spent > 0:
-            row = metrics(post.posterior.mean, post.posterior.sd, truth.strengths)
+            row = metrics(post.posterior.mean, post.posterior.sd, truth.strengths, credible)
             checkpoints.append(spent)
             for k in METRICS:
                 values[k].append(row[k])
@@ -360,9 +358,19 @@ def _run_one(spec: SimulationSpec, s_index: int, rep: int) -> Trace:
             if not allowed:
                 exhausted = True
                 break
-        sel = select_pairs(post.posterior, k, strategy=strategy.strategy, objective=strategy.objective,
-                           top_k=strategy.top_k, anchor=systems[spec.anchor], judged=counts, rng=rng,
-                           allowed=allowed, true_mean=truth.strengths)
+        try:
+            sel = select_pairs(post.posterior, k, strategy=strategy.strategy, objective=strategy.objective,
+                               top_k=strategy.top_k, anchor=systems[spec.anchor], judged=counts, rng=rng,
+                               allowed=allowed, true_mean=truth.strengths)
+        except (DataError, UsageError) as exc:
+            if allowed is None:
+                raise
+            # the replay pool left this strategy no pair it may choose (e.g. swiss with every
+            # neighbour pair used up): fill the batch with the least-judged pairs still in the pool
+            fallbacks += 1
+            fallback_reason = fallback_reason or str(exc)[:120]
+            sel = select_pairs(post.posterior, k, strategy="round-robin", judged=counts, rng=rng,
+                               allowed=allowed)
         pairs = np.asarray(sel.pairs, dtype=np.int64).reshape(-1, 2)
         if spec.replay is not None:
             lefts, rights, outs = [], [], []
@@ -389,12 +397,8 @@ def _run_one(spec: SimulationSpec, s_index: int, rep: int) -> Trace:
             spent += len(pairs)
         counts = counts + new
     return Trace(strategy.name, rep, np.asarray(checkpoints, dtype=np.int64),
-                 {k: np.asarray(v, dtype=float) for k, v in values.items()}, exhausted, counts.totals())
-
-
-def _run_task(args):
-    spec, s_index, rep = args
-    return _run_one(spec, s_index, rep)
+                 {k: np.asarray(v, dtype=float) for k, v in values.items()}, exhausted, counts.totals(),
+                 fallbacks, fallback_reason)
 
 
 # -------------------------------------------------------------- result
@@ -423,6 +427,14 @@ class StrategyResult:
     needed_q75: float | None
     reached: int
     ratio_to_round_robin: float | None = None
+    failed: int = 0                    # runs that raised (left out of every figure above)
+    fallback_runs: int = 0             # runs in which round-robin had to fill a batch
+    reps_used: tuple = ()              # the repetitions summarised (pairs reps across strategies)
+    curves: np.ndarray | None = field(default=None, repr=False)  # target metric, reps x checkpoints
+    rr_band: tuple | None = None       # 95% paired bootstrap band of ratio_to_round_robin
+    best_baseline: str | None = None   # the best baseline other than this strategy
+    ratio_to_best: float | None = None
+    best_band: tuple | None = None
 
 
 @dataclass(frozen=True)
@@ -443,6 +455,8 @@ class SimulationResult:
     strategies: tuple[StrategyResult, ...]
     replay_source: str | None = None
     notes: tuple[str, ...] = ()
+    # replay: per pair, the full-pool order (a above b), P(a above b) and whether it is credible
+    pairs: tuple[dict, ...] = ()
 
     def to_dict(self) -> dict:
         from dataclasses import asdict
@@ -450,6 +464,7 @@ class SimulationResult:
         d = {k: getattr(self, k) for k in ("scenario", "systems", "truth_elo", "spread_elo", "n_systems",
                                            "budget", "batch", "reps", "seed", "engine", "target_metric",
                                            "target_value", "replay_source", "notes")}
+        d["pairs"] = list(self.pairs)
         d["judge"] = asdict(self.judge)
         d["strategies"] = [
             {"name": s.name, "strategy": s.strategy, "objective": s.objective,
@@ -457,27 +472,40 @@ class SimulationResult:
              "comparisons_needed": s.needed_mean_curve, "comparisons_needed_per_rep": list(s.needed),
              "needed_median": s.needed_median,
              "needed_q25": s.needed_q25, "needed_q75": s.needed_q75, "reached": s.reached,
-             "ratio_to_round_robin": s.ratio_to_round_robin}
+             "ratio_to_round_robin": s.ratio_to_round_robin, "ratio_to_round_robin_band": _band_dict(s.rr_band),
+             "best_baseline": s.best_baseline, "ratio_to_best_baseline": s.ratio_to_best,
+             "ratio_to_best_baseline_band": _band_dict(s.best_band), "failed_runs": s.failed,
+             "runs_with_fallback": s.fallback_runs}
             for s in self.strategies]
         return d
 
 
+def _band_dict(band):
+    """A 95% band for JSON: ``high`` is null and ``high_never`` true when some resample never met the target."""
+    if band is None:
+        return None
+    return {"low": band[0], "high": None if math.isinf(band[1]) else band[1], "high_never": math.isinf(band[1])}
+
+
 def parse_target(text: str) -> tuple[str, float]:
-    """``"tau=0.9"`` → ("tau", 0.9)."""
+    """``"tau=0.9"`` → ("tau", 0.9); ``"credible-tau=0.9"`` → ("credible_tau", 0.9);
+    ``"credible-all"`` (every credibly separated pair right) → ("credible_all", 1.0)."""
+    if text.strip() == "credible-all":
+        text = "credible-all=1"
     try:
         name, value = text.split("=", 1)
         name, val = name.strip(), float(value)
     except ValueError:
-        raise UsageError(f"--target ({text!r}) must look like tau=0.9, rho=0.9, rmse=0.3 or width=100") from None
+        raise UsageError(f"--target ({text[:80]!r}) must look like tau=0.9, credible-tau=0.9, "
+                         "credible-all, rho=0.9, rmse=0.3 or width=100") from None
     if name not in TARGET_METRICS or not math.isfinite(val):
-        raise UsageError(f"--target ({text!r}): metric must be one of {', '.join(TARGET_METRICS)}")
-    return name, val
+        raise UsageError(f"--target ({text[:80]!r}): metric must be one of {', '.join(TARGET_METRICS)}")
+    return name.replace("-", "_"), val
 
 
 def _needed(trace: Trace, metric: str, target: float) -> int | None:
     v = trace.values[metric]
-    ok = v <= target if metric in SMALLER_IS_BETTER else v >= target
-    hit = np.flatnonzero(ok)
+    hit = np.flatnonzero(meets(metric, v, target))
     return int(trace.spent[hit[0]]) if hit.size else None
 
 
@@ -505,6 +533,13 @@ def _on_grid(trace: Trace, key: str, grid: np.ndarray) -> np.ndarray:
 
 def _summarise(name: str, strat: Strategy, traces: list[Trace], metric: str, target: float,
                batch: int, budget: int) -> StrategyResult:
+    failed = sum(bool(t.error) for t in traces)
+    fallback_runs = sum(t.fallbacks > 0 for t in traces)
+    traces = [t for t in traces if not t.error]
+    if not traces:
+        empty = {k: np.zeros(0) for k in METRICS}
+        return StrategyResult(name, strat.strategy, strat.objective, np.zeros(0, dtype=np.int64), empty, empty,
+                              empty, None, (), None, None, None, 0, failed=failed, curves=np.zeros((0, 0)))
     checkpoints = _grid(traces, batch, budget)
     n = checkpoints.size
     mean, low, high = {}, {}, {}
@@ -521,23 +556,27 @@ def _summarise(name: str, strat: Strategy, traces: list[Trace], metric: str, tar
     q = lambda p: (lambda v: None if not np.isfinite(v) else float(v))(  # noqa: E731
         np.quantile(vals, p, method="inverted_cdf"))
     # headline: first checkpoint at which the MEAN curve over reps reaches the target
-    curve = mean[metric]
-    ok = curve <= target if metric in SMALLER_IS_BETTER else curve >= target
-    hit = np.flatnonzero(ok)
+    hit = np.flatnonzero(meets(metric, mean[metric], target))
     at_mean = int(checkpoints[hit[0]]) if hit.size else None
+    curves = np.vstack([_on_grid(t, metric, checkpoints) for t in traces]) if n else np.zeros((len(traces), 0))
     return StrategyResult(name, strat.strategy, strat.objective, checkpoints, mean, low, high, at_mean,
-                          needed, q(0.5), q(0.25), q(0.75), reached)
+                          needed, q(0.5), q(0.25), q(0.75), reached, failed=failed,
+                          fallback_runs=fallback_runs, reps_used=tuple(t.rep for t in traces), curves=curves)
 
 
 def simulate(spec: SimulationSpec, *, target: str = "tau=0.9", workers: int | None = None,
-             progress=None) -> SimulationResult:
+             progress=None, out: str | Path | None = None, resume: bool = False) -> SimulationResult:
     """Run every (strategy, repetition) of ``spec`` and summarise.
 
     ``workers`` processes run repetitions in parallel (default: up to 2);
     results do not depend on ``workers``. ``progress(done, total)`` is called
-    as runs finish.
+    as runs finish. ``out``: a JSONL file to which every finished run is
+    appended at once; ``resume``: continue ``out``, running only what is
+    missing (see :mod:`planner.simulate_runs`). A run that fails is left out
+    and said so in the notes; only if every run fails is its error raised.
     """
     from planner.limits import check_simulation_options
+    from planner.simulate_runs import open_results, run_tasks
 
     check_simulation_options(n_systems=spec.n_systems if spec.truth is None else None, spread=spec.spread,
                              arena_gamma=spec.arena_gamma,
@@ -554,39 +593,25 @@ def simulate(spec: SimulationSpec, *, target: str = "tau=0.9", workers: int | No
         check_range(name, v, 0, 1, low_open=False)
     if spec.judge.flip >= 0.5:
         raise UsageError(f"--flip ({spec.judge.flip:g}) must be in [0, 0.5): at 0.5 verdicts carry no information")
-    tasks = [(spec, si, rep) for si in range(len(spec.strategies)) for rep in range(spec.reps)]
+    done, fp = open_results(Path(out) if out is not None else None, resume, spec)
+    # repetition-major: if the run is cut short, every strategy has the same first repetitions
+    tasks = [(si, rep) for rep in range(spec.reps) for si in range(len(spec.strategies))]
     workers = min(2, len(tasks)) if workers is None else max(1, workers)
-    results: list[Trace | None] = [None] * len(tasks)
-    if workers == 1:
-        for i, t in enumerate(tasks):
-            results[i] = _run_task(t)
-            if progress:
-                progress(i + 1, len(tasks))
-    else:
-        import multiprocessing as mp
-
-        ctx = mp.get_context("fork") if hasattr(__import__("os"), "fork") else None
-        with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as ex:
-            futures = [ex.submit(_run_task, t) for t in tasks]
-            done = 0
-            for i, f in enumerate(futures):
-                results[i] = f.result()
-                done += 1
-                if progress:
-                    progress(done, len(tasks))
+    done = run_tasks(spec, tasks, done, workers=workers, out=Path(out) if out is not None else None, fp=fp,
+                     progress=progress)
+    results = [done[t] for t in tasks]
+    failures = [t for t in results if t.error]
+    if len(failures) == len(results):
+        first = failures[0]
+        raise (UsageError if first.error_kind == "usage" else DataError)(f"{first.strategy}: {first.error}")
     by_strategy = []
     for si, strat in enumerate(spec.strategies):
-        traces = [results[si * spec.reps + r] for r in range(spec.reps)]
+        traces = [done[(si, r)] for r in range(spec.reps)]
         by_strategy.append(_summarise(strat.name, strat, traces, metric, value, spec.batch, spec.budget))
-    notes = []
-    rr = next((s for s in by_strategy if s.strategy == "round-robin"), None)
-    if rr is not None and rr.needed_mean_curve is not None:
-        by_strategy = [
-            StrategyResult(**{**s.__dict__, "ratio_to_round_robin":
-                              (None if s.needed_mean_curve is None else s.needed_mean_curve / rr.needed_mean_curve)})
-            for s in by_strategy]
-    elif rr is not None:
-        notes.append("round-robin's mean curve did not reach the target within the budget; ratios are not defined")
+    from planner.simulate_headline import add_ratios
+
+    by_strategy, notes = add_ratios(by_strategy, metric, value, spec.seed)
+    notes.extend(_run_notes(by_strategy, results, out=out))
     exhausted = sum(t.exhausted for t in results)
     if exhausted:
         notes.append(f"{exhausted} of {len(results)} runs exhausted the replay pool before the budget")
@@ -598,9 +623,31 @@ def simulate(spec: SimulationSpec, *, target: str = "tau=0.9", workers: int | No
     elif spec.scenario == "linear":
         spread = float(spec.spread)
     systems = truth.systems if truth is not None else tuple(f"sys{i + 1:02d}" for i in range(spec.n_systems))
+    pairs = pair_table(truth) if truth is not None and truth.pair_prob is not None else ()
+    if pairs:
+        n_cred = sum(p["credible"] for p in pairs)
+        notes.append(f"{n_cred} of {len(pairs)} pairs are credibly separated by the full pool "
+                     f"(P(order) > {CREDIBLE:g}); credible-tau and credible-all count only those")
     return SimulationResult(spec.scenario, systems, truth_elo, spread, len(systems), spec.budget, spec.batch,
                             spec.reps, spec.seed, spec.engine, spec.judge, metric, value, tuple(by_strategy),
-                            spec.replay.source if spec.replay is not None else None, tuple(notes))
+                            spec.replay.source if spec.replay is not None else None, tuple(notes),
+                            pairs)
+
+
+def _run_notes(by_strategy, results, *, out) -> list[str]:
+    """Say which runs failed and which strategies needed round-robin to fill a batch."""
+    notes = []
+    for s in by_strategy:
+        reasons = {t.error for t in results if t.strategy == s.name and t.error}
+        if s.failed:
+            notes.append(f"{s.name}: {s.failed} run(s) failed and are left out ({'; '.join(sorted(reasons))[:160]})"
+                         + (f"; --resume {out} retries them" if out is not None else ""))
+        if s.fallback_runs:
+            why = next(t.fallback_reason for t in results if t.strategy == s.name and t.fallbacks)
+            n = sum(t.fallbacks for t in results if t.strategy == s.name)
+            notes.append(f"{s.name}: in {s.fallback_runs} run(s) the pool left it no pair it may choose ({why}); "
+                         f"round-robin over the pairs left filled {n} batch(es)")
+    return notes
 
 
 def replay_truth(pool: ReplayPool) -> Truth:
@@ -608,18 +655,21 @@ def replay_truth(pool: ReplayPool) -> Truth:
     from planner.model import fit
 
     post = fit(pool.counts(), engine="laplace", draws=1)
-    return Truth(pool.systems, post.posterior.mean)
+    mean, cov = post.posterior.mean, post.posterior.cov
+    return Truth(pool.systems, mean, pair_prob=pair_order_probs(mean, cov))
 
 
 def study_truth(study_path: str | Path) -> Truth:
-    """The truth of ``--from-study``: the study's current posterior mean (Laplace)."""
+    """The truth of ``--from-study``: the study's current posterior mean (Laplace), with each
+    pair's P(order), so credible-tau counts only the pairs the study already settles."""
     from planner.model import fit
     from planner.study import Study
 
     with Study.open(study_path) as study:
         counts = study.counts(by_stratum=False)
     post = fit(counts, engine="laplace", draws=1)
-    return Truth(tuple(counts.systems), post.posterior.mean)
+    mean, cov = post.posterior.mean, post.posterior.cov
+    return Truth(tuple(counts.systems), mean, pair_prob=pair_order_probs(mean, cov))
 
 
 def plot(result: SimulationResult, path: str | Path) -> Path:
