@@ -90,22 +90,18 @@ def _pair_rows(study) -> list[tuple]:
     from planner.counts import half_tie_score
 
     rows = []
-    for by, counts in (("all", study.counts(by_stratum=False)), ("strata", study.counts(by_stratum=True))):
-        if by == "strata" and len(counts.strata) < 2:
-            continue
-        names = counts.systems
-        acc: dict[tuple, list] = {}
-        for a, b, s, aw, bw, t, inv in zip(counts.a, counts.b, counts.stratum, counts.a_wins, counts.b_wins,
-                                           counts.ties, counts.invalid):
-            x, y = (a, b) if a < b else (b, a)
-            xw, yw = (aw, bw) if a < b else (bw, aw)
-            cell = acc.setdefault((x, y, counts.strata[s] if by == "strata" else "all"), [0, 0, 0, 0])
-            cell[0] += int(xw)
-            cell[1] += int(yw)
-            cell[2] += int(t)
-            cell[3] += int(inv)
-        for (x, y, stratum), (w, l, t, inv) in sorted(acc.items()):
-            rows.append((names[x], names[y], stratum, w, l, t, inv, w + l + t + inv, half_tie_score(w, l, t)))
+    pooled, per_stratum = study.counts(by_stratum=False), study.counts(by_stratum=True)
+    tables = [("all", pooled.pair_tensor())]
+    if len(per_stratum.strata) > 1:
+        tables += list(zip(per_stratum.strata, per_stratum.pair_tensor(by_stratum=True)))
+    names = pooled.systems
+    for stratum, t in tables:  # t[x, y] = x's wins, y's wins, ties, invalid (the one pair tensor)
+        for x in range(len(names)):
+            for y in range(x + 1, len(names)):
+                w, l, ties, inv = (int(v) for v in t[x, y])
+                if w + l + ties + inv:
+                    rows.append((names[x], names[y], stratum, w, l, ties, inv, w + l + ties + inv,
+                                 half_tie_score(w, l, ties)))
     return rows
 
 

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
-
 from planner.counts import half_tie_score
 from planner.study import COUNTED_KINDS, BatchInfo, Study
 
@@ -101,12 +99,7 @@ class StatusResult:
 
 def _pair_table(study: Study):
     c = study.counts(by_stratum=False)
-    m = len(study.systems)
-    tab = np.zeros((m, m, 4), dtype=np.int64)  # [x, y] = x's wins, y's wins, ties, invalid, both positions
-    for a, b, aw, bw, t, inv in zip(c.a, c.b, c.a_wins, c.b_wins, c.ties, c.invalid):
-        tab[a, b] += (aw, bw, t, inv)
-        tab[b, a] += (bw, aw, t, inv)
-    return c, tab
+    return c, c.pair_tensor()  # [x, y] = x's wins, y's wins, ties, invalid, both positions
 
 
 def status(path) -> StatusResult:
