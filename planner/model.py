@@ -228,9 +228,9 @@ class Fit:
             raise UsageError(f"level ({level:g}) must be in (0, 1)")
         q = (1 - level) / 2
         if self.engine == "laplace":
-            from scipy.stats import norm
+            from scipy.special import ndtri  # what norm.ppf computes, without importing scipy.stats
 
-            z = norm.ppf(1 - q)
+            z = ndtri(1 - q)
             return self.mean - z * self.sd, self.mean + z * self.sd
         lo, hi = np.quantile(self.beta_draws, [q, 1 - q], axis=0)
         return lo, hi
