@@ -83,10 +83,11 @@ def report_cmd(
         print_json(res)
         return
     _render(res)
-    for j in res.judges:   # LLM-judge totals (planner.connectors.cache.judge_totals)
-        cost = "no price given" if j.get("cost_usd") is None else f"${j['cost_usd']:.4f}"
-        out().print(f"judge {j['model']}: {j['answers']:,} answers, {j['prompt_tokens']:,} prompt + "
-                    f"{j['completion_tokens']:,} completion tokens, {cost}", markup=False, soft_wrap=True)
+    if res.judges:  # LLM-judge totals (planner.connectors.cache.judge_totals)
+        from planner.connectors.cache import judge_totals_sentence
+
+        for j in res.judges:
+            out().print(judge_totals_sentence(j), markup=False, soft_wrap=True)
 
 
 def _pct(x, digits: int = 1) -> str:

@@ -142,10 +142,11 @@ def status_cmd(
              f"{st.retracted_files:,} retracted file(s)" if st.retracted_files else ""]
     if any(extra):
         c.print("  " + "; ".join(e for e in extra if e), markup=False, soft_wrap=True)
-    for j in st.judge:
-        cost = "no price given" if j["cost_usd"] is None else f"${j['cost_usd']:,.4f}"
-        c.print(f"  judge {j['model']}: {j['answers']:,} answers, {j['prompt_tokens']:,} prompt + "
-                f"{j['completion_tokens']:,} completion tokens, {cost}", markup=False, soft_wrap=True)
+    if st.judge:
+        from planner.connectors.cache import judge_totals_sentence
+
+        for j in st.judge:
+            c.print("  " + judge_totals_sentence(j), markup=False, soft_wrap=True)
     if st.batches:
         t = Table(title="batches")
         for col in ("batch", "created", "issued", "returned", "unanswered", "pending", "voided"):

@@ -96,6 +96,15 @@ def test_direct_round_trip_orientation_and_ledger(study, srv):
     from planner.study import status
 
     assert [dict(j) for j in status(study).judge] == judge_totals(study)  # status shows the same totals
+    from typer.testing import CliRunner
+
+    from cli.main import app
+    from planner.connectors.cache import judge_totals_sentence
+
+    line = judge_totals_sentence(judge_totals(study)[0])
+    assert line.startswith("judge judge-x: 10 answers, ") and line.endswith(f"${res.cost_usd:,.4f}")
+    shown = CliRunner().invoke(app, ["status", str(study)])
+    assert shown.exit_code == 0 and line in " ".join(shown.stdout.split())  # the same sentence in status
     # the judge's answers are from this study's key: alpha (quality 3) beats delta (-1.5) nearly always
     again = judge_batch(study, _opts(srv))
     assert (again.judged_before, again.sent, srv.chat_calls) == (10, 0, 10)  # a rerun costs nothing

@@ -138,3 +138,10 @@ def judge_totals(study_path) -> list[dict]:
         pass
     with Ledger(study_path) as ledger:
         return [t.to_dict() for t in ledger.totals()]
+
+
+def judge_totals_sentence(t: dict) -> str:
+    """One line for a person from one :func:`judge_totals` entry (``status`` and ``report`` print it)."""
+    cost = "no price given" if t.get("cost_usd") is None else f"${t['cost_usd']:,.4f}"
+    return (f"judge {t['model']}: {t['answers']:,} answers, {t['prompt_tokens']:,} prompt + "
+            f"{t['completion_tokens']:,} completion tokens, {cost}")
