@@ -100,8 +100,16 @@ def _get(j: Any, name: str, default=None):
     return default if value is None else value
 
 
-def _left_is_a(j: Any) -> bool:
-    pos = _get(j, "a_position", "left")
+def _left_is_a(j: Any) -> bool | None:
+    """Whether ``a`` was shown left; ``None`` when the position is unknown.
+
+    A missing attribute means the documented default ``"left"``; an explicit
+    ``None`` (the study's judgments from files without a presentation order)
+    means unknown, never a guess.
+    """
+    pos = getattr(j, "a_position", "left")
+    if pos is None:
+        return None
     if pos not in ("left", "right"):
         raise DataError(f"judgment {_get(j, 'id', '?')}: a_position ({pos!r}) must be 'left' or 'right'")
     return pos == "left"
@@ -115,11 +123,15 @@ def _check_verdict(j: Any) -> str:
 
 
 def position_verdict(j: Any) -> str:
-    """The verdict in position form: ``left | right | tie | invalid``."""
+    """The verdict in position form: ``left | right | tie | invalid``, or
+    ``unknown`` for a decisive verdict whose presentation order is unknown."""
     v = _check_verdict(j)
     if v in ("tie", "invalid"):
         return v
-    return "left" if (v == "A") == _left_is_a(j) else "right"
+    left_is_a = _left_is_a(j)
+    if left_is_a is None:
+        return "unknown"
+    return "left" if (v == "A") == left_is_a else "right"
 
 
 def winner(j: Any) -> str | None:
@@ -719,6 +731,11 @@ class AnnotatorQC:
     given order, with ``run_pvalue`` = P(longest run ≥ observed) for i.i.d.
     verdicts with the annotator's own frequencies (flag < 0.001).
     ``flags`` names every raised flag.
+
+    A judgment whose presentation order is unknown (``a_position`` None: files
+    that do not record it) is left out of every position-based figure — swap
+    pairs, ``left_share``, the run test, and attention items whose expected
+    verdict is in position form — instead of being taken as shown left.
     """
 
     annotator: str
@@ -867,12 +884,16 @@ def annotator_qc(judgments: Iterable[Any],
         flags = []
         # attention checks
         att = [j for j in mine if _get(j, "item") in attention_expected]
-        passed = 0
+        passed, checkable = 0, []
         for j in att:
             exp = attention_expected[j.item]
             exp = {exp} if isinstance(exp, str) else set(exp)
-            ok = j.verdict in exp or position_verdict(j) in exp
-            passed += ok
+            pv = position_verdict(j)
+            if j.verdict not in exp and pv == "unknown" and exp & {"left", "right"}:
+                continue  # a position-form expectation cannot be checked without the position
+            checkable.append(j)
+            passed += j.verdict in exp or pv in exp
+        att = checkable
         att_rate = passed / len(att) if att else None
         if att_rate is not None and att_rate < ATTENTION_FLAG:
             flags.append("attention")
@@ -880,9 +901,10 @@ def annotator_qc(judgments: Iterable[Any],
         # swapped repeats
         groups: dict[tuple, dict[str, list]] = defaultdict(lambda: defaultdict(list))
         for j in regular:
-            if j.verdict == "invalid":
+            left_is_a = _left_is_a(j)
+            if j.verdict == "invalid" or left_is_a is None:
                 continue
-            left = j.a if _left_is_a(j) else j.b
+            left = j.a if left_is_a else j.b
             groups[(_get(j, "prompt"), frozenset((j.a, j.b)))][left].append(winner(j))
         pairs = consistent = 0
         for sides in groups.values():
@@ -921,7 +943,7 @@ def annotator_qc(judgments: Iterable[Any],
         if fast_share is not None and fast_share > FAST_SHARE_FLAG:
             flags.append("speed")
         # degenerate patterns (regular items only)
-        pos = [position_verdict(j) for j in regular]
+        pos = [v for v in map(position_verdict, regular) if v != "unknown"]
         n_left, n_right = pos.count("left"), pos.count("right")
         n_dec = n_left + n_right
         left_share = n_left / n_dec if n_dec else None

@@ -587,3 +587,31 @@ def test_reason_shares_counts_by_hand():
     assert [(s.reason, s.count) for s in x.win_reasons] == [("accuracy", 2), ("style", 1)]
     assert (x.wins, x.losses, y.wins, y.losses, w.wins) == (3, 1, 1, 3, 0)
     assert (r.n_decisive, r.n_without_reason, r.share_without_reason) == (4, 1, 0.25)
+
+
+def test_annotator_qc_unknown_position_is_not_left():
+    # An alpaca_eval/MT-bench file without presentation order stores a_position = None
+    # (study.Judgment passes it through). Such a judgment says nothing about where the
+    # annotator clicked: it must not count as "left" in always-left, the run test, the
+    # swap pairs, or a position-form attention check.
+    js = [J("x", "y", "A", item=f"u{i}", prompt=f"p{i}", annotator="judge", a_position=None)
+          for i in range(40)]
+    (qc,) = dg.annotator_qc(js).annotators
+    assert qc.n_judgments == 40
+    assert (qc.n_decisive, qc.left_share, qc.longest_run, qc.run_pvalue) == (0, None, 0, None)
+    assert "always-left" not in qc.flags and "long-run" not in qc.flags
+    # swap pairs need both positions known: the same comparison with unknown positions is no pair
+    js2 = [J("x", "y", "A", prompt="p", item="s1", annotator="a", a_position=None),
+           J("y", "x", "A", prompt="p", item="s2", annotator="a", a_position="left")]
+    (qc2,) = dg.annotator_qc(js2).annotators
+    assert qc2.swap_pairs == 0
+    # attention: an A/B-form expectation is checkable without the position; a position-form
+    # one is not, and such an item is left out of the attention count (not failed, not passed)
+    expected = {"t1": "A", "t2": "left"}
+    js3 = [J("x", "y", "A", item="t1", annotator="a", a_position=None, kind="attention"),
+           J("x", "y", "A", item="t2", annotator="a", a_position=None, kind="attention")]
+    (qc3,) = dg.annotator_qc(js3, attention_expected=expected).annotators
+    assert (qc3.attention_n, qc3.attention_passed) == (1, 1)
+    # position_verdict says so instead of guessing
+    assert dg.position_verdict(js[0]) == "unknown"
+    assert dg.position_verdict(J("x", "y", "tie", a_position=None)) == "tie"
