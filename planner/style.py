@@ -30,9 +30,10 @@ The model, per judgment with ``a`` shown first (left)::
     P(A), P(B), P(tie) = planner.bt.outcome_probs(delta, nu)
 
 with ``p = 1`` when the position is known (the row is oriented so that ``a``
-is the left response) and ``p = 0`` when it is unknown. Priors are the raw
-model's (:class:`planner.model.Prior`) plus ``coef[f] ~ Normal(0, coef_sd)``
-(default 1 logit per root-mean-square unit of covariate).
+is the left response) and ``p = 0`` when it is unknown. Priors: ``beta ~ ZeroSumNormal(3)`` (sd fixed,
+:data:`STRENGTH_SD`), ``coef[f] ~ Normal(0, 1)`` (logit per root-mean-square
+unit of covariate, :data:`COEF_SD`), and the raw model's priors on the
+position shift and the tie parameter (:class:`planner.model.Prior`).
 """
 
 from __future__ import annotations
@@ -50,6 +51,13 @@ FEATURES = ("length", "headers", "lists", "bold")
 FEATURE_LABELS = {"length": "length (words)", "headers": "markdown headers",
                   "lists": "markdown list items", "bold": "bold spans"}
 COEF_SD = 1.0  # prior sd of a style coefficient (logit per rms unit of covariate)
+#: prior sd of each strength (logit), fixed: a weak N(0, 3^2) like Arena's L2 penalty (reg 0.5 on
+#: ratings scaled by ln 10, i.e. sd 3.3 logits). Not the raw model's type-II MAP of sigma: when length
+#: is nearly a proxy for system identity, the marginal likelihood prefers one coefficient to M spread-out
+#: strengths and sigma collapses (measured on tests/_style_fixture.py, 20 seeds, true coefficient 1.0:
+#: type-II sigma mean estimate 0.77, sigma fixed at the raw model's mode 0.81 with 15/20 intervals
+#: covering; sigma = 3: 0.94 with 20/20 covering).
+STRENGTH_SD = 3.0
 
 _CODE = re.compile("```([^`]*)```")
 _HEADER = re.compile(r"^#{1,6}\s", re.MULTILINE)
@@ -205,8 +213,8 @@ class StyleFit:
 
 # ----------------------------------------------------------------- fitting
 def fit_style(design: StyleDesign, *, engine: str = "laplace", prior=None, coef_sd: float = COEF_SD,
-              seed: int = 0, draws: int = 1000, tune: int = 1000, chains: int = 2, cores: int | None = None,
-              progressbar: bool = False) -> StyleFit:
+              sigma: float | None = STRENGTH_SD, seed: int = 0, draws: int = 1000, tune: int = 1000,
+              chains: int = 2, cores: int | None = None, progressbar: bool = False) -> StyleFit:
     """Fit strengths, style coefficients, position effect and tie parameter jointly.
 
     Parameters
@@ -220,6 +228,10 @@ def fit_style(design: StyleDesign, *, engine: str = "laplace", prior=None, coef_
     prior : planner.model.Prior, optional
     coef_sd : float
         Prior sd of each style coefficient (logit per rms unit).
+    sigma : float or None
+        Prior sd of the strengths, fixed (default :data:`STRENGTH_SD`, see
+        there why); a large value gives the maximum-likelihood strengths.
+        ``None``: the raw model's type-II MAP of sigma (Laplace only).
     seed, draws, tune, chains, cores, progressbar
         As in :func:`planner.model.fit`.
     """
@@ -232,11 +244,15 @@ def fit_style(design: StyleDesign, *, engine: str = "laplace", prior=None, coef_
     if design.n_judgments == 0:
         raise UsageError("style control needs at least one usable judgment with both response texts")
     prior = (prior or Prior()).check()
+    if sigma is not None and not (isinstance(sigma, (int, float)) and math.isfinite(sigma) and sigma > 0):
+        raise UsageError(f"sigma ({sigma!r}) must be a finite number > 0")
     if engine == "laplace":
-        return _laplace_style(design, prior, coef_sd, seed, draws)
+        return _laplace_style(design, prior, coef_sd, seed, draws, sigma)
+    if sigma is None:
+        raise UsageError("the type-II MAP of sigma (sigma=None) is a Laplace-engine option")
     from planner.style_nuts import fit_style_nuts
 
-    return fit_style_nuts(design, prior=prior, coef_sd=coef_sd, seed=seed, draws=draws, tune=tune,
+    return fit_style_nuts(design, prior=prior, coef_sd=coef_sd, sigma=sigma, seed=seed, draws=draws, tune=tune,
                           chains=chains, cores=cores, progressbar=progressbar)
 
 
@@ -277,7 +293,8 @@ def _problem(design: StyleDesign, prior, coef_sd: float):
     return _StyleProblem()
 
 
-def _laplace_style(design: StyleDesign, prior, coef_sd: float, seed: int, draws: int) -> StyleFit:
+def _laplace_style(design: StyleDesign, prior, coef_sd: float, seed: int, draws: int,
+                   sigma: float | None) -> StyleFit:
     from scipy import linalg
 
     from planner.model import (Z95, Diagnostics, Fit, Summary, _half_normal_log_scale, _newton,
@@ -294,7 +311,7 @@ def _laplace_style(design: StyleDesign, prior, coef_sd: float, seed: int, draws:
         lml = laplace_log_marginal(prob, prec, fval, c)
         return -(lml + _half_normal_log_scale(log_sigma, prior.sigma_scale)), theta, c
 
-    log_sigma = type2_log_sigma(lambda s: inner(s)[0])
+    log_sigma = type2_log_sigma(lambda s: inner(s)[0]) if sigma is None else math.log(sigma)
     _, theta, c = inner(log_sigma)
     cov = linalg.cho_solve(c, np.eye(prob.p), check_finite=False)
     cov = 0.5 * (cov + cov.T)
