@@ -106,6 +106,28 @@ def controlled_fit(study, *, engine: str = "laplace", seed: int = 0, draws: int 
     return sf, inp
 
 
+def controlled_fit_by_stratum(study, strata, *, engine: str = "laplace", seed: int = 0):
+    """The controlled strengths as a by-stratum :class:`planner.model.Fit` for ``decide``.
+
+    The style-controlled model pools strata, so every stratum gets the same
+    draws (the win probability between responses of equal style); the
+    per-stratum frequentist tests in ``decide`` still use the raw counts.
+    """
+    from dataclasses import replace
+
+    sf, _ = controlled_fit(study, engine=engine, seed=seed)
+    k = len(strata)
+    draws = np.repeat(sf.fit.beta_draws[:, None, :], k, axis=1)
+    return replace(sf.fit, strata=tuple(strata), stratum_draws=draws,
+                   stratum_mean=np.repeat(sf.fit.mean[None, :], k, axis=0),
+                   stratum_sd=np.repeat(sf.fit.sd[None, :], k, axis=0))
+
+
+STYLE_DECIDE_NOTE = ("style control: the Bayesian columns use the style-controlled model (pooled over strata: "
+                     "the win probability between responses of equal length and markdown); the per-stratum "
+                     "tests and the verdict use the raw verdict counts")
+
+
 # ------------------------------------------------------------------ report
 @dataclass(frozen=True)
 class StyleRow:
