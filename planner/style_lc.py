@@ -74,6 +74,19 @@ class LCResult:
     weight_sd: dict
 
 
+def is_extreme_change(win_rate: float, lc: float, abs_diff: float = 0.10, rel_diff: float = 4.0) -> bool:
+    """Upstream's warning rule (``get_is_extreme_changes``), on the [0, 1] scale.
+
+    True when the LC win rate falls below ``min(w - w/rel, w - abs)`` or rises
+    above ``max(w + (1 - w)/rel, w + abs)``: "this might be a sign of failure of
+    the GLM" (typically one system is longer on nearly every prompt, so setting
+    the length term to 0 extrapolates).
+    """
+    low = min(win_rate - win_rate / rel_diff, win_rate - abs_diff)
+    high = max(win_rate + (1 - win_rate) / rel_diff, win_rate + abs_diff)
+    return lc < low or lc > high
+
+
 def _design(len_anchor, len_system, difficulty):
     delta = np.asarray(len_anchor, float) - np.asarray(len_system, float)
     sd = float(np.std(delta, ddof=1)) if delta.size > 1 else 0.0

@@ -232,7 +232,7 @@ def _rows(raw_fit, sf) -> tuple[StyleRow, ...]:
 
 def lc_rates(inp: StyleInputs, anchor: str) -> tuple[tuple, tuple[str, ...]]:
     """AlpacaEval LC win rate of every other system against ``anchor`` (judgments involving it only)."""
-    from planner.style_lc import lc_win_rate
+    from planner.style_lc import is_extreme_change, lc_win_rate
 
     if anchor not in inp.systems:
         raise UsageError(f"--lc-anchor ({anchor}) must be one of the systems: {', '.join(inp.systems)}")
@@ -255,7 +255,13 @@ def lc_rates(inp: StyleInputs, anchor: str) -> tuple[tuple, tuple[str, ...]]:
         la = np.array([len(inp.text_b[i] if a else inp.text_a[i]) for i, a in zip(idx, s_is_a)], float)
         d = [inp.difficulty.get(inp.prompts[i]) for i in idx]
         use_d = all(v is not None for v in d) and len(set(d)) > 1
-        res.append(lc_win_rate(name, y, la, ls, np.array(d, float) if use_d else None))
+        r = lc_win_rate(name, y, la, ls, np.array(d, float) if use_d else None)
+        res.append(r)
+        if is_extreme_change(r.win_rate, r.lc_win_rate):
+            longer = float(np.mean(ls > la))
+            notes.append(f"LC win rate of {name} ({100 * r.lc_win_rate:.1f}%) is far from its raw win rate "
+                         f"({100 * r.win_rate:.1f}%; AlpacaEval's warning rule): its answer is the longer one on "
+                         f"{100 * longer:.0f}% of prompts, so setting the length term to 0 extrapolates")
     return tuple(res), tuple(notes)
 
 

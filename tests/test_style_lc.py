@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from planner.style_lc import fit_fractional_logit, lc_win_rate
+from planner.style_lc import fit_fractional_logit, is_extreme_change, lc_win_rate
 
 
 def _logit(p):
@@ -84,3 +84,12 @@ def test_bad_input():
         lc_win_rate("m", [], [], [])
     with pytest.raises(UsageError, match=r"\[0, 1\]"):
         lc_win_rate("m", [2.0], [1.0], [1.0])
+
+
+def test_extreme_change_rule_is_upstreams():
+    # get_is_extreme_changes docstring: old win rate 20 (abs 10, rel 4) warns below min(15, 10) = 10 ...
+    assert is_extreme_change(0.20, 0.099) and not is_extreme_change(0.20, 0.101)
+    # ... or above max(20 + 80/4, 30) = 40; old 50 warns below 37.5 or above 62.5
+    assert is_extreme_change(0.20, 0.401) and not is_extreme_change(0.20, 0.399)
+    assert is_extreme_change(0.50, 0.374) and is_extreme_change(0.50, 0.626)
+    assert not is_extreme_change(0.50, 0.376) and not is_extreme_change(0.50, 0.624)
