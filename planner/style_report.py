@@ -260,8 +260,9 @@ def lc_rates(inp: StyleInputs, anchor: str) -> tuple[tuple, tuple[str, ...]]:
         if is_extreme_change(r.win_rate, r.lc_win_rate):
             longer = float(np.mean(ls > la))
             notes.append(f"LC win rate of {name} ({100 * r.lc_win_rate:.1f}%) is far from its raw win rate "
-                         f"({100 * r.win_rate:.1f}%; AlpacaEval's warning rule): its answer is the longer one on "
-                         f"{100 * longer:.0f}% of prompts, so setting the length term to 0 extrapolates")
+                         f"({100 * r.win_rate:.1f}%; AlpacaEval's warning rule, possibly a GLM failure): its "
+                         f"answer is the longer one in {100 * longer:.0f}% of these judgments, so equal length "
+                         "is an extrapolation")
     return tuple(res), tuple(notes)
 
 
