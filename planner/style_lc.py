@@ -39,7 +39,6 @@ import numpy as np
 from planner.errors import UsageError
 
 LC_PRIOR_SD = 10.0  # weak N(0, 10^2) prior on every GLM weight: finite estimates under separation
-Z95 = 1.959963984540054
 
 
 @dataclass(frozen=True)
@@ -145,6 +144,8 @@ def lc_win_rate(system: str, y, len_anchor, len_system, difficulty=None,
     prior_sd : float or None
         Weak Gaussian prior sd on every weight; None for plain maximum likelihood.
     """
+    from planner.model import Z95
+
     y = np.asarray(y, float)
     if y.size == 0:
         raise UsageError(f"length-controlled win rate: {system} has no usable judgment against the anchor")

@@ -308,9 +308,7 @@ def lc_sentence(lc_anchor: str, r) -> str:
 
 def markdown_section(sc: StyleControlReport) -> list[str]:
     """The Markdown lines of the style-control section."""
-    def table(head, rows):
-        return (["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
-                + ["| " + " | ".join(str(c) for c in r) + " |" for r in rows] + [""])
+    from planner.report import _table as table
 
     L = ["## Style control", ""]
     if sc.rows:
