@@ -288,10 +288,11 @@ class Report:
     fit: Any = field(default=None, repr=False, compare=False)
 
     def to_dict(self) -> dict:
-        """JSON-ready dict of every field except ``fit``."""
+        """JSON-ready dict of every field except ``fit`` (and ``style_control`` when not computed)."""
         from planner.jsonable import jsonable
 
-        return {name: jsonable(getattr(self, name)) for name in self.__dataclass_fields__ if name != "fit"}
+        skip = {"fit"} | ({"style_control"} if self.style_control is None else set())  # key only when asked
+        return {name: jsonable(getattr(self, name)) for name in self.__dataclass_fields__ if name not in skip}
 
 
 # --------------------------------------------------------------- store reads

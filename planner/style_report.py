@@ -325,6 +325,8 @@ def markdown_section(sc: StyleControlReport) -> list[str]:
         L += table(["feature", "rms unit", "coefficient (logit/unit)", "95% CrI", "odds ratio", "95% CrI"],
                    [[c.feature, f"{c.scale:.3f}", f"{c.mean:+.3f}", f"[{c.lo:+.3f}, {c.hi:+.3f}]",
                      f"{c.odds_ratio:.2f}", f"[{c.odds_lo:.2f}, {c.odds_hi:.2f}]"] for c in sc.coefficients])
+        L += [f"Controlled model: position γ = {sc.position.mean:.3f} [{sc.position.lo:.3f}, {sc.position.hi:.3f}], "
+              f"ν = {sc.nu.mean:.3f} [{sc.nu.lo:.3f}, {sc.nu.hi:.3f}]; strengths' prior sd fixed at 3 logits.", ""]
     if sc.lc:
         L += [f"### Length-controlled win rate against {sc.lc_anchor} (AlpacaEval LC GLM)", ""]
         L += table(["system", "n", "raw win rate", "LC win rate", "95% CI", "tanh-length weight"],
