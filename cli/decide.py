@@ -36,6 +36,9 @@ def decide(
     looks: Annotated[int, typer.Option(help="Planned equally spaced analyses, 1 <= K <= 20.")] = 1,
     boundary: Annotated[str, typer.Option(help="obrien-fleming | pocock (with --looks).")] = "obrien-fleming",
     seed: Annotated[Optional[int], typer.Option(help="Seed of the posterior draws, 0 to 2**63-1 (default: the study's).")] = None,
+    style_control: Annotated[bool, typer.Option(
+        "--style-control", help="Posterior columns from the model controlled for length and markdown style "
+                                "(report --style-control); the tests use the raw counts.")] = False,
     json_: Annotated[bool, typer.Option("--json", help="Print the result as one JSON document.")] = False,
 ) -> None:
     """Does the candidate regress against the baseline on any stratum? A release gate.
@@ -58,7 +61,7 @@ def decide(
 
     result = call(run, study, candidate, baseline, margin=margin, mode=mode, confidence=confidence,
                   min_pass_rate=min_pass_rate, engine=engine, look=look, looks=looks, boundary=boundary,
-                  seed=seed)
+                  seed=seed, style_control=style_control)
     if json_:
         print_json(result)
     else:

@@ -42,6 +42,7 @@ def next_batch_cmd(
     truncate: Annotated[bool, typer.Option(help="Cut longer responses with a visible marker instead of skipping.")] = False,
     normalize_style: Annotated[str, typer.Option(help="none | markdown | full (annotator-facing text only).")] = "none",
     reuse_prompts: Annotated[bool, typer.Option(help="Let a pair that has used every prompt take one again.")] = False,
+    style_control: Annotated[bool, typer.Option("--style-control", help="Select on the strengths controlled for length and markdown style.")] = False,
     json_out: Annotated[bool, typer.Option("--json", help="Print the manifest as one JSON document.")] = False,
 ) -> None:
     """Choose the next comparisons by expected posterior-uncertainty reduction and write a blinded batch.
@@ -67,7 +68,7 @@ def next_batch_cmd(
                   both_orders=both_orders, annotators=annotators, attention_pool=attention_pool,
                   template=template, max_words=max_words, truncate=truncate, normalize_style=normalize_style,
                   judge_model=judge_model, reuse_prompts=reuse_prompts, temperature=temperature,
-                  redact_names=redact_names)
+                  redact_names=redact_names, style_control=style_control)
     for note in result.notes:
         warn(note)
     for w in result.manifest["model"]["warnings"]:

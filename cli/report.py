@@ -41,6 +41,12 @@ def report_cmd(
     surrogate: Annotated[Optional[str], typer.Option(
         help="Judge (annotator name) whose verdicts serve as predictions: prediction-powered (PPI++) Bradley–Terry "
              "for --target at 90%, beside target-only and judge-only fits.")] = None,
+    style_control: Annotated[bool, typer.Option(
+        "--style-control", help="Also fit the ranking controlled for length and markdown style (Chatbot Arena's "
+                                "style control) and show it beside the raw one with the style coefficients; for an "
+                                "anchor design also AlpacaEval's length-controlled win rates.")] = False,
+    lc_anchor: Annotated[Optional[str], typer.Option(
+        help="Length-controlled win rate (AlpacaEval LC GLM) of every system against this one.")] = None,
     save_posterior: Annotated[bool, typer.Option(
         "--save-posterior", help="Also save a Laplace posterior in the study as ArviZ netcdf (NUTS posteriors "
                                  "are always saved).")] = False,
@@ -68,7 +74,8 @@ def report_cmd(
         message(f"fitting with NUTS ({chains} chains, {tune} tuning + {draws} draws each) ...")
     res = call(rp.build_report, study, engine=engine, by_stratum=by_stratum, seed=seed, draws=draws,
                tune=tune, chains=chains, progressbar=engine == "nuts" and sys.stderr.isatty(),
-               min_pass_rate=min_pass_rate, save_posterior=True if save_posterior else None)
+               min_pass_rate=min_pass_rate, save_posterior=True if save_posterior else None,
+               style_control=style_control, lc_anchor=lc_anchor)
     if plot is not None:
         paths = call(rp.write_plots, res, plot)
         message("wrote " + ", ".join(paths))
@@ -83,6 +90,8 @@ def report_cmd(
         print_json(res)
         return
     _render(res)
+    if res.style_control is not None:
+        _render_style(res.style_control)
     if res.judges:  # LLM-judge totals (planner.connectors.cache.judge_totals)
         from planner.connectors.cache import judge_totals_sentence
 
@@ -227,3 +236,31 @@ def _render(r) -> None:
     if has_acc and r.acceptability_source:
         con.print(f"acceptability from {r.acceptability_source}: pass rates with Wilson 95% intervals "
                   "in the leaderboard", markup=False, soft_wrap=True)
+
+
+def _render_style(sc) -> None:
+    """Raw and controlled leaderboards, style coefficients, LC win rates (planner.style_report)."""
+    from rich.table import Table
+
+    from planner.style_report import lc_sentence
+
+    con = out()
+    if sc.rows:
+        tab = Table(title=f"style control: raw vs controlled ranking ({sc.n_used:,} judgments)")
+        for h in ("system", "raw rank", "raw β [95% CrI]", "ctrl rank", "ctrl β [95% CrI]", "ctrl rank 95%"):
+            tab.add_column(h, justify="left" if h == "system" else "right", no_wrap=True)
+        for r in sc.rows:
+            tab.add_row(r.system, str(r.raw_rank), f"{r.raw_mean:+.3f} [{r.raw_lo:+.3f}, {r.raw_hi:+.3f}]",
+                        str(r.rank), f"{r.mean:+.3f} [{r.lo:+.3f}, {r.hi:+.3f}]",
+                        str(r.rank_low) if r.rank_low == r.rank_high else f"{r.rank_low}–{r.rank_high}")
+        con.print(tab)
+        tab = Table(title="style coefficients (logit per rms unit of the normalised difference a − b)")
+        for h in ("feature", "rms unit", "coef [95% CrI]", "odds ratio [95% CrI]"):
+            tab.add_column(h, justify="left" if h == "feature" else "right", no_wrap=True)
+        for c in sc.coefficients:
+            tab.add_row(c.feature, f"{c.scale:.3f}", f"{c.mean:+.3f} [{c.lo:+.3f}, {c.hi:+.3f}]",
+                        f"{c.odds_ratio:.2f} [{c.odds_lo:.2f}, {c.odds_hi:.2f}]")
+        con.print(tab)
+        con.print(sc.sentence, markup=False, soft_wrap=True)
+    for r in sc.lc:
+        con.print(lc_sentence(sc.lc_anchor, r), markup=False, soft_wrap=True)

@@ -802,8 +802,11 @@ def _sentence(verdict, rows, gate, candidate, baseline, mode, margin, theta_reg,
 def decide(path, candidate: str, baseline: str, *, margin: float = 0.05, mode: str = "non-inferiority",
            confidence: float = 0.95, min_pass_rate: float | None = None, engine: str = "laplace",
            look: int | None = None, looks: int = 1, boundary: str = "obrien-fleming",
-           seed: int | None = None) -> Decision:
+           seed: int | None = None, style_control: bool = False) -> Decision:
     """Release gate of ``candidate`` against ``baseline`` on a study; see :func:`decide_counts`.
+
+    ``style_control``: the posterior columns come from the style-controlled
+    model (:func:`planner.style_report.controlled_fit_by_stratum`).
 
     Reads the study's by-stratum counts (QC kinds excluded), its stratum
     weights (:func:`planner.strata.stratum_weights`, the one rule) and its
@@ -831,11 +834,20 @@ def decide(path, candidate: str, baseline: str, *, margin: float = 0.05, mode: s
         acc = study.acceptability_counts(by_stratum=False)
         if seed is None:
             seed = int(study.config.get("seed", 0))
+        fit = None
+        if style_control:
+            from planner.style_report import controlled_fit_by_stratum
+
+            fit = controlled_fit_by_stratum(study, counts.strata, engine=engine, seed=seed)
     res = decide_counts(counts, candidate, baseline, stratum_weights=weights, acceptability=acc,
                         margin=margin, mode=mode, confidence=confidence, min_pass_rate=min_pass_rate,
-                        engine=engine, look=look, looks=looks, boundary=boundary, seed=seed)
+                        engine=engine, look=look, looks=looks, boundary=boundary, seed=seed, fit=fit)
     from dataclasses import replace
 
     notes = tuple(n for n in res.notes if not n.startswith("strata weighted equally")) + (
         f"stratum weights: {how}",)
+    if style_control:
+        from planner.style_report import STYLE_DECIDE_NOTE
+
+        notes += (STYLE_DECIDE_NOTE,)
     return replace(res, notes=notes)

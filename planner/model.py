@@ -413,6 +413,27 @@ def _half_normal_log_scale(s: float, scale: float) -> float:
     return math.log(2.0) - 0.5 * math.log(2 * math.pi * scale * scale) - x * x / (2 * scale * scale) + s
 
 
+LOG_SIGMA_BOUNDS = (math.log(1e-3), math.log(50.0))  # search range of log sigma (type-II MAP)
+
+
+def type2_log_sigma(neg_log_marginal) -> float:
+    """The log sigma minimising ``neg_log_marginal(log_sigma)`` over :data:`LOG_SIGMA_BOUNDS`.
+
+    ``neg_log_marginal`` is minus the Laplace-approximated log marginal
+    posterior of log sigma (the type-II MAP step shared by the raw and the
+    style-controlled fits).
+    """
+    res = optimize.minimize_scalar(neg_log_marginal, bounds=LOG_SIGMA_BOUNDS,
+                                   method="bounded", options={"xatol": 1e-4})
+    return float(res.x)
+
+
+def laplace_log_marginal(problem, prec, f: float, chol) -> float:
+    """Laplace approximation of log p(y | hyper-parameters) at the mode (value ``f``, Cholesky ``chol``)."""
+    logdet = 2.0 * np.sum(np.log(np.diag(chol[0])))
+    return f + 0.5 * problem.p * math.log(2 * math.pi) - 0.5 * logdet
+
+
 def _laplace(counts: Counts, strata: tuple[str, ...], by_stratum: bool, prior: Prior, weights: np.ndarray | None,
              seed: int, draws: int) -> Fit:
     prob = _Problem(counts, by_stratum, prior)
@@ -424,19 +445,16 @@ def _laplace(counts: Counts, strata: tuple[str, ...], by_stratum: bool, prior: P
         prec = prob.precision(math.exp(log_sigma), tau)
         theta, f, c, it, ok = _newton(prob, prec, state["theta"])
         state.update(theta=theta, iters=state["iters"] + it, ok=state["ok"] and ok)
-        logdet = 2.0 * np.sum(np.log(np.diag(c[0])))
         # Laplace approximation of log p(y | sigma, tau), plus the hyper-prior in log scale
-        lml = f + 0.5 * prob.p * math.log(2 * math.pi) - 0.5 * logdet
+        lml = laplace_log_marginal(prob, prec, f, c)
         lp = _half_normal_log_scale(log_sigma, prior.sigma_scale)
         if log_tau is not None:
             lp += _half_normal_log_scale(log_tau, prior.tau_scale)
         return -(lml + lp), theta, c, prec
 
-    lo_s, hi_s = math.log(1e-3), math.log(50.0)
+    lo_s, hi_s = LOG_SIGMA_BOUNDS
     if not by_stratum:
-        res = optimize.minimize_scalar(lambda s: inner(s, None)[0], bounds=(lo_s, hi_s),
-                                       method="bounded", options={"xatol": 1e-4})
-        hyper = (float(res.x), None)
+        hyper = (type2_log_sigma(lambda s: inner(s, None)[0]), None)
     else:
         res = optimize.minimize(lambda v: inner(v[0], v[1])[0],
                                 x0=np.array([math.log(prior.sigma_scale), math.log(prior.tau_scale)]),

@@ -138,9 +138,14 @@ def diagnose(idata, var_names, chains: int) -> Diagnostics:
 
 def _sample(counts, strata, by_stratum, prior, seed, draws, tune, chains, cores, progressbar):
     """Build the model and run ``pm.sample``; progress (if any) on stderr."""
+    model = build_model(counts, strata, by_stratum, prior, centred=choose_centred(counts, prior))
+    return sample_model(model, seed, draws, tune, chains, cores, progressbar)
+
+
+def sample_model(model, seed, draws, tune, chains, cores, progressbar):
+    """``pm.sample`` on a built model with the project's settings; progress (if any) on stderr."""
     import pymc as pm
 
-    model = build_model(counts, strata, by_stratum, prior, centred=choose_centred(counts, prior))
     cores = min(chains, 2) if cores is None else cores
     loggers = [logging.getLogger(n) for n in ("pymc", "pymc.sampling.mcmc", "pytensor")]
     levels = [lg.level for lg in loggers]
@@ -192,4 +197,4 @@ def fit_nuts(counts: Counts, strata: tuple[str, ...], *, by_stratum: bool, prior
                int(counts.usable.sum()), int(counts.invalid.sum()), diag, prior, seed, idata=idata)
 
 
-__all__ = ["build_model", "diagnose", "fit_nuts"]
+__all__ = ["build_model", "diagnose", "fit_nuts", "sample_model"]

@@ -113,7 +113,7 @@ def _model_summary(fit) -> dict:
 
 def plan_next_batch(study, *, size: int, strategy: str, objective: str, top_k: int | None, engine: str,
                     seed: int, rng: np.random.Generator, frozen_first: bool = True, reuse_prompts: bool = False,
-                    max_words: int | None = None):
+                    max_words: int | None = None, style_control: bool = False):
     """Choose ``size`` (prompt, system pair, stratum) comparisons for the study.
 
     A pair takes prompts not yet judged or issued for it; with ``reuse_prompts``
@@ -137,7 +137,13 @@ def plan_next_batch(study, *, size: int, strategy: str, objective: str, top_k: i
     judged_s = study.counts(by_stratum=True)          # one scan each; pooled below for the model
     pending_s = study.pending_counts(by_stratum=True)
     judged, pending = judged_s.pooled(), pending_s.pooled()
-    fit = fit_model(judged, engine=engine, seed=seed, progressbar=False)
+    if style_control:   # the style-controlled strengths (planner.style_report)
+        from planner.style_report import controlled_fit
+
+        fit = controlled_fit(study, engine=engine, seed=seed)[0].fit
+        notes.append("style control: pairs chosen on the strengths controlled for length and markdown style")
+    else:
+        fit = fit_model(judged, engine=engine, seed=seed, progressbar=False)
 
     # pairs with at least one prompt that has responses from both systems
     prompts = list(study.prompts())
@@ -376,7 +382,7 @@ def next_batch(study_path, *, size: int = DEFAULT_SIZE, strategy: str = "active"
                max_words: int | None = None, truncate: bool = False, normalize_style: str = "none",
                judge_model: str | None = None, frozen_first: bool = True,
                reuse_prompts: bool = False, temperature: float | None = None,
-               redact_names: bool = False) -> NextBatchResult:
+               redact_names: bool = False, style_control: bool = False) -> NextBatchResult:
     """Choose the next comparisons for a study and write them as a blinded batch.
 
     Parameters
@@ -413,6 +419,7 @@ def next_batch(study_path, *, size: int = DEFAULT_SIZE, strategy: str = "active"
     reuse_prompts : let a pair that has used every prompt take one again.
     redact_names : replace system-name mentions in response texts by
         ``[a model]`` (a note reports mentions either way).
+    style_control : select on the style-controlled strengths (``report --style-control``).
     """
     from planner.batch import assemble_batch
     from planner.formats.writers import check_temperature, output_paths, read_attention_pool
@@ -453,7 +460,7 @@ def next_batch(study_path, *, size: int = DEFAULT_SIZE, strategy: str = "active"
         planned, selection, fit, plan_notes = plan_next_batch(
             study, size=size, strategy=strategy, objective=objective, top_k=top_k, engine=engine, seed=seed,
             rng=rng, frozen_first=frozen_first, reuse_prompts=reuse_prompts,
-            max_words=None if truncate else words)
+            max_words=None if truncate else words, style_control=style_control)
         notes.extend(plan_notes)
         batch = assemble_batch(planned, prompt_text={p.id: p.text for p in study.prompts()},
                                response_text={(r.prompt, r.system): r.text for r in study.responses()}, rng=rng,

@@ -252,6 +252,10 @@ class Report:
         LLM-judge totals per model (``planner.connectors.cache.judge_totals``:
         ``model``, ``answers``, ``prompt_tokens``, ``completion_tokens``,
         ``cost_usd`` or None without a price); empty before any judge ran.
+    style_control : planner.style_report.StyleControlReport or None
+        Raw and style-controlled leaderboards, style coefficients and, for an
+        anchor, length-controlled win rates (``style_control=True`` or
+        ``lc_anchor``); None otherwise.
     fit : planner.model.Fit
         The fit itself (not in ``to_dict``).
     """
@@ -280,13 +284,15 @@ class Report:
     flags: tuple[str, ...]
     notes: tuple[str, ...]
     judges: tuple[dict, ...] = ()
+    style_control: Any = None
     fit: Any = field(default=None, repr=False, compare=False)
 
     def to_dict(self) -> dict:
-        """JSON-ready dict of every field except ``fit``."""
+        """JSON-ready dict of every field except ``fit`` (and ``style_control`` when not computed)."""
         from planner.jsonable import jsonable
 
-        return {name: jsonable(getattr(self, name)) for name in self.__dataclass_fields__ if name != "fit"}
+        skip = {"fit"} | ({"style_control"} if self.style_control is None else set())  # key only when asked
+        return {name: jsonable(getattr(self, name)) for name in self.__dataclass_fields__ if name not in skip}
 
 
 # --------------------------------------------------------------- store reads
@@ -389,7 +395,8 @@ def _item_words(study, judgments) -> dict[str, int]:
 # --------------------------------------------------------------------- build
 def build_report(study_path, *, engine: str = "laplace", by_stratum: bool = False, seed: int = 0,
                  draws: int = 1000, tune: int = 1000, chains: int = 2, progressbar: bool = False,
-                 min_pass_rate: float = 0.8, save_posterior: bool | None = None) -> Report:
+                 min_pass_rate: float = 0.8, save_posterior: bool | None = None, style_control: bool = False,
+                 lc_anchor: str | None = None) -> Report:
     """Fit the study's judgments and run every diagnostic.
 
     Parameters
@@ -420,6 +427,14 @@ def build_report(study_path, *, engine: str = "laplace", by_stratum: bool = Fals
         NUTS, whose draws are costly to redo; a Laplace posterior is
         recomputed in well under a second, and writing it meant importing
         arviz (about half of every report's time, issue 13).
+    style_control : bool
+        Also fit the style-controlled model (:mod:`planner.style`) with the
+        same engine and seed and report it beside the raw leaderboard; for an
+        anchor design (every judgment involves the study's anchor) also the
+        length-controlled win rates (:mod:`planner.style_lc`).
+    lc_anchor : str, optional
+        Length-controlled win rates of every system against this system
+        (judgments involving it), with or without ``style_control``.
 
     Returns
     -------
@@ -465,6 +480,14 @@ def build_report(study_path, *, engine: str = "laplace", by_stratum: bool = Fals
         fit = fit_model(counts_k if by_stratum else counts, engine=engine, by_stratum=by_stratum,
                         stratum_weights=weights if by_stratum else None,
                         seed=seed, draws=draws, tune=tune, chains=chains, progressbar=progressbar)
+        style = None
+        if style_control or lc_anchor is not None:
+            from planner.style_report import style_control_report
+
+            style = style_control_report(study, fit if not by_stratum else fit_model(
+                counts, engine=engine, seed=seed, draws=draws, tune=tune, chains=chains), engine=engine,
+                seed=seed, draws=draws, tune=tune, chains=chains, progressbar=progressbar, lc_anchor=lc_anchor,
+                control=style_control)
         artifact = None
         if save_posterior:
             artifact = f"posterior-{engine}{'-by-stratum' if by_stratum else ''}.nc"
@@ -549,6 +572,12 @@ def build_report(study_path, *, engine: str = "laplace", by_stratum: bool = Fals
     if length is not None and length.flagged:
         flags.append(f"length bias: the longer response wins {100 * length.share:.1f}% of decisive judgments "
                      f"(95% [{100 * length.ci_low:.1f}%, {100 * length.ci_high:.1f}%])")
+    if style is not None:
+        if style.n_excluded:
+            notes.append(f"style control: {style.n_excluded:,} judgment(s) without both response texts are left "
+                         f"out of the controlled fit ({style.n_used:,} used)")
+        notes.extend(style.lc_notes)
+        flags.extend(f"style-controlled model: {w}" for w in style.warnings)
     if acc is not None and acc.leader_flagged:
         flags.append(f"acceptability: {acc.message} (below {100 * min_pass_rate:.0f}%)")
     if annotators is not None:
@@ -574,7 +603,7 @@ def build_report(study_path, *, engine: str = "laplace", by_stratum: bool = Fals
     return Report(str(study_path), systems, anchor, totals, dict(sorted(kinds.items())), tuple(board),
                   rg.tied_with_leader, pairs, win_matrix, anchor_res, ties, position, length, triads, reasons,
                   annotators, strata, acc, acc_source, model, artifact, tuple(flags), tuple(notes),
-                  judges=tuple(judge_totals(study_path)), fit=fit)
+                  judges=tuple(judge_totals(study_path)), style_control=style, fit=fit)
 
 
 # ------------------------------------------------------------------ markdown
@@ -718,6 +747,10 @@ def render_markdown(report: Report) -> str:
     if r.posterior_artifact:
         L.append(f"- Posterior saved in the study as `{r.posterior_artifact}` (ArviZ netcdf).")
     L.append("")
+    if r.style_control is not None:
+        from planner.style_report import markdown_section
+
+        L += markdown_section(r.style_control)
     if r.judges:
         L += ["## LLM judges", ""]
         L += _table(["model", "answers", "prompt tokens", "completion tokens", "cost (USD)"],
