@@ -39,7 +39,7 @@ def test_init_vicuna80(shared_data, tmp_path):
                             "guanaco-33b", "guanaco-65b")
     assert len(info.strata) == 9
     with Study.open(tmp_path / "v") as st:
-        assert st.anchor == "gpt-4" and st.config["max_words"] == 400 and st.config["tie_convention"] == "half"
+        assert st.anchor == "gpt-4" and st.config["max_words"] is None and st.config["tie_convention"] == "half"
         assert st.strata()[0] == "generic"
         assert sum(p.stratum == "coding" for p in st.prompts()) == 7  # README: coding q61-67 (7)
         r = st.response("vicuna80-q1", "gpt-4")
