@@ -7,8 +7,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from cli.app import app
-from cli.common import call, err, message, out, print_json
+from .app import app
+from .common import call, err, message, out, print_json
 
 DEFAULT_STRATEGIES = "active,round-robin,random,swiss,arena,entropy,oracle"
 
@@ -85,7 +85,7 @@ def simulate_cmd(
                                   anchor=_anchor_index(anchor, names), truth=truth, replay=pool)
 
     spec = call(build)
-    from cli.common import progress as make_progress
+    from .common import progress as make_progress
 
     with make_progress(len(spec.strategies) * spec.reps, "simulating") as bar:
         task = bar.add_task("simulating", total=len(spec.strategies) * spec.reps)
