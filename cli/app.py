@@ -72,7 +72,7 @@ def _version(value: bool) -> None:
 @app.callback()
 def _main(
     version: Annotated[bool | None, typer.Option(
-        "--version", callback=_version, is_eager=True, help="Print the planner version and exit.")] = None,
+        "--version", "-V", callback=_version, is_eager=True, help="Print the planner version and exit.")] = None,
 ) -> None:
     """Plan, run and analyse pairwise-comparison evaluations of AI systems.
 

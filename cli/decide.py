@@ -11,8 +11,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from cli.app import app
-from cli.common import call, out, print_json, warn
+from .app import app
+from .common import call, out, print_json, warn
 
 
 @app.command("decide")

@@ -7,8 +7,8 @@ from typing import Annotated
 
 import typer
 
-from cli.app import app
-from cli.common import call, message, out, print_json
+from .app import app
+from .common import call, message, out, print_json
 
 
 @app.command("demo")
@@ -64,7 +64,7 @@ def demo_cmd(
 
 
 def _live(directory, systems, prompts, budget, size, seed, force, json_out) -> None:
-    from cli.run import run_progress
+    from .run import run_progress
     from planner.judge_demo import run_demo_live
 
     res = call(run_demo_live, directory, n_systems=systems, n_prompts=prompts, budget=budget, batch_size=size,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cli.common import call, message, out, print_json
+from .common import call, message, out, print_json
 
 
 def run_hybrid(study: Path, surrogate: str, target: str, json_: bool) -> None:

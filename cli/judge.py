@@ -7,8 +7,8 @@ from typing import Annotated
 
 import typer
 
-from cli.app import app
-from cli.common import call, err, message, out, print_json, warn
+from .app import app
+from .common import call, err, message, out, print_json, warn
 
 
 def judge_progress(disable: bool = False):

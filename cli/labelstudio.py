@@ -7,15 +7,15 @@ from typing import Annotated
 
 import typer
 
-from cli.app import app
-from cli.common import call, message, print_json
+from .app import app
+from .common import call, message, print_json
 
 _TARGETS = ("label-studio",)
 
 
 def _check_target(value: str, option: str) -> None:
     if value not in _TARGETS:
-        from cli.common import fail
+        from .common import fail
         from planner.errors import UsageError, quote
 
         raise fail(UsageError(f"{option} ({quote(value)}): expected one of {', '.join(_TARGETS)}"))

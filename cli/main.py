@@ -5,22 +5,22 @@ library modules (and through them numpy/scipy/pymc) are imported inside the
 command functions, so ``planner --help`` stays fast and never imports pymc.
 """
 
-from cli.app import app
+from .app import app
 
 # Order here is the order in `planner --help`.
-from cli import size as _size  # noqa: F401,E402  (size, significance)
-from cli import allocate as _allocate  # noqa: F401,E402
-from cli import study as _study  # noqa: F401,E402  (init, ingest, status)
-from cli import lifecycle as _lifecycle  # noqa: F401,E402  (void, retract)
-from cli import export as _export  # noqa: F401,E402
-from cli import next_batch as _next_batch  # noqa: F401,E402
-from cli import report as _report  # noqa: F401,E402
-from cli import decide as _decide  # noqa: F401,E402
-from cli import simulate as _simulate  # noqa: F401,E402
-from cli import demo as _demo  # noqa: F401,E402
-from cli import judge as _judge  # noqa: F401,E402
-from cli import run as _run  # noqa: F401,E402
-from cli import labelstudio as _labelstudio  # noqa: F401,E402  (push, pull)
+from . import size as _size  # noqa: F401,E402  (size, significance)
+from . import allocate as _allocate  # noqa: F401,E402
+from . import study as _study  # noqa: F401,E402  (init, ingest, status)
+from . import lifecycle as _lifecycle  # noqa: F401,E402  (void, retract)
+from . import export as _export  # noqa: F401,E402
+from . import next_batch as _next_batch  # noqa: F401,E402
+from . import report as _report  # noqa: F401,E402
+from . import decide as _decide  # noqa: F401,E402
+from . import simulate as _simulate  # noqa: F401,E402
+from . import demo as _demo  # noqa: F401,E402
+from . import judge as _judge  # noqa: F401,E402
+from . import run as _run  # noqa: F401,E402
+from . import labelstudio as _labelstudio  # noqa: F401,E402  (push, pull)
 
 
 def main() -> None:

@@ -13,8 +13,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from cli.app import app
-from cli.common import call, message, out, print_json, warn
+from .app import app
+from .common import call, message, out, print_json, warn
 
 
 @app.command("report")
@@ -59,7 +59,7 @@ def report_cmd(
     Example: planner report my-study --plot figures --markdown report.md
     """
     if surrogate is not None:
-        from cli.hybrid import run_hybrid
+        from .hybrid import run_hybrid
         return run_hybrid(study, surrogate, target, json_)
     from planner import report as rp
     from planner.limits import check_output_dir, check_output_file, check_report_options

@@ -8,8 +8,8 @@ from typing import Annotated
 
 import typer
 
-from cli.app import app
-from cli.common import call, err, fail, message, out, print_json, warn
+from .app import app
+from .common import call, err, fail, message, out, print_json, warn
 
 STOP_TEXT = {
     "settled": "the ranking is settled",
@@ -24,7 +24,7 @@ STOP_TEXT = {
 
 def run_progress(disable: bool = False):
     """Progress lines on stderr: one per round, and the judge's progress within a round."""
-    from cli.judge import judge_progress
+    from .judge import judge_progress
 
     inner = judge_progress(disable)
     console = err()

@@ -7,8 +7,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from cli.app import app
-from cli.common import call, err, message, out, print_json
+from .app import app
+from .common import call, err, message, out, print_json
 
 DEFAULT_STRATEGIES = "active,round-robin,random,swiss,arena,entropy,oracle"
 
@@ -30,7 +30,7 @@ def simulate_cmd(
     tie_rate: Annotated[float, typer.Option(help="Synthetic judge: tie probability between equal systems, 0 <= t < 1.")] = 0.0,
     position: Annotated[float, typer.Option(help="Synthetic judge: left-position logit shift, -10 to 10.")] = 0.0,
     flip: Annotated[float, typer.Option(help="Synthetic judge: probability a decisive verdict is reversed, 0 <= f < 0.5.")] = 0.0,
-    anchor: Annotated[int, typer.Option(help="Index (0-based) of the anchor system for anchor strategies.")] = 0,
+    anchor: Annotated[Optional[str], typer.Option(help="Anchor system of the anchor strategies, by name as in the system list (synthetic: sys01, sys02, ...; replay/study: its names). Default: the first.")] = None,
     target: Annotated[str, typer.Option(help="Target to budget for: tau=0.9, credible-tau=0.9 (pairs the truth settles: all pairs of a synthetic truth, P(order) > 0.95 on a replay), credible-all (every such pair right), rho=0.9, rmse=0.3, width=100 (Elo), coverage=0.9, top1=0.9. Met within 1e-9.")] = "tau=0.9",
     workers: Annotated[Optional[int], typer.Option(help="Worker processes, 1 to 64 (default 2).")] = None,
     plot: Annotated[Optional[Path], typer.Option(help="Write metric-vs-comparisons curves (.png or .svg).")] = None,
@@ -55,7 +55,7 @@ def simulate_cmd(
         synthetic = replay is None and from_study is None
         check_simulation_options(n_systems=systems if synthetic else None, spread=spread, arena_gamma=arena_gamma,
                                  tie_rate=tie_rate, position=position, flip=flip, budget=budget, batch=batch,
-                                 reps=reps, seed=seed, workers=workers, anchor=anchor)
+                                 reps=reps, seed=seed, workers=workers)
         check_output_file("--plot", plot, suffixes=(".png", ".svg"))
         check_output_file("--out", out_file)
         check_input_file("--replay", replay)
@@ -78,17 +78,14 @@ def simulate_cmd(
             from planner.errors import UsageError
 
             raise UsageError(f"--scenario ({scenario!r}) must be one of {', '.join(sim.SCENARIOS)}")
-        n = len(truth.systems) if truth is not None else systems
-        if not 0 <= anchor < n:
-            from planner.errors import UsageError
-
-            raise UsageError(f"--anchor ({anchor}) must be in [0, {n - 1}]")
-        return sim.SimulationSpec(name, strats, n_systems=n, spread=spread, arena_gamma=arena_gamma, judge=judge,
-                                  budget=budget, batch=batch, reps=reps, seed=seed, engine=engine,
-                                  anchor=anchor, truth=truth, replay=pool)
+        # linear draws nothing: only the synthetic names, the ones every synthetic scenario uses
+        names = truth.systems if truth is not None else sim.make_truth("linear", systems, None).systems
+        return sim.SimulationSpec(name, strats, n_systems=len(names), spread=spread, arena_gamma=arena_gamma,
+                                  judge=judge, budget=budget, batch=batch, reps=reps, seed=seed, engine=engine,
+                                  anchor=_anchor_index(anchor, names), truth=truth, replay=pool)
 
     spec = call(build)
-    from cli.common import progress as make_progress
+    from .common import progress as make_progress
 
     with make_progress(len(spec.strategies) * spec.reps, "simulating") as bar:
         task = bar.add_task("simulating", total=len(spec.strategies) * spec.reps)
@@ -110,6 +107,22 @@ def simulate_cmd(
         print_json(result)
         return
     _render(result)
+
+
+ANCHOR_NAMES_SHOWN = 20  # an unknown --anchor lists at most this many allowed names (up to 200 systems)
+
+
+def _anchor_index(anchor: str | None, names: tuple[str, ...]) -> int:
+    """Position of the ``--anchor`` system in the simulation's system list (0, the first, when not given)."""
+    if anchor is None:
+        return 0
+    if anchor in names:
+        return names.index(anchor)
+    from planner.errors import UsageError, quote
+
+    shown = ", ".join(names[:ANCHOR_NAMES_SHOWN])
+    more = f", … ({len(names)} systems)" if len(names) > ANCHOR_NAMES_SHOWN else ""
+    raise UsageError(f"--anchor ({quote(anchor)}) must be one of the systems: {shown}{more}")
 
 
 def _render(result) -> None:

@@ -11,8 +11,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from cli.app import app
-from cli.common import call, message, out, print_json
+from .app import app
+from .common import call, message, out, print_json
 
 
 @app.command("size")

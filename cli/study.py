@@ -7,8 +7,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from cli.app import app
-from cli.common import call, message, out, print_json, progress
+from .app import app
+from .common import call, message, out, print_json, progress
 
 
 def _fmt_score(v) -> str:
@@ -24,7 +24,7 @@ def init_cmd(
     responses: Annotated[Optional[Path], typer.Option(help="Responses JSONL: prompt, system, text (optional acceptable).")] = None,
     reasons: Annotated[str, typer.Option(help="Comma-separated reason codes.")] = "accuracy,completeness,format,concision,safety",
     seed: Annotated[int, typer.Option(help="Study seed (used by next-batch).")] = 0,
-    max_words: Annotated[int, typer.Option(help="Default maximum words per response shown to annotators.")] = 400,
+    max_words: Annotated[Optional[int], typer.Option(help="Default maximum words per response shown to annotators (default: no limit).")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the result as one JSON document.")] = False,
 ) -> None:
     """Create a study: a directory with study.json and an SQLite store.

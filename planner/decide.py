@@ -46,7 +46,7 @@ from functools import lru_cache
 from typing import Sequence
 
 import numpy as np
-from scipy import stats
+from planner import distributions as stats  # stats.norm without importing scipy.stats (issue 13)
 
 from planner import bt
 from planner.counts import Counts

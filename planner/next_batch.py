@@ -258,7 +258,8 @@ def plan_next_batch(study, *, size: int, strategy: str, objective: str, top_k: i
 
 #: ``planner init`` stored ``max_words: 400`` in every study config whether asked or not; that silent
 #: default dropped 22 of 640 Vicuna80 answers (12 of them gpt-4's, under a judge whose longer answer
-#: wins 73%). It is treated as "no limit" (issue 13); any other stored value was chosen and is honoured.
+#: wins 73%). In those configs (``planner_study`` 1) it is treated as "no limit" (issue 13); any other stored
+#: value was chosen and is honoured. ``planner_study`` 2 configs store only what was asked for (null: no limit).
 LEGACY_DEFAULT_MAX_WORDS = 400
 
 
@@ -267,7 +268,8 @@ def _word_limit(max_words: int | None, config: dict) -> int | None:
     if max_words is not None:
         return int(max_words)
     stored = config.get("max_words")
-    if stored is None or int(stored) == LEGACY_DEFAULT_MAX_WORDS:
+    legacy = config.get("planner_study", 1) == 1 and int(stored or 0) == LEGACY_DEFAULT_MAX_WORDS
+    if stored is None or legacy:
         return None
     return int(stored)
 

@@ -13,8 +13,9 @@ Conventions
 * The test is of H0: win rate = 0.5 (two-sided or ``greater``).
 
 Formulas and references are in ``docs/methods.md`` (section "Power analysis").
-Only numpy and scipy are imported at module level; matplotlib is imported inside
-:func:`plot_power`.
+Only numpy and scipy.special (through :mod:`planner.distributions`) are imported
+at module level; ``scipy.stats`` only inside :func:`significance` (binomtest) and
+matplotlib inside :func:`plot_power`.
 """
 
 from __future__ import annotations
@@ -23,9 +24,9 @@ import math
 from dataclasses import dataclass, field, replace
 
 import numpy as np
-from scipy import stats
 
 from planner import limits
+from planner.distributions import binom, norm  # scipy.stats' values without importing scipy.stats (issue 13)
 from planner.errors import UsageError, check_range
 from planner.proportions import wilson_half_width, wilson_interval
 
@@ -171,7 +172,7 @@ def effect_from_win_rate(p: float) -> float:
 
 
 def _z_alpha(alpha: float, alternative: str) -> float:
-    return float(stats.norm.isf(alpha / 2 if alternative == "two-sided" else alpha))
+    return float(norm.isf(alpha / 2 if alternative == "two-sided" else alpha))
 
 
 def _sigmas(d: float, design: Design) -> tuple[float, float, float]:
@@ -198,7 +199,7 @@ def n_normal(d: float, design: Design) -> float:
     """
     sd0, sd1, shift = _sigmas(d, design)
     za = _z_alpha(design.alpha_per_pair, design.alternative)
-    zb = float(stats.norm.ppf(design.power))
+    zb = float(norm.ppf(design.power))
     return ((za * sd0 + zb * sd1) / shift) ** 2
 
 
@@ -208,9 +209,9 @@ def power_normal(d: float, n: float | np.ndarray, design: Design) -> np.ndarray 
     za = _z_alpha(design.alpha_per_pair, design.alternative)
     n = np.asarray(n, dtype=float)
     root = np.sqrt(n)
-    pw = stats.norm.cdf((shift * root - za * sd0) / sd1)
+    pw = norm.cdf((shift * root - za * sd0) / sd1)
     if design.alternative == "two-sided":
-        pw = pw + stats.norm.cdf((-shift * root - za * sd0) / sd1)
+        pw = pw + norm.cdf((-shift * root - za * sd0) / sd1)
     return pw if pw.ndim else float(pw)
 
 
@@ -229,13 +230,13 @@ def critical_wins(n: np.ndarray | int, alpha: float, alternative: str) -> np.nda
     """
     n = np.atleast_1d(np.asarray(n, dtype=np.int64))
     a = alpha / 2 if alternative == "two-sided" else alpha
-    k = stats.binom.ppf(1 - a, n, 0.5).astype(np.int64) + 1
+    k = binom.ppf(1 - a, n, 0.5).astype(np.int64) + 1
     # Guard the discrete boundary against rounding in cdf/ppf: step k until sf(k-1) <= a.
     rel = 1 + 1e-10
     for _ in range(3):
-        too_low = stats.binom.sf(k - 1, n, 0.5) > a * rel
+        too_low = binom.sf(k - 1, n, 0.5) > a * rel
         k = np.where(too_low, k + 1, k)
-        can_lower = (k > 0) & (stats.binom.sf(k - 2, n, 0.5) <= a * rel)
+        can_lower = (k > 0) & (binom.sf(k - 2, n, 0.5) <= a * rel)
         k = np.where(can_lower, k - 1, k)
     return np.minimum(k, n + 1)
 
@@ -245,10 +246,10 @@ def power_exact_decisive(d: float, n: np.ndarray | int, alpha: float, alternativ
     n = np.atleast_1d(np.asarray(n, dtype=np.int64))
     k = critical_wins(n, alpha, alternative)
     p = 0.5 + d
-    pw = stats.binom.sf(k - 1, n, p)
+    pw = binom.sf(k - 1, n, p)
     if alternative == "two-sided":
         # lower region X <= n - k_u, empty when k_u > n
-        pw = pw + np.where(n - k >= 0, stats.binom.cdf(n - k, n, p), 0.0)
+        pw = pw + np.where(n - k >= 0, binom.cdf(n - k, n, p), 0.0)
     return pw
 
 
@@ -277,7 +278,7 @@ def power_exact(d: float, n: np.ndarray | int, design: Design) -> np.ndarray:
         dec = centre[:, None] + offsets[None, :]
         valid = (dec >= 0) & (dec <= chunk[:, None])
         dec_c = np.clip(dec, 0, chunk[:, None])
-        w = np.where(valid, stats.binom.pmf(dec_c, chunk[:, None], 1 - t), 0.0)
+        w = np.where(valid, binom.pmf(dec_c, chunk[:, None], 1 - t), 0.0)
         out[start:start + 256] = (w * table[dec_c]).sum(axis=1)
     return out
 
@@ -677,14 +678,14 @@ def crossing_probabilities(z: np.ndarray, drift: float, two_sided: bool,
     x = np.array([0.0])
     wf = np.array([1.0])  # weights x density of S_{k-1} on the grid (a point mass at 0 for k=1)
     for k in range(K):
-        upper[k] = float(np.dot(wf, stats.norm.sf(b[k] - x - drift)))
+        upper[k] = float(np.dot(wf, norm.sf(b[k] - x - drift)))
         if two_sided:
-            lower[k] = float(np.dot(wf, stats.norm.cdf(-b[k] - x - drift)))
+            lower[k] = float(np.dot(wf, norm.cdf(-b[k] - x - drift)))
         if k == K - 1:
             break
         lo = -b[k] if two_sided else max(-b[k], drift * (k + 1) - 12 * math.sqrt(k + 1))
         xn, wn = _simpson(lo, b[k], grid)
-        f = stats.norm.pdf(xn[:, None] - x[None, :] - drift) @ wf
+        f = norm.pdf(xn[:, None] - x[None, :] - drift) @ wf
         x, wf = xn, wn * f
     return upper, lower
 
@@ -713,14 +714,14 @@ def sequential_design(looks: int, alpha: float = 0.05, power: float = 0.8,
     c = brentq(type1, 0.5, 10, xtol=1e-10)
     z = c * shape
     # power: only the upper boundary counts as the right decision
-    theta_fixed = _z_alpha(alpha, alternative) + float(stats.norm.ppf(power))
+    theta_fixed = _z_alpha(alpha, alternative) + float(norm.ppf(power))
 
     def upper_power(R: float) -> float:
         drift = theta_fixed * math.sqrt(R / looks)  # per-look mean increment of S_k
         return crossing_probabilities(z, drift, two)[0].sum() - power
 
     R = brentq(upper_power, 0.5, 5.0, xtol=1e-10) if looks > 1 else 1.0
-    nominal = tuple(float(2 * stats.norm.sf(v) if two else stats.norm.sf(v)) for v in z)
+    nominal = tuple(float(2 * norm.sf(v) if two else norm.sf(v)) for v in z)
     up0, dn0 = crossing_probabilities(z, 0.0, two)
     spent = tuple(float(v) for v in np.cumsum(up0 + dn0))
     n_max = n_look = None
@@ -825,7 +826,7 @@ def pass_rate_size(pass_rate: float, precision: float, confidence: float = 0.95,
     check_range("--precision", precision, 0, 0.5)
     check_range("--confidence", confidence, 0, 1)
     check_range("--invalid-rate", invalid_rate, 0, 1, low_open=False)
-    z = float(stats.norm.isf((1 - confidence) / 2))
+    z = float(norm.isf((1 - confidence) / 2))
     n_norm = max(1, int(math.ceil(z * z * pass_rate * (1 - pass_rate) / precision ** 2 - 1e-9)))
     lo, hi = 1, max(4, 4 * n_norm + 100)
     while wilson_half_width(pass_rate, hi, confidence) > precision:
@@ -941,10 +942,12 @@ def significance(wins: int, losses: int, ties: int = 0, *, ties_convention: str 
     check_range("--confidence", confidence, 0, 1)
     _choice("--boundary", boundary, BOUNDARIES)
     look = check_look(look, looks)
+    from scipy import stats  # binomtest: only `significance` pays for importing scipy.stats
+
     alpha = 1 - confidence
     n_dec = wins + losses
     n = n_dec + ties if ties_convention == "half" else n_dec
-    z_crit = float(stats.norm.isf(alpha / 2))
+    z_crit = float(norm.isf(alpha / 2))
     none = Interval(None, None)
     wald = wilson = cp = none
     rate = pvalue = z = None

@@ -52,6 +52,7 @@ from planner.errors import DataError, UsageError, quote
 SCHEMA_VERSION = 3
 CONFIG_NAME = "study.json"
 DB_NAME = "study.sqlite"
+CONFIG_VERSION = 2  # "planner_study" in study.json; 1: max_words stored 400 when not asked for (see init_study)
 DEFAULT_REASONS = ("accuracy", "completeness", "format", "concision", "safety")
 DEFAULT_QC = {"attention": 0.05, "repeat": 0.05, "overlap": 0.15, "acceptability": 0.0}
 ITEM_KINDS = ("regular", "attention", "repeat", "overlap", "swap", "acceptability")
@@ -765,7 +766,7 @@ def _load_prompts(path: Path) -> tuple[list[tuple], list[str]]:
 def init_study(path, systems: Sequence[str] | None = None, anchor: str | None = None,
                prompts_file=None, responses_file=None, reasons: Sequence[str] = DEFAULT_REASONS,
                seed: int = 0, qc: dict | None = None, tie_convention: str = "half",
-               max_words: int = 400) -> StudyInfo:
+               max_words: int | None = None) -> StudyInfo:
     """Create a study directory with ``study.json`` and ``study.sqlite``.
 
     Parameters
@@ -791,8 +792,9 @@ def init_study(path, systems: Sequence[str] | None = None, anchor: str | None = 
         QC rates (fractions of a batch): attention, repeat, overlap, acceptability.
     tie_convention : str
         ``"half"``: a tie counts half a win in the half-tie score.
-    max_words : int
-        Default limit of words per response shown to annotators.
+    max_words : int, optional
+        Default limit of words per response shown to annotators; ``None`` (the
+        default) is no limit, stored as ``"max_words": null``.
 
     Raises
     ------
@@ -814,7 +816,8 @@ def init_study(path, systems: Sequence[str] | None = None, anchor: str | None = 
     limits.check_input_file("--prompts", prompts_file)
     limits.check_input_file("--responses", responses_file)
     limits.check_seed("--seed", seed)
-    limits.check_int("--max-words", max_words, 1, 10 ** 6)
+    if max_words is not None:
+        limits.check_int("--max-words", max_words, 1, 10 ** 6)
     for r in reasons:
         if study_check.name_problem(r):
             raise UsageError(f"--reasons: reason code {quote(r)} {study_check.name_problem(r)}; "
@@ -878,14 +881,15 @@ def init_study(path, systems: Sequence[str] | None = None, anchor: str | None = 
     if anchor is not None and anchor not in names:
         shown = anchor if len(anchor) <= 80 and anchor.isprintable() else quote(anchor)
         raise UsageError(f"--anchor ({shown}) must be one of the systems: {', '.join(names)}")
-    if int(max_words) < 1:
-        raise UsageError(f"--max-words ({max_words}) must be >= 1")
     if tie_convention != "half":
         raise UsageError(f"tie convention ({tie_convention!r}) must be 'half'")
     rates = dict(DEFAULT_QC)
     rates.update(qc or {})
-    config = {"planner_study": 1, "systems": names, "anchor": anchor, "reasons": list(reasons),
-              "qc": rates, "tie_convention": tie_convention, "seed": int(seed), "max_words": int(max_words),
+    # planner_study 2: "max_words" is what was asked for (null = no limit); version 1 configs stored 400
+    # whether asked or not, and next-batch reads their 400 as no limit (planner.next_batch._word_limit)
+    config = {"planner_study": CONFIG_VERSION, "systems": names, "anchor": anchor, "reasons": list(reasons),
+              "qc": rates, "tie_convention": tie_convention, "seed": int(seed),
+              "max_words": None if max_words is None else int(max_words),
               "created": _now()}
     try:
         _create_study_files(path, config, names, prompts, responses)

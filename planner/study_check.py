@@ -84,7 +84,7 @@ def _config_problems(cfg: dict) -> list[str]:
         out.append(_type_problem("seed", seed, "an integer >= 0"))
     words = cfg.get("max_words", 400)
     if words is not None and not (_is_int(words) and 1 <= words <= 10 ** 9):
-        out.append(_type_problem("max_words", words, "an integer >= 1"))
+        out.append(_type_problem("max_words", words, "an integer >= 1 or null (no limit)"))
     tie = cfg.get("tie_convention", "half")
     if not isinstance(tie, str):
         out.append(_type_problem("tie_convention", tie, "a string"))

@@ -52,13 +52,13 @@ def planned(repeat_pairs: int = 1) -> list[tuple[str, str, str, str]]:
     return out
 
 
-def vicuna(shared_data: Path):
-    """(prompt_text, response_text, strata, systems) from ../shared/data/vicuna80."""
+def vicuna(vicuna_data: Path):
+    """(prompt_text, response_text, strata, systems) from the real Vicuna-80 files (tests/data/qlora/vicuna80)."""
     ptext, strata, resp = {}, {}, {}
-    for line in (shared_data / "vicuna80" / "prompts.jsonl").read_text(encoding="utf-8").splitlines():
+    for line in (vicuna_data / "vicuna80" / "prompts.jsonl").read_text(encoding="utf-8").splitlines():
         r = json.loads(line)
         ptext[r["id"]], strata[r["id"]] = r["text"], r["stratum"]
-    for line in (shared_data / "vicuna80" / "responses.jsonl").read_text(encoding="utf-8").splitlines():
+    for line in (vicuna_data / "vicuna80" / "responses.jsonl").read_text(encoding="utf-8").splitlines():
         r = json.loads(line)
         resp[(r["prompt"], r["system"])] = r["text"]
     systems = tuple(sorted({s for _, s in resp}))

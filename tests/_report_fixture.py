@@ -2,7 +2,7 @@
 
 * :func:`synthetic_study`: a small study from known strengths, written as
   prompts/responses/normalized-judgment files and ingested;
-* :func:`vicuna_study`: ../shared/data/vicuna80 prompts + responses with the
+* :func:`vicuna_study`: tests/data/qlora/vicuna80 prompts + responses with the
   GPT-4 judgments ingested (built once per test module via a cache).
 """
 
@@ -77,13 +77,13 @@ def synthetic_study(root: Path, *, n: int = 600, seed: int = 1, anchor: str | No
 _VICUNA: dict[str, Path] = {}
 
 
-def vicuna_study(shared_data: Path, tmp_root: Path) -> Path:
+def vicuna_study(vicuna_data: Path, tmp_root: Path) -> Path:
     """Vicuna80 prompts + responses, GPT-4 judgments ingested; built once per ``tmp_root``."""
     key = str(tmp_root)
     if key not in _VICUNA:
         path = tmp_root / "vicuna80-gpt4"
-        init_study(path, prompts_file=shared_data / "vicuna80" / "prompts.jsonl",
-                   responses_file=shared_data / "vicuna80" / "responses.jsonl")
-        ingest(path, [shared_data / "judgments" / "qlora_vicuna80_gpt4.jsonl"])
+        init_study(path, prompts_file=vicuna_data / "vicuna80" / "prompts.jsonl",
+                   responses_file=vicuna_data / "vicuna80" / "responses.jsonl")
+        ingest(path, [vicuna_data / "judgments" / "qlora_vicuna80_gpt4.jsonl"])
         _VICUNA[key] = path
     return _VICUNA[key]

@@ -1,4 +1,5 @@
-"""Shared fixtures. Tests that need ../shared/data skip cleanly when it is absent."""
+"""Shared fixtures. The real Vicuna-80 files ship in tests/data/qlora; tests that need the large
+replay sets of ../shared/data skip cleanly when it is absent."""
 
 from __future__ import annotations
 
@@ -13,12 +14,21 @@ os.environ.setdefault("MPLBACKEND", "Agg")
 from ls_server import label_studio  # noqa: E402,F401
 
 ROOT = Path(__file__).resolve().parents[1]
+# the small real Vicuna-80 files (prompts, responses, GPT-4 and human verdicts): shipped, README inside
+VICUNA_DATA = ROOT / "tests" / "data" / "qlora"
+# the large replay sets (OpenAssistant GPT-4, 40k rows): only in the project's ../shared/data
 SHARED_DATA = ROOT.parent / "shared" / "data"
 
 
 @pytest.fixture
+def vicuna_data() -> Path:
+    """The real Vicuna-80 data (tests/data/qlora: vicuna80/, judgments/); part of every clone."""
+    return VICUNA_DATA
+
+
+@pytest.fixture
 def shared_data() -> Path:
-    """The real public judgment data in ../shared/data, or skip."""
+    """The large real replay data in ../shared/data (not part of a user's clone), or skip."""
     if not (SHARED_DATA / "README.md").exists():
         pytest.skip("../shared/data is not present (it is not part of a user's clone)")
     return SHARED_DATA

@@ -273,8 +273,8 @@ def test_manifest_length_ratio_and_left_share():
     assert set(batch.manifest["left_share"]) == set(fx.SYSTEMS)
 
 
-def test_real_vicuna_batch_has_no_name_mentions(shared_data):
-    ptext, resp, strata, systems = fx.vicuna(shared_data)
+def test_real_vicuna_batch_has_no_name_mentions(vicuna_data):
+    ptext, resp, strata, systems = fx.vicuna(vicuna_data)
     pids = sorted(ptext)
     planned = [(pids[(7 * n) % 80], a, b, strata[pids[(7 * n) % 80]])
                for n, (a, b) in enumerate(itertools.combinations(systems, 2))]

@@ -18,8 +18,8 @@ def run(*args: str):
 
 
 @pytest.fixture
-def vicuna(shared_data):
-    return str(shared_data / "vicuna80" / "prompts.jsonl")
+def vicuna(vicuna_data):
+    return str(vicuna_data / "vicuna80" / "prompts.jsonl")
 
 
 def test_vicuna80_allocates_cleanly(vicuna, tmp_path):
@@ -129,12 +129,12 @@ def test_neyman_with_pilot(tmp_path):
     assert [s["allocated"] for s in json.loads(r.stdout)["strata"]] == [6, 3]
 
 
-def test_study_input(shared_data, tmp_path):
+def test_study_input(vicuna_data, tmp_path):
     from planner.study import init_study
 
     path = tmp_path / "study"
-    init_study(path, prompts_file=shared_data / "vicuna80" / "prompts.jsonl",
-               responses_file=shared_data / "vicuna80" / "responses.jsonl")
+    init_study(path, prompts_file=vicuna_data / "vicuna80" / "prompts.jsonl",
+               responses_file=vicuna_data / "vicuna80" / "responses.jsonl")
     r = run("--study", str(path), "--budget", "18", "--method", "neyman", "--json")
     assert r.exit_code == 0, r.stderr
     doc = json.loads(r.stdout)
@@ -143,7 +143,7 @@ def test_study_input(shared_data, tmp_path):
 
     from planner.study import ingest
 
-    ingest(path, [shared_data / "judgments" / "qlora_vicuna80_gpt4.jsonl"])
+    ingest(path, [vicuna_data / "judgments" / "qlora_vicuna80_gpt4.jsonl"])
     r = run("--study", str(path), "--budget", "18", "--method", "neyman", "--json")
     doc = json.loads(r.stdout)
     assert r.exit_code == 0 and doc["notes"] == []

@@ -101,8 +101,8 @@ def test_not_a_study_exits_1(tmp_path):
     assert "not a study" in r.stderr and r.stdout == ""
 
 
-def test_vicuna_report_cli(shared_data, tmp_path_factory):
-    st = fx.vicuna_study(shared_data, tmp_path_factory.getbasetemp() / "test_cli_report")
+def test_vicuna_report_cli(vicuna_data, tmp_path_factory):
+    st = fx.vicuna_study(vicuna_data, tmp_path_factory.getbasetemp() / "test_cli_report")
     r = runner.invoke(app, ["report", str(st), "--json"])
     assert r.exit_code == 0, r.stderr
     doc = json.loads(r.stdout)

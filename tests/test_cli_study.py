@@ -85,13 +85,13 @@ def test_init_usage_errors(tmp_path):
     assert r.exit_code == 1 and "not a study" in r.stderr
 
 
-def test_vicuna80_readme_example(shared_data, tmp_path):
+def test_vicuna80_readme_example(vicuna_data, tmp_path):
     st = str(tmp_path / "v")
-    r = runner.invoke(app, ["init", st, "--prompts", str(shared_data / "vicuna80/prompts.jsonl"),
-                            "--responses", str(shared_data / "vicuna80/responses.jsonl"), "--anchor", "gpt-4"])
+    r = runner.invoke(app, ["init", st, "--prompts", str(vicuna_data / "vicuna80/prompts.jsonl"),
+                            "--responses", str(vicuna_data / "vicuna80/responses.jsonl"), "--anchor", "gpt-4"])
     assert r.exit_code == 0, r.stderr
     assert "8 systems, 80 prompts in 9 strata, 640 responses" in r.stdout.replace("\n", " ")
-    r = runner.invoke(app, ["ingest", st, str(shared_data / "judgments/qlora_vicuna80_gpt4.jsonl"), "--json"])
+    r = runner.invoke(app, ["ingest", st, str(vicuna_data / "judgments/qlora_vicuna80_gpt4.jsonl"), "--json"])
     f = json.loads(r.stdout)["files"][0]
     # ../shared/data/README.md: A 2,512 / B 1,355 / tie 600 / invalid 13
     assert (f["A"], f["B"], f["tie"], f["invalid"]) == (2512, 1355, 600, 13)

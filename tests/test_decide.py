@@ -317,13 +317,13 @@ def test_deterministic(tmp_path):
     assert EXIT_CODES == {"pass": 0, "regress": 3, "undecided": 4}
 
 
-def test_real_data_vicuna80(shared_data, tmp_path):
+def test_real_data_vicuna80(vicuna_data, tmp_path):
     from planner.study import ingest, init_study
 
     path = tmp_path / "v"
-    init_study(path, prompts_file=shared_data / "vicuna80/prompts.jsonl",
-               responses_file=shared_data / "vicuna80/responses.jsonl")
-    ingest(path, [shared_data / "judgments/qlora_vicuna80_gpt4.jsonl"])
+    init_study(path, prompts_file=vicuna_data / "vicuna80/prompts.jsonl",
+               responses_file=vicuna_data / "vicuna80/responses.jsonl")
+    ingest(path, [vicuna_data / "judgments/qlora_vicuna80_gpt4.jsonl"])
     d = decide(path, "guanaco-65b", "gpt-3.5-turbo")
     assert len(d.strata) == 9 and d.verdict in ("pass", "regress", "undecided")
     # every stratum's W+L+T is the direct comparisons of the two systems in that stratum (both orders)

@@ -473,8 +473,8 @@ def _load(path):
                     item=r["id"], a_position=r.get("a_position", "left"), annotator=r.get("judge"))
 
 
-def test_real_vicuna_gpt4_position_and_swap(shared_data):
-    js = list(_load(shared_data / "judgments" / "qlora_vicuna80_gpt4.jsonl"))
+def test_real_vicuna_gpt4_position_and_swap(vicuna_data):
+    js = list(_load(vicuna_data / "judgments" / "qlora_vicuna80_gpt4.jsonl"))
     systems = sorted({j.a for j in js} | {j.b for j in js})
     c = Counts.from_records(systems, [(j.a, j.b, j.verdict) for j in js])
     pb = dg.position_bias(c)
@@ -489,11 +489,11 @@ def test_real_vicuna_gpt4_position_and_swap(shared_data):
     assert dg.tie_rates(c).overall.ties == 600
 
 
-def test_real_vicuna_gpt4_strata_and_length(shared_data):
-    prompts = [json.loads(x) for x in open(shared_data / "vicuna80" / "prompts.jsonl", encoding="utf-8")]
+def test_real_vicuna_gpt4_strata_and_length(vicuna_data):
+    prompts = [json.loads(x) for x in open(vicuna_data / "vicuna80" / "prompts.jsonl", encoding="utf-8")]
     stratum = {p["id"]: p["stratum"] for p in prompts}
     strata = tuple(sorted(set(stratum.values())))
-    js = list(_load(shared_data / "judgments" / "qlora_vicuna80_gpt4.jsonl"))
+    js = list(_load(vicuna_data / "judgments" / "qlora_vicuna80_gpt4.jsonl"))
     systems = sorted({j.a for j in js} | {j.b for j in js})
     c = Counts.from_records(systems, [(j.a, j.b, j.verdict, stratum[j.prompt]) for j in js], strata)
     rates = {s.stratum: s.rate for s in dg.tie_rates(c).per_stratum}
@@ -503,7 +503,7 @@ def test_real_vicuna_gpt4_strata_and_length(shared_data):
     for k, v in expected.items():
         assert rates[k] == pytest.approx(v, abs=0.01), k
     words = {(r["prompt"], r["system"]): len(r["text"].split())
-             for r in map(json.loads, open(shared_data / "vicuna80" / "responses.jsonl", encoding="utf-8"))}
+             for r in map(json.loads, open(vicuna_data / "vicuna80" / "responses.jsonl", encoding="utf-8"))}
     lb = dg.length_bias(js, words)
     # every one of the README's 2,512 + 1,355 decisive verdicts lands in exactly one bucket
     assert lb.n + lb.n_equal + lb.n_missing == 2512 + 1355

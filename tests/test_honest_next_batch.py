@@ -19,14 +19,14 @@ def test_word_limit_default_is_off():
 
 
 @pytest.fixture
-def v80(shared_data, tmp_path_factory):
-    return fx.vicuna_study(shared_data, tmp_path_factory.getbasetemp() / "honest_nb")
+def v80(vicuna_data, tmp_path_factory):
+    return fx.vicuna_study(vicuna_data, tmp_path_factory.getbasetemp() / "honest_nb")
 
 
-def test_vicuna_long_answers(shared_data):
+def test_vicuna_long_answers(vicuna_data):
     # issue 13: 22 of 640 Vicuna80 answers exceed 400 words, 12 of them gpt-4's (count_words = the
     # batch writer's own word count)
-    rows = [json.loads(x) for x in (shared_data / "vicuna80" / "responses.jsonl").read_text().splitlines() if x]
+    rows = [json.loads(x) for x in (vicuna_data / "vicuna80" / "responses.jsonl").read_text().splitlines() if x]
     text_key = next(k for k in ("response", "text", "output") if k in rows[0])
     long = [r for r in rows if count_words(r[text_key]) > 400]
     assert len(rows) == 640 and len(long) == 22

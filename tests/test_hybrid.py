@@ -16,7 +16,7 @@ from planner.hybrid_report import hybrid_report, items_from_verdicts
 ppi_py = pytest.importorskip("ppi_py")   # the test oracle (test extra: ppi-python)
 pytestmark = [pytest.mark.filterwarnings("ignore::FutureWarning"),          # sklearn, inside ppi_py
               pytest.mark.filterwarnings("ignore:.*faster on contiguous")]  # numba, inside ppi_py
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+DATA = Path(__file__).resolve().parent / "data" / "qlora"   # the real Vicuna-80 files, shipped (README there)
 SYSTEMS = ("gpt-4", "gpt-3.5-turbo", "bard", "vicuna-13b", "guanaco-7b", "guanaco-13b", "guanaco-33b", "guanaco-65b")
 Z90 = 1.6448536269514722
 

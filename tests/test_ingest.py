@@ -65,11 +65,11 @@ def test_seed_fixture(st, tmp_path):
     assert totals(st) == {"A": 1, "B": 1, "tie": 1, "invalid": 1}
 
 
-def test_qlora_vicuna80_gpt4_published_counts(shared_data, tmp_path):
+def test_qlora_vicuna80_gpt4_published_counts(vicuna_data, tmp_path):
     # ../shared/data/README.md: "Verdicts: A 2,512 / B 1,355 / tie 600 (13.4%) / invalid 13 (0.3%)"
-    init_study(tmp_path / "v", prompts_file=shared_data / "vicuna80/prompts.jsonl",
-               responses_file=shared_data / "vicuna80/responses.jsonl")
-    res = ingest(tmp_path / "v", [shared_data / "judgments/qlora_vicuna80_gpt4.jsonl"])
+    init_study(tmp_path / "v", prompts_file=vicuna_data / "vicuna80/prompts.jsonl",
+               responses_file=vicuna_data / "vicuna80/responses.jsonl")
+    res = ingest(tmp_path / "v", [vicuna_data / "judgments/qlora_vicuna80_gpt4.jsonl"])
     f = res.files[0]
     assert (f.rows, f.A, f.B, f.tie, f.invalid) == (4480, 2512, 1355, 600, 13)
     assert totals(tmp_path / "v") == {"A": 2512, "B": 1355, "tie": 600, "invalid": 13}

@@ -143,15 +143,15 @@ def test_registry_rows_form(tmp_path):
     assert rows[2][1]["verdict"] == "invalid"  # unparseable text: invalid, counted
 
 
-def test_round_trip_with_real_gpt4_judgments(tmp_path, shared_data):
+def test_round_trip_with_real_gpt4_judgments(tmp_path, vicuna_data):
     """Vicuna-80 batch in both orders -> judge requests -> answers taken from the released GPT-4
     judgments for the same (prompt, first system, second system) -> read back -> through the key,
     the oriented verdicts equal the released ones."""
     import itertools
 
-    ptext, resp, strata, systems = fx.vicuna(shared_data)
+    ptext, resp, strata, systems = fx.vicuna(vicuna_data)
     released = {}
-    for line in (shared_data / "judgments" / "qlora_vicuna80_gpt4.jsonl").read_text(encoding="utf-8").splitlines():
+    for line in (vicuna_data / "judgments" / "qlora_vicuna80_gpt4.jsonl").read_text(encoding="utf-8").splitlines():
         r = json.loads(line)
         released[(r["prompt"], r["a"], r["b"])] = r["verdict"]
     pids = sorted(ptext)

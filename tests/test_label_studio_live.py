@@ -35,7 +35,7 @@ from planner.study import DB_NAME, Study, ingest, init_study
 
 pytestmark = [pytest.mark.labelstudio, pytest.mark.slow]
 
-VICUNA = Path(__file__).resolve().parents[2] / "shared" / "data" / "vicuna80"
+VICUNA = Path(__file__).resolve().parent / "data" / "qlora" / "vicuna80"   # shipped with the tests
 SYSTEMS = ("gpt-4", "bard", "vicuna-13b", "guanaco-65b")
 EXPORTS = ("JSON", "JSON_MIN", "CSV")
 SUFFIX = {"JSON": ".json", "JSON_MIN": ".min.json", "CSV": ".csv"}
@@ -44,7 +44,7 @@ PLAN = {"alice@example.com": "alice", "bob@example.com": "bob"}  # LS user -> th
 
 # ------------------------------------------------------------------ study
 def _study_files(d: Path):
-    """16 real Vicuna-80 prompts x 4 systems (../shared/data), else small synthetic texts."""
+    """16 real Vicuna-80 prompts x 4 systems (tests/data/qlora), else small synthetic texts."""
     if (VICUNA / "prompts.jsonl").exists():
         prompts = [json.loads(x) for x in (VICUNA / "prompts.jsonl").read_text(encoding="utf-8").splitlines()]
         keep = {p["id"] for p in prompts if int(p["id"].rsplit("q", 1)[1]) % 10 in (1, 4)}

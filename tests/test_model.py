@@ -223,8 +223,8 @@ def test_elo_mapping():
 
 
 # ------------------------------------------------------------ real data
-def test_vicuna_gpt4_gpt4_first_and_position_bias(shared_data):
-    c = read_counts(shared_data / "judgments" / "qlora_vicuna80_gpt4.jsonl")
+def test_vicuna_gpt4_gpt4_first_and_position_bias(vicuna_data):
+    c = read_counts(vicuna_data / "judgments" / "qlora_vicuna80_gpt4.jsonl")
     # README: 4,480 rows, invalid 13
     assert c.totals() == {"A": 2512, "B": 1355, "tie": 600, "invalid": 13}
     f = fit(c)
@@ -310,8 +310,8 @@ def test_nuts_diagnostics_warn_on_too_short_runs():
 
 
 @pytest.mark.slow
-def test_vicuna_nuts(shared_data):
-    c = read_counts(shared_data / "judgments" / "qlora_vicuna80_gpt4.jsonl")
+def test_vicuna_nuts(vicuna_data):
+    c = read_counts(vicuna_data / "judgments" / "qlora_vicuna80_gpt4.jsonl")
     n = fit(c, engine="nuts", seed=3)
     lap = fit(c)
     assert n.systems[int(np.argmax(n.mean))] == "gpt-4" and n.prob_best()[n.systems.index("gpt-4")] > 0.99

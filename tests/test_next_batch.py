@@ -158,21 +158,21 @@ def test_cli_dry_run_writes_nothing(study):
     assert r.exit_code == 2 and "--format" in r.stderr
 
 
-def _gpt4_verdicts(shared_data):
+def _gpt4_verdicts(vicuna_data):
     table = {}
-    with open(shared_data / "judgments" / "qlora_vicuna80_gpt4.jsonl") as fh:
+    with open(vicuna_data / "judgments" / "qlora_vicuna80_gpt4.jsonl") as fh:
         for line in fh:
             r = json.loads(line)
             table[(r["prompt"], r["a"], r["b"])] = {"A": "left", "B": "right"}.get(r["verdict"], r["verdict"])
     return table
 
 
-def test_full_loop_on_vicuna80_with_real_gpt4_verdicts(shared_data, tmp_path):
+def test_full_loop_on_vicuna80_with_real_gpt4_verdicts(vicuna_data, tmp_path):
     """init (Vicuna80) -> next-batch -> fill verdicts from the real GPT-4 judgments -> ingest, 3 rounds."""
-    v80 = shared_data / "vicuna80"
+    v80 = vicuna_data / "vicuna80"
     path = tmp_path / "v80"
     init_study(path, prompts_file=v80 / "prompts.jsonl", responses_file=v80 / "responses.jsonl", anchor="gpt-4")
-    verdicts = _gpt4_verdicts(shared_data)
+    verdicts = _gpt4_verdicts(vicuna_data)
     returned = Counter()
     for rnd in range(3):
         res = next_batch(path, size=40, out=tmp_path / f"r{rnd}.jsonl", max_words=2000)
@@ -247,12 +247,12 @@ def test_acceptability_items_round_trip_to_report_and_decide(study, tmp_path):
     assert rep.acceptability is not None
 
 
-def test_exhausted_pairs_are_refused_unless_prompts_may_be_reused(shared_data, tmp_path):
+def test_exhausted_pairs_are_refused_unless_prompts_may_be_reused(vicuna_data, tmp_path):
     # the GPT-4 file judges all 80 prompts for all 28 pairs: nothing unused is left
-    v80 = shared_data / "vicuna80"
+    v80 = vicuna_data / "vicuna80"
     path = tmp_path / "full"
     init_study(path, prompts_file=v80 / "prompts.jsonl", responses_file=v80 / "responses.jsonl")
-    ingest(path, [shared_data / "judgments" / "qlora_vicuna80_gpt4.jsonl"])
+    ingest(path, [vicuna_data / "judgments" / "qlora_vicuna80_gpt4.jsonl"])
     with pytest.raises(DataError, match="reuse-prompts"):
         next_batch(path, size=10, dry_run=True)
     res = next_batch(path, size=10, dry_run=True, reuse_prompts=True, max_words=2000)

@@ -28,9 +28,9 @@ _REPORTS: dict = {}
 
 
 @pytest.fixture
-def v80(shared_data, tmp_path_factory) -> Path:
+def v80(vicuna_data, tmp_path_factory) -> Path:
     """The vicuna80 + GPT-4 study, built once per module."""
-    return fx.vicuna_study(shared_data, tmp_path_factory.getbasetemp() / "test_report")
+    return fx.vicuna_study(vicuna_data, tmp_path_factory.getbasetemp() / "test_report")
 
 
 @pytest.fixture

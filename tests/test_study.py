@@ -30,16 +30,16 @@ def small(tmp_path):
     return tmp_path / "st"
 
 
-def test_init_vicuna80(shared_data, tmp_path):
+def test_init_vicuna80(vicuna_data, tmp_path):
     # README of ../shared/data: 80 prompts in 9 strata, 8 systems, 640 responses
-    info = init_study(tmp_path / "v", prompts_file=shared_data / "vicuna80/prompts.jsonl",
-                      responses_file=shared_data / "vicuna80/responses.jsonl", anchor="gpt-4")
+    info = init_study(tmp_path / "v", prompts_file=vicuna_data / "vicuna80/prompts.jsonl",
+                      responses_file=vicuna_data / "vicuna80/responses.jsonl", anchor="gpt-4")
     assert info.prompts == 80 and info.responses == 640 and info.missing_responses == 0
     assert info.systems == ("gpt-4", "gpt-3.5-turbo", "bard", "vicuna-13b", "guanaco-7b", "guanaco-13b",
                             "guanaco-33b", "guanaco-65b")
     assert len(info.strata) == 9
     with Study.open(tmp_path / "v") as st:
-        assert st.anchor == "gpt-4" and st.config["max_words"] == 400 and st.config["tie_convention"] == "half"
+        assert st.anchor == "gpt-4" and st.config["max_words"] is None and st.config["tie_convention"] == "half"
         assert st.strata()[0] == "generic"
         assert sum(p.stratum == "coding" for p in st.prompts()) == 7  # README: coding q61-67 (7)
         r = st.response("vicuna80-q1", "gpt-4")

@@ -56,8 +56,8 @@ def test_no_system_name_in_any_file(tmp_path, fmt):
             assert leak not in text, (p.name, leak)
 
 
-def test_blinding_on_real_vicuna_data_every_format(tmp_path, shared_data):
-    ptext, resp, strata, systems = fx.vicuna(shared_data)
+def test_blinding_on_real_vicuna_data_every_format(tmp_path, vicuna_data):
+    ptext, resp, strata, systems = fx.vicuna(vicuna_data)
     pids = sorted(ptext)
     planned = [(pids[(5 * n + r) % 80], a, b, strata[pids[(5 * n + r) % 80]])
                for n, (a, b) in enumerate(itertools.combinations(systems, 2)) for r in range(2)]
@@ -73,7 +73,7 @@ def test_blinding_on_real_vicuna_data_every_format(tmp_path, shared_data):
                 hit = rx.search(p.read_text(encoding="utf-8"))
                 assert hit is None, (style, p.name, hit)
         # the stored responses are untouched by normalization / truncation
-        assert resp == fx.vicuna(shared_data)[1]
+        assert resp == fx.vicuna(vicuna_data)[1]
 
 
 # ----------------------------------------------------------------- layout
