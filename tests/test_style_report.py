@@ -1,11 +1,10 @@
-"""`report --style-control` / `--lc-anchor` on studies (synthetic truth; Vicuna80 when ../shared is there)."""
+"""`report --style-control` / `--lc-anchor` on studies (synthetic truth; Vicuna80 from tests/data/qlora)."""
 
 from __future__ import annotations
 
 import json
 import math
 import time
-from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -13,7 +12,6 @@ from typer.testing import CliRunner
 import _style_fixture as F
 from planner.report import build_report, render_markdown
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 
 
 @pytest.fixture(scope="module")
@@ -116,14 +114,13 @@ def test_cli_json_has_style_control_key(synth):
     assert doc["style_control"]["rows"][0]["system"] == "s0"
 
 
-@pytest.mark.skipif(not (SHARED / "vicuna80" / "responses.jsonl").exists(), reason="needs ../shared/data")
-def test_vicuna80_gpt4_length_preference(tmp_path):
+def test_vicuna80_gpt4_length_preference(tmp_path, vicuna_data):
     import _report_fixture
 
     from planner.study import Study
     from planner.style_report import controlled_fit
 
-    path = _report_fixture.vicuna_study(SHARED, tmp_path)
+    path = _report_fixture.vicuna_study(vicuna_data, tmp_path)
     with Study.open(path) as st:
         controlled_fit(st)                      # warm: imports and the text scan
         t0 = time.perf_counter()
