@@ -41,6 +41,8 @@ def report_cmd(
     surrogate: Annotated[Optional[str], typer.Option(
         help="Judge (annotator name) whose verdicts serve as predictions: prediction-powered (PPI++) Bradley–Terry "
              "for --target at 90%, beside target-only and judge-only fits.")] = None,
+    ties: Annotated[str, typer.Option(
+        help="With --surrogate: half (a tie is half a win) | davidson (win/tie/loss likelihood, tie parameter ν).")] = "half",
     save_posterior: Annotated[bool, typer.Option(
         "--save-posterior", help="Also save a Laplace posterior in the study as ArviZ netcdf (NUTS posteriors "
                                  "are always saved).")] = False,
@@ -54,7 +56,7 @@ def report_cmd(
     """
     if surrogate is not None:
         from cli.hybrid import run_hybrid
-        return run_hybrid(study, surrogate, target, json_)
+        return run_hybrid(study, surrogate, target, json_, ties)
     from planner import report as rp
     from planner.limits import check_output_dir, check_output_file, check_report_options
 
