@@ -273,7 +273,9 @@ def _population(study, names, items: HybridItems, lab, ties: str, level: float, 
     y, yh = (items.y3, items.yhat3) if dav else (items.y, items.yhat)
     pop = ipw_bradley_terry(names, items.pairs, y, yh, lab, pi_h if pi is None else pi, weights=c,
                             model="davidson" if dav else "logistic", confidence_level=level)
-    return pop, {"weights": {h: round(sw.weights[h], 6) for h in strata}, "source": sw.source, "note": sw.note}
+    same = bool(np.allclose(c, 1.0))
+    return pop, {"weights": {h: round(sw.weights[h], 6) for h in strata}, "source": sw.source, "note": sw.note,
+                 "same_as_pooled": same}
 
 
 def hybrid_report(study_path, surrogate: str, target: str = "humans", confidence_level: float = 0.9,
@@ -307,6 +309,9 @@ def hybrid_report(study_path, surrogate: str, target: str = "humans", confidence
         notes.append(f"every item has target votes, so {surrogate} adds nothing: the PPI fit is the human-only fit")
     comp = _compare(names, items, lab, ties, confidence_level, pi)
     population, strata = _population(study, names, items, lab, ties, confidence_level, pi)
+    if strata and strata["same_as_pooled"]:
+        notes.append("the stratum weights equal the strata's shares of the items: the population estimate is the "
+                     "pooled one (give prompts weights to change that)")
     if pi is None:
         notes.append("validity assumes the human-labelled items are a uniform random sample of the items"
                      + (" (within each stratum)" if population is not None else ""))
