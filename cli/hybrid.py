@@ -48,7 +48,7 @@ def _render(r) -> None:
         rs = c.ppi.rank_low[i], c.ppi.rank_high[i]
         tab.add_row(c.ppi.names[i], cell[0], str(rs[0]) if rs[0] == rs[1] else f"{rs[0]}–{rs[1]}", *cell[1:])
     con.print(tab)
-    if r.population is not None:
+    if r.population is not None and not r.strata.get("same_as_pooled"):
         _population(r, con, ELO, lvl)
     kind = "ties half" if r.ties == "half" else "decisive wins, Davidson"
     tab = Table(title=f"pairwise win rates of a over b for {r.target} ({kind}) [{lvl} interval]")

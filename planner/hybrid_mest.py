@@ -25,7 +25,7 @@ No study, no I/O; :mod:`planner.hybrid` turns the results into intervals.
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import expit, logsumexp
+from scipy.special import expit
 
 from planner.errors import DataError
 
@@ -77,8 +77,11 @@ def moments(model: str, eta: np.ndarray):
         mu = expit(d)
         return np.logaddexp(0.0, d), mu[:, None], (mu * (1 - mu))[:, None, None]
     logits = np.column_stack([d / 2, eta[:, 1], -d / 2])
-    log_z = logsumexp(logits, axis=1)
-    pw, pt, pl = np.exp(logits - log_z[:, None]).T
+    top = logits.max(axis=1, keepdims=True)
+    e = np.exp(logits - top)
+    total = e.sum(axis=1)
+    log_z = top[:, 0] + np.log(total)                       # log-sum-exp, stable
+    pw, pt, pl = (e / total[:, None]).T
     diff = pw - pl
     v = np.empty((len(d), 2, 2))
     v[:, 0, 0] = (pw + pl - diff ** 2) / 4
