@@ -109,9 +109,11 @@ TIES = ("half", "davidson")
 
 def _collect(study, study_path, surrogate: str):
     """Items from the study's judgments: ``(items, votes per annotator, verdicts of other judges)``."""
+    from planner.study import COUNTED_KINDS
+
     rows, annotators, other_judges = [], defaultdict(int), defaultdict(int)
     for j in study.judgments():
-        if j.kind == "acceptability":
+        if j.kind not in COUNTED_KINDS:        # attention checks, repeats and acceptability are QC, not votes
             continue
         if j.annotator != surrogate and j.id.startswith("judge:"):      # another `planner judge` model
             other_judges[j.annotator] += 1
@@ -126,7 +128,7 @@ def _collect(study, study_path, surrogate: str):
 
 
 def plan_for_humans(study, *, surrogate: str | None, size: int, rng, floor: float = 0.2,
-                    objective: str = "ranking"):
+                    objective: str = "strengths"):
     """``next-batch --for humans``: the (prompt, pair) items where a human label is worth most.
 
     Candidates: items the surrogate judged that carry no human vote and were not chosen by an

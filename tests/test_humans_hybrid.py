@@ -408,7 +408,7 @@ def test_cli_for_humans_errors_and_report_ties(tmp_path):
     from typer.testing import CliRunner
 
     from cli.main import app
-    study, _ = _write_study(tmp_path, seed=2)
+    study, _ = _write_study(tmp_path, seed=2, weights=(1.0, 3.0))
     runner = CliRunner()
     r = runner.invoke(app, ["next-batch", str(study), "--for", "humans", "--dry-run"])
     assert r.exit_code == 2 and "needs --surrogate" in r.stderr and "Traceback" not in r.output
@@ -420,7 +420,11 @@ def test_cli_for_humans_errors_and_report_ties(tmp_path):
     assert "known probabilities" in r.stdout
     r = runner.invoke(app, ["report", str(study), "--surrogate", "judge", "--ties", "davidson"])
     assert r.exit_code == 0, r.output
-    assert "ν" in r.stdout and "population" in r.stdout
+    assert "ν" in r.stdout and "population PPI" in r.stdout and "x 0.250" in r.stdout
+    r = runner.invoke(app, ["report", str(study), "--surrogate", "judge", "--json"])
+    doc = json.loads(r.stdout)
+    assert doc["strata"]["weights"] == {"x": 0.25, "y": 0.75} and not doc["strata"]["same_as_pooled"]
+    assert doc["population"]["theta"] != doc["comparison"]["ppi"]["theta"]
     r = runner.invoke(app, ["report", str(study), "--surrogate", "judge", "--ties", "thirds"])
     assert r.exit_code == 2 and "--ties" in r.stderr
     with pytest.raises(DataError):
