@@ -45,9 +45,14 @@ def _ranks(theta):
     return r
 
 
-def replay(items, fraction: float, reps: int, rng: np.random.Generator, level: float = 0.9) -> dict:
+def replay(items, fraction: float, reps: int, rng: np.random.Generator, level: float = 0.9,
+           model: str = "logistic") -> dict:
+    from planner.hybrid import ppi_davidson
+
     names = items.names
-    truth = human_only_bradley_terry(names, items.pairs, items.y, confidence_level=level)
+    truth = _truth(items, model, level)
+    y, yh = (items.y3, items.yhat3) if model == "davidson" else (items.y, items.yhat)
+    fit = ppi_davidson if model == "davidson" else ppi_bradley_terry
     iu = np.triu_indices(len(names), 1)
     true_rank = _ranks(truth.theta)
     m = len(items.y)
@@ -58,9 +63,8 @@ def replay(items, fraction: float, reps: int, rng: np.random.Generator, level: f
     for _ in range(reps):
         lab = np.zeros(m, dtype=bool)
         lab[rng.choice(m, n, replace=False)] = True
-        p = ppi_bradley_terry(names, items.pairs[lab], items.y[lab], items.yhat[lab], items.pairs[~lab],
-                              items.yhat[~lab], confidence_level=level)
-        h = human_only_bradley_terry(names, items.pairs[lab], items.y[lab], confidence_level=level)
+        p = fit(names, items.pairs[lab], y[lab], yh[lab], items.pairs[~lab], yh[~lab], confidence_level=level)
+        h = fit(names, items.pairs[lab], y[lab], yh[lab], items.pairs[:0], yh[:0], confidence_level=level, lam=0.0)
         for tag, r in (("ppi", p), ("hum", h)):
             acc[f"hit_s_{tag}"].append((r.lo <= truth.theta) & (truth.theta <= r.hi))
             acc[f"cov_s_{tag}"].append(np.mean(acc[f"hit_s_{tag}"][-1]))
@@ -170,7 +174,8 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--fractions", default="0.05,0.10,0.25")
     ap.add_argument("--active", action="store_true", help="active (IPW) against uniform selection instead")
-    ap.add_argument("--models", default="logistic,davidson", help="with --active: logistic and/or davidson")
+    ap.add_argument("--models", default=None, help="logistic and/or davidson (default: both with --active, "
+                                                    "else logistic)")
     ap.add_argument("--objective", default="strengths", help="with --active: strengths | ranking")
     ap.add_argument("--floor", type=float, default=0.2, help="with --active: uniform share of the probabilities")
     ap.add_argument("--pilot", type=float, default=0.3, help="with --active: share of the budget on a uniform pilot")
@@ -180,17 +185,19 @@ def main(argv=None) -> int:
         return 0
     items = vicuna_items()
     if a.active:
+        a.models = a.models or "logistic,davidson"
         main_active(a, items)
         return 0
+    models = (a.models or "logistic").split(",")
     rng = np.random.default_rng(a.seed)
     print("| human items | n | coverage strengths PPI / human | coverage win rates PPI / human | "
           "width PPI ÷ human (strengths, win rates) | rank set covers PPI / human | mean rank-set size PPI / human "
           "| λ | effective n (gain) | worst system's coverage PPI / human | PPI narrower (tr Σ) |")
     print("|---|---:|---|---|---|---|---|---:|---|---|---:|")
-    for fr in (float(x) for x in a.fractions.split(",")):
+    for model, fr in ((m, float(x)) for m in models for x in a.fractions.split(",")):
         t = time.time()
-        r = replay(items, fr, a.reps, rng)
-        print(f"| {100 * fr:.0f}% | {r['n']} | {r['cov_s_ppi']:.3f} / {r['cov_s_hum']:.3f} | "
+        r = replay(items, fr, a.reps, rng, model=model)
+        print(f"| {100 * fr:.0f}%{' (Davidson)' if model == 'davidson' else ''} | {r['n']} | {r['cov_s_ppi']:.3f} / {r['cov_s_hum']:.3f} | "
               f"{r['cov_w_ppi']:.3f} / {r['cov_w_hum']:.3f} | {r['width_s']:.3f}, {r['width_w']:.3f} | "
               f"{r['rank_ppi']:.3f} / {r['rank_hum']:.3f} | {r['rank_width_ppi']:.2f} / {r['rank_width_hum']:.2f} | "
               f"{r['lam']:.2f} | {r['eff_n']:.0f} (+{r['eff_n'] - r['n']:.0f}) | "

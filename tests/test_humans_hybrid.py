@@ -430,3 +430,21 @@ def test_cli_for_humans_errors_and_report_ties(tmp_path):
     with pytest.raises(DataError):
         from planner.hybrid_report import hybrid_report
         hybrid_report(study, surrogate="nobody")
+
+
+@needs_data
+def test_vicuna_davidson_ppi_replay_fast():
+    from bench.bench_hybrid import replay, vicuna_items
+    r = replay(vicuna_items(), 0.10, 10, np.random.default_rng(2), model="davidson")
+    assert r["cov_s_ppi"] >= 0.75 and r["cov_w_ppi"] >= 0.75
+    assert r["width_s"] < 1.05
+
+
+@needs_data
+@pytest.mark.slow
+@pytest.mark.parametrize("fraction", [0.05, 0.10, 0.25])
+def test_vicuna_davidson_ppi_replay_200(fraction):
+    from bench.bench_hybrid import replay, vicuna_items
+    r = replay(vicuna_items(), fraction, 200, np.random.default_rng(31), model="davidson")
+    assert r["cov_s_ppi"] >= 0.88 and r["cov_w_ppi"] >= 0.88
+    assert r["width_s"] < 1.0 and r["rank_ppi"] >= 0.9
