@@ -450,3 +450,23 @@ def test_vicuna_davidson_ppi_replay_200(fraction, floor):
     r = replay(vicuna_items(), fraction, 200, np.random.default_rng(31), model="davidson")
     assert r["cov_s_ppi"] >= floor and r["cov_w_ppi"] >= floor
     assert r["width_s"] < 1.0 and r["rank_ppi"] >= 0.9
+
+
+def test_qc_answers_are_not_target_votes(tmp_path):
+    # attention checks and repeats answered in a for-humans batch must not count as human votes
+    from planner.hybrid_report import hybrid_report
+    from planner.next_batch import next_batch
+    from planner.study import ingest
+
+    study, _ = _write_study(tmp_path, seed=3)
+    before = hybrid_report(study, surrogate="judge").target_votes
+    res = next_batch(study, size=30, for_="humans", surrogate="judge", seed=2, out=tmp_path / "b",
+                     attention=0.1, repeat=0.1)
+    kinds = [it.kind for it in res.items]
+    assert kinds.count("attention") and kinds.count("repeat")
+    with open(tmp_path / "answers.jsonl", "w") as f:
+        for it in res.items:
+            f.write(json.dumps({"item": it.item_id, "verdict": "left", "annotator": "h"}) + "\n")
+    ingest(study, [tmp_path / "answers.jsonl"])
+    after = hybrid_report(study, surrogate="judge")
+    assert after.target_votes - before == kinds.count("regular")
