@@ -45,9 +45,14 @@ def _ranks(theta):
     return r
 
 
-def replay(items, fraction: float, reps: int, rng: np.random.Generator, level: float = 0.9) -> dict:
+def replay(items, fraction: float, reps: int, rng: np.random.Generator, level: float = 0.9,
+           model: str = "logistic") -> dict:
+    from planner.hybrid import ppi_davidson
+
     names = items.names
-    truth = human_only_bradley_terry(names, items.pairs, items.y, confidence_level=level)
+    truth = _truth(items, model, level)
+    y, yh = (items.y3, items.yhat3) if model == "davidson" else (items.y, items.yhat)
+    fit = ppi_davidson if model == "davidson" else ppi_bradley_terry
     iu = np.triu_indices(len(names), 1)
     true_rank = _ranks(truth.theta)
     m = len(items.y)
@@ -58,9 +63,8 @@ def replay(items, fraction: float, reps: int, rng: np.random.Generator, level: f
     for _ in range(reps):
         lab = np.zeros(m, dtype=bool)
         lab[rng.choice(m, n, replace=False)] = True
-        p = ppi_bradley_terry(names, items.pairs[lab], items.y[lab], items.yhat[lab], items.pairs[~lab],
-                              items.yhat[~lab], confidence_level=level)
-        h = human_only_bradley_terry(names, items.pairs[lab], items.y[lab], confidence_level=level)
+        p = fit(names, items.pairs[lab], y[lab], yh[lab], items.pairs[~lab], yh[~lab], confidence_level=level)
+        h = fit(names, items.pairs[lab], y[lab], yh[lab], items.pairs[:0], yh[:0], confidence_level=level, lam=0.0)
         for tag, r in (("ppi", p), ("hum", h)):
             acc[f"hit_s_{tag}"].append((r.lo <= truth.theta) & (truth.theta <= r.hi))
             acc[f"cov_s_{tag}"].append(np.mean(acc[f"hit_s_{tag}"][-1]))
@@ -79,25 +83,121 @@ def replay(items, fraction: float, reps: int, rng: np.random.Generator, level: f
     return out
 
 
+def _truth(items, model: str, level: float):
+    from planner.hybrid import ppi_davidson
+    if model == "davidson":
+        return ppi_davidson(items.names, items.pairs, items.y3, items.yhat3, items.pairs[:0], items.yhat3[:0],
+                            confidence_level=level, lam=0.0)
+    return human_only_bradley_terry(items.names, items.pairs, items.y, confidence_level=level)
+
+
+def _score(acc, tag, r, truth, true_rank, iu):
+    hit = (r.lo <= truth.theta) & (truth.theta <= r.hi)
+    acc.setdefault(f"hit_s_{tag}", []).append(hit)
+    acc.setdefault(f"cov_s_{tag}", []).append(np.mean(hit))
+    acc.setdefault(f"cov_w_{tag}", []).append(
+        np.mean((r.win_lo[iu] <= truth.win[iu]) & (truth.win[iu] <= r.win_hi[iu])))
+    acc.setdefault(f"rank_{tag}", []).append(bool(np.all((r.rank_low <= true_rank) & (true_rank <= r.rank_high))))
+    acc.setdefault(f"width_s_{tag}", []).append(np.mean(r.hi - r.lo))
+    acc.setdefault(f"width_w_{tag}", []).append(np.mean(r.win_hi[iu] - r.win_lo[iu]))
+    acc.setdefault(f"lam_{tag}", []).append(r.lam)
+    acc.setdefault(f"n_{tag}", []).append(r.n)
+
+
+def replay_active(items, fraction: float, reps: int, rng: np.random.Generator, *, level: float = 0.9,
+                  model: str = "logistic", objective: str = "strengths", floor: float = 0.2,
+                  pilot: float = 0.0) -> dict:
+    """Active (IPW) against uniform selection at the same expected human budget.
+
+    Per replicate: ``uniform`` labels each item with probability n/N (Bernoulli), IPW-PPI with that π;
+    ``active`` draws with :func:`planner.hybrid_select.select_for_humans` from the judge alone (no
+    pilot), IPW-PPI with its π. With ``pilot`` > 0 that share of the budget is first spent on a
+    uniform pilot (rate p0), the rest drawn actively given the pilot's labels; an item's overall
+    probability is then 1 − (1 − p0)(1 − π_i) (π_i = 0 for pilot items). The truth is the
+    full-human fit of the same model.
+    """
+    from dataclasses import replace
+
+    from planner.hybrid import ipw_bradley_terry
+    from planner.hybrid_select import select_for_humans
+
+    names = items.names
+    truth = _truth(items, model, level)
+    iu = np.triu_indices(len(names), 1)
+    true_rank = _ranks(truth.theta)
+    m = len(items.y)
+    n = fraction * m
+    blind = replace(items, y=np.full(m, np.nan), y3=np.full((m, 3), np.nan))
+    y, yh = (items.y3, items.yhat3) if model == "davidson" else (items.y, items.yhat)
+    acc: dict = {}
+    p0 = pilot * fraction
+    for _ in range(reps):
+        first = rng.random(m) < p0
+        seen = replace(blind, y=np.where(first, items.y, np.nan))
+        sel = select_for_humans(seen, n - first.sum(), rng, floor=floor, objective=objective, prior=pilot == 0)
+        act, pi_act = first | sel.chosen, 1 - (1 - p0) * (1 - sel.prob)
+        uni = rng.random(m) < fraction
+        for tag, lab, pi in (("uni", uni, np.full(m, fraction)), ("act", act, pi_act)):
+            r = ipw_bradley_terry(names, items.pairs, y, yh, lab, pi, model=model, confidence_level=level)
+            _score(acc, tag, r, truth, true_rank, iu)
+    out = {k: float(np.mean(v)) for k, v in acc.items() if not k.startswith("hit_")}
+    for tag in ("uni", "act"):
+        out[f"worst_s_{tag}"] = float(np.min(np.mean(acc[f"hit_s_{tag}"], axis=0)))
+    out.update(fraction=fraction, n=n, N=m, reps=reps, model=model, objective=objective, floor=floor, pilot=pilot)
+    return out
+
+
+def main_active(a, items) -> None:
+    rng = np.random.default_rng(a.seed)
+    print("| model | human items (expected) | coverage strengths uniform / active | coverage win rates uniform / active | "
+          "width strengths uniform / active (active ÷ uniform) | width win rates uniform / active | "
+          "rank set covers uniform / active | worst system uniform / active | λ uniform / active |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for model in a.models.split(","):
+        for fr in (float(x) for x in a.fractions.split(",")):
+            t = time.time()
+            r = replay_active(items, fr, a.reps, rng, model=model, objective=a.objective, floor=a.floor,
+                              pilot=a.pilot)
+            print(f"| {model} | {100 * fr:.0f}% ({r['n']:.0f}) | {r['cov_s_uni']:.3f} / {r['cov_s_act']:.3f} | "
+                  f"{r['cov_w_uni']:.3f} / {r['cov_w_act']:.3f} | {r['width_s_uni']:.3f} / {r['width_s_act']:.3f} "
+                  f"({r['width_s_act'] / r['width_s_uni']:.3f}) | {r['width_w_uni']:.3f} / {r['width_w_act']:.3f} "
+                  f"({r['width_w_act'] / r['width_w_uni']:.3f}) | {r['rank_uni']:.3f} / {r['rank_act']:.3f} | "
+                  f"{r['worst_s_uni']:.3f} / {r['worst_s_act']:.3f} | {r['lam_uni']:.2f} / {r['lam_act']:.2f} |",
+                  flush=True)
+            print(f"<!-- {model} {fr}: {time.time() - t:.1f} s, {a.reps} reps, seed {a.seed}, objective "
+                  f"{a.objective}, floor {a.floor}, pilot {a.pilot} -->", file=sys.stderr)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reps", type=int, default=200)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--fractions", default="0.05,0.10,0.25")
+    ap.add_argument("--active", action="store_true", help="active (IPW) against uniform selection instead")
+    ap.add_argument("--models", default=None, help="logistic and/or davidson (default: both with --active, "
+                                                    "else logistic)")
+    ap.add_argument("--objective", default="strengths", help="with --active: strengths | ranking")
+    ap.add_argument("--floor", type=float, default=0.2, help="with --active: uniform share of the probabilities")
+    ap.add_argument("--pilot", type=float, default=0.3, help="with --active: share of the budget on a uniform pilot")
     a = ap.parse_args(argv)
     if not (DATA / "judgments").is_dir():
         print(f"skipped: {DATA} is absent")
         return 0
     items = vicuna_items()
+    if a.active:
+        a.models = a.models or "logistic,davidson"
+        main_active(a, items)
+        return 0
+    models = (a.models or "logistic").split(",")
     rng = np.random.default_rng(a.seed)
     print("| human items | n | coverage strengths PPI / human | coverage win rates PPI / human | "
           "width PPI ÷ human (strengths, win rates) | rank set covers PPI / human | mean rank-set size PPI / human "
           "| λ | effective n (gain) | worst system's coverage PPI / human | PPI narrower (tr Σ) |")
     print("|---|---:|---|---|---|---|---|---:|---|---|---:|")
-    for fr in (float(x) for x in a.fractions.split(",")):
+    for model, fr in ((m, float(x)) for m in models for x in a.fractions.split(",")):
         t = time.time()
-        r = replay(items, fr, a.reps, rng)
-        print(f"| {100 * fr:.0f}% | {r['n']} | {r['cov_s_ppi']:.3f} / {r['cov_s_hum']:.3f} | "
+        r = replay(items, fr, a.reps, rng, model=model)
+        print(f"| {100 * fr:.0f}%{' (Davidson)' if model == 'davidson' else ''} | {r['n']} | {r['cov_s_ppi']:.3f} / {r['cov_s_hum']:.3f} | "
               f"{r['cov_w_ppi']:.3f} / {r['cov_w_hum']:.3f} | {r['width_s']:.3f}, {r['width_w']:.3f} | "
               f"{r['rank_ppi']:.3f} / {r['rank_hum']:.3f} | {r['rank_width_ppi']:.2f} / {r['rank_width_hum']:.2f} | "
               f"{r['lam']:.2f} | {r['eff_n']:.0f} (+{r['eff_n'] - r['n']:.0f}) | "

@@ -44,6 +44,10 @@ def next_batch_cmd(
     reuse_prompts: Annotated[bool, typer.Option(help="Let a pair that has used every prompt take one again.")] = False,
     style_control: Annotated[bool, typer.Option("--style-control", help="Select on the strengths controlled for length and markdown style.")] = False,
     json_out: Annotated[bool, typer.Option("--json", help="Print the manifest as one JSON document.")] = False,
+    for_: Annotated[str, typer.Option("--for", help="ranking (default) | humans: items where a human label is worth "
+                                                    "most, drawn with known probabilities (needs --surrogate).")] = "ranking",
+    surrogate: Annotated[Optional[str], typer.Option(help="With --for humans: the judge whose verdicts predict the humans.")] = None,
+    floor: Annotated[float, typer.Option(help="With --for humans: uniform share of the probabilities, (0, 1]; 1 = uniform.")] = 0.2,
 ) -> None:
     """Choose the next comparisons by expected posterior-uncertainty reduction and write a blinded batch.
 
@@ -68,7 +72,8 @@ def next_batch_cmd(
                   both_orders=both_orders, annotators=annotators, attention_pool=attention_pool,
                   template=template, max_words=max_words, truncate=truncate, normalize_style=normalize_style,
                   judge_model=judge_model, reuse_prompts=reuse_prompts, temperature=temperature,
-                  redact_names=redact_names, style_control=style_control)
+                  redact_names=redact_names, style_control=style_control, for_=for_, surrogate=surrogate,
+                  floor=floor)
     for note in result.notes:
         warn(note)
     for w in result.manifest["model"]["warnings"]:
@@ -120,6 +125,11 @@ def _render(result) -> None:
     if bm.get("per_stratum"):
         strata = ", ".join(f"{k} {v}" for k, v in bm["per_stratum"].items())
         out().print(f"Comparisons by stratum: {strata}", markup=False)
+    if m.get("for_humans"):
+        out().print(f"Drawn for human labels with known probabilities: {m['advice']}.", markup=False)
+        for f in result.files:
+            message(f"wrote {f}")
+        return
     out().print(f"Expected uncertainty reduction ({m['objective']}): {m['expected_reduction']:.4g} "
                 f"(from {m['objective_before']:.4g} to {m['objective_after']:.4g}).", markup=False)
     if result.settled:

@@ -47,6 +47,8 @@ def report_cmd(
                                 "anchor design also AlpacaEval's length-controlled win rates.")] = False,
     lc_anchor: Annotated[Optional[str], typer.Option(
         help="Length-controlled win rate (AlpacaEval LC GLM) of every system against this one.")] = None,
+    ties: Annotated[str, typer.Option(
+        help="With --surrogate: half (a tie is half a win) | davidson (win/tie/loss likelihood, tie parameter ν).")] = "half",
     save_posterior: Annotated[bool, typer.Option(
         "--save-posterior", help="Also save a Laplace posterior in the study as ArviZ netcdf (NUTS posteriors "
                                  "are always saved).")] = False,
@@ -60,7 +62,7 @@ def report_cmd(
     """
     if surrogate is not None:
         from .hybrid import run_hybrid
-        return run_hybrid(study, surrogate, target, json_)
+        return run_hybrid(study, surrogate, target, json_, ties)
     from planner import report as rp
     from planner.limits import check_output_dir, check_output_file, check_report_options
 

@@ -22,9 +22,14 @@ and tunes λ ∈ [0, 1] to minimise the trace of the asymptotic covariance. The 
 1e-6), so the numbers can be reproduced with that package; λ = 0 is the classical (human-only)
 M-estimator with a sandwich covariance.
 
-Validity needs only that the human-labelled items are a uniform random sample of the items
-(or carry known inclusion probabilities — not supported here yet); the judge may be arbitrarily
-biased, a worse judge only makes the interval wider (λ → 0).
+Validity needs only that the human-labelled items are a uniform random sample of the items,
+or a sample with known inclusion probabilities (:func:`ipw_bradley_terry`, the active design of
+:mod:`planner.hybrid_select`); the judge may be arbitrarily biased, a worse judge only makes the
+interval wider (λ → 0).
+
+Ties the Davidson way (:func:`ppi_davidson`, ``model="davidson"``): the same PPI++ / IPW machinery
+on the Bradley–Terry–Davidson likelihood (win/tie/loss with tie parameter ν), engine in
+:mod:`planner.hybrid_mest`. There ``win`` is the decisive-win probability σ(θ_i − θ_j) (given no tie).
 """
 
 from __future__ import annotations
@@ -38,7 +43,7 @@ from scipy.stats import norm
 from planner.errors import DataError, UsageError
 
 __all__ = ["BTInterval", "HybridComparison", "ppi_bradley_terry", "human_only_bradley_terry",
-           "judge_only_bradley_terry", "compare_hybrid", "design_matrix"]
+           "judge_only_bradley_terry", "compare_hybrid", "design_matrix", "ppi_davidson", "ipw_bradley_terry"]
 
 
 @dataclass(frozen=True)
@@ -68,6 +73,9 @@ class BTInterval:
     n: int
     N: int
     confidence_level: float
+    nu: float = float("nan")           # Davidson tie parameter ν and its interval (NaN: logistic model)
+    nu_lo: float = float("nan")
+    nu_hi: float = float("nan")
 
     @property
     def se(self) -> np.ndarray:
@@ -262,3 +270,111 @@ def compare_hybrid(names, pairs_labelled, y_labelled, yhat_labelled, pairs_unlab
     ratio = float(np.trace(human.cov) / np.trace(ppi.cov)) if np.trace(ppi.cov) > 0 else float("nan")
     return HybridComparison(ppi, human, judge, n * ratio, n * ratio - n)
 
+
+
+# ---------------------------------------------------------------- Davidson ties, IPW (active) design
+
+def _check_shares(y3, n: int, what: str, allow_missing: bool = False) -> np.ndarray:
+    y3 = np.asarray(y3, dtype=float)
+    if y3.shape != (n, 3):
+        raise UsageError(f"{what}: need one (win, tie, loss) share row per item; got shape {y3.shape}")
+    ok = ~np.isnan(y3).all(axis=1) if allow_missing else np.ones(n, dtype=bool)
+    v = y3[ok]
+    if not np.all(np.isfinite(v)) or np.any(v < 0) or np.any(np.abs(v.sum(axis=1) - 1) > 1e-9):
+        raise UsageError(f"{what}: shares must be >= 0 and sum to 1 per item (win, tie, loss of the first system)")
+    return y3
+
+
+def _finish(method, names, model, phi, sigma, lam, n, m, level) -> BTInterval:
+    from dataclasses import replace
+
+    p = len(names) - 1
+    r = _interval(method, names, phi[:p], sigma[:p, :p], lam, n, m, level)
+    if model != "davidson":
+        return r
+    z, kappa = norm.ppf(0.5 + level / 2), float(phi[p])
+    se = float(np.sqrt(max(sigma[p, p], 0.0)))
+    return replace(r, nu=float(np.exp(kappa)), nu_lo=float(np.exp(kappa - z * se)), nu_hi=float(np.exp(kappa + z * se)))
+
+
+def _score(y3: np.ndarray) -> np.ndarray:
+    return y3[:, 0] + y3[:, 1] / 2
+
+
+def ppi_davidson(names, pairs_labelled, y_labelled, yhat_labelled, pairs_unlabelled, yhat_unlabelled,
+                 *, confidence_level: float = 0.9, lam: float | None = None) -> BTInterval:
+    """PPI++ on the Bradley–Terry–Davidson likelihood: ties as ties, not half wins.
+
+    ``y_labelled``/``yhat_*``: (n, 3) win/tie/loss shares of the first system (the human votes'
+    shares; the judge's over its verdicts, both orders pooled). λ is tuned on the strength block
+    of the covariance. Without a single tie (human or judge) ν has no finite estimate: the fit is
+    then exactly the logistic one (:func:`ppi_bradley_terry` on the scores), ν = 0.
+    """
+    from planner import hybrid_mest as me
+
+    k = len(names)
+    y_l = _check_shares(y_labelled, len(np.asarray(pairs_labelled)), "labelled items")
+    yh_l = _check_shares(yhat_labelled, len(y_l), "judge predictions on labelled items")
+    yh_u = _check_shares(yhat_unlabelled, len(np.asarray(pairs_unlabelled)), "judge predictions on unlabelled items")
+    if not (y_l[:, 1].any() or yh_l[:, 1].any() or yh_u[:, 1].any()):
+        from dataclasses import replace
+
+        r = ppi_bradley_terry(names, pairs_labelled, _score(y_l), _score(yh_l), pairs_unlabelled, _score(yh_u),
+                              confidence_level=confidence_level, lam=lam)
+        return replace(r, nu=0.0, nu_lo=0.0, nu_hi=0.0)
+    k, x_l, _, _, x_u, _ = _prepare(names, pairs_labelled, _score(y_l), _score(yh_l), pairs_unlabelled,
+                                    _score(yh_u), confidence_level)
+    if len(x_u) < 2 and lam != 0:
+        raise UsageError("need at least 2 unlabelled items with judge predictions (or lam=0)")
+    if lam is not None and not 0 <= lam <= 1:
+        raise UsageError(f"lam must be in [0, 1] or None (tuned); got {lam!r:.80}")
+    st = me.statistic
+    phi, sigma, lam = me.ppi("davidson", x_l, st("davidson", y_l), st("davidson", yh_l),
+                             x_u, st("davidson", yh_u), lam)
+    return _finish("ppi++ davidson" if lam else "human only davidson", names, "davidson", phi, sigma, lam,
+                   len(x_l), len(x_u), confidence_level)
+
+
+def ipw_bradley_terry(names, pairs, y, yhat, labelled, pi, *, model: str = "logistic", weights=None,
+                      confidence_level: float = 0.9, lam: float | None = None) -> BTInterval:
+    """Active-inference PPI (inverse-probability weighted) over *all* items.
+
+    ``pairs`` (N, 2); ``labelled`` (N,) bool: the items that carry human votes; ``pi`` (N,) each
+    item's known inclusion probability (used where labelled; > 0 there); ``y``: human outcomes
+    (scores, or (N, 3) shares for ``model="davidson"``; ignored where unlabelled); ``yhat`` the
+    judge's predictions in the same form. ``weights`` (N,) optional population weights c_i (e.g.
+    stratum weight ÷ stratum share of items): the target becomes the c-weighted population fit.
+    ``lam=0``: the Horvitz–Thompson human-only estimate; ``lam=None`` tunes λ.
+    """
+    from planner import hybrid_mest as me
+
+    if model not in me.MODELS:
+        raise UsageError(f"model: {str(model)[:40]!r} is not one of {', '.join(me.MODELS)}")
+    k = len(names)
+    labelled = np.asarray(labelled, dtype=bool)
+    n_all = len(labelled)
+    pi = np.asarray(pi, dtype=float)
+    c = np.ones(n_all) if weights is None else np.asarray(weights, dtype=float)
+    if pi.shape != (n_all,) or c.shape != (n_all,):
+        raise UsageError(f"pi and weights need one value per item ({n_all}); got {pi.shape} and {c.shape}")
+    if np.any(~np.isfinite(pi[labelled])) or np.any((pi[labelled] <= 0) | (pi[labelled] > 1)):
+        raise UsageError("pi: every labelled item needs an inclusion probability in (0, 1]")
+    if not np.all(np.isfinite(c)) or np.any(c < 0):
+        raise UsageError("weights must be finite and >= 0")
+    if model == "davidson":
+        y3 = _check_shares(np.where(labelled[:, None], y, np.nan), n_all, "labelled items", allow_missing=True)
+        yh3 = _check_shares(yhat, n_all, "judge predictions")
+        y_s, yh_s = np.where(labelled, _score(np.nan_to_num(y3)), 0.5), _score(yh3)
+        s, sh = me.statistic(model, np.nan_to_num(y3)), me.statistic(model, yh3)
+    else:
+        y_s, yh_s = np.where(labelled, np.asarray(y, dtype=float), 0.5), np.asarray(yhat, dtype=float)
+        s, sh = me.statistic(model, y_s), me.statistic(model, yh_s)
+    _, x, _, _, _, _ = _prepare(names, np.asarray(pairs), y_s, yh_s, np.asarray(pairs)[:0], yh_s[:0], confidence_level)
+    if labelled.sum() < k:
+        raise UsageError(f"need at least {k} human-labelled items for {k} systems; got {int(labelled.sum())}")
+    if lam is not None and not 0 <= lam <= 1:
+        raise UsageError(f"lam must be in [0, 1] or None (tuned); got {lam!r:.80}")
+    phi, sigma, lam = me.ipw(model, x, s, sh, labelled, np.where(labelled, pi, 1.0), c, lam)
+    tag = "ipw-ppi" if lam else "ipw human only"
+    return _finish(tag + (" davidson" if model == "davidson" else ""), names, model, phi, sigma, lam,
+                   int(labelled.sum()), int(n_all - labelled.sum()), confidence_level)

@@ -355,7 +355,7 @@ def _manifest(n_batches, seed, strategy, objective, top_k, engine, size, format,
         "objective_after": float(selection.value_after),
         "settled": bool(selection.settled),
         "advice": selection.reason,
-        "model": _model_summary(fit),
+        "model": _model_summary(fit) if fit is not None else {"engine": "none (--for humans)", "warnings": []},
         "batch_manifest": batch.manifest,
         "attention_expected": {it.item_id: it.expected for it in batch.items if it.kind == "attention"},
         "notes": notes,
@@ -384,7 +384,8 @@ def next_batch(study_path, *, size: int = DEFAULT_SIZE, strategy: str = "active"
                max_words: int | None = None, truncate: bool = False, normalize_style: str = "none",
                judge_model: str | None = None, frozen_first: bool = True,
                reuse_prompts: bool = False, temperature: float | None = None,
-               redact_names: bool = False, style_control: bool = False) -> NextBatchResult:
+               redact_names: bool = False, style_control: bool = False, for_: str = "ranking",
+               surrogate: str | None = None, floor: float = 0.2) -> NextBatchResult:
     """Choose the next comparisons for a study and write them as a blinded batch.
 
     Parameters
@@ -422,6 +423,10 @@ def next_batch(study_path, *, size: int = DEFAULT_SIZE, strategy: str = "active"
     redact_names : replace system-name mentions in response texts by
         ``[a model]`` (a note reports mentions either way).
     style_control : select on the style-controlled strengths (``report --style-control``).
+    for_, surrogate, floor : ``for_="humans"``: choose (prompt, pair) items for human labels where the
+        ``surrogate`` judge is least reliable, with known probabilities (``size`` = expected
+        labels, ``floor`` the uniform share); see :func:`planner.hybrid_report.plan_for_humans`.
+        The design is recorded in the manifest (``for_humans``) for ``report --surrogate``.
     """
     from planner.batch import assemble_batch
     from planner.formats.writers import check_temperature, output_paths, read_attention_pool
@@ -429,6 +434,10 @@ def next_batch(study_path, *, size: int = DEFAULT_SIZE, strategy: str = "active"
     from planner.study import Study
 
     _check_options(size, strategy, objective, top_k, engine, format, normalize_style, seed)
+    if for_ not in ("ranking", "humans"):
+        raise UsageError(f"--for ({str(for_)[:40]!r}) must be one of ranking, humans")
+    if for_ != "humans" and surrogate is not None:
+        raise UsageError("--surrogate is used only with --for humans")
     temperature = check_temperature(temperature)
     names = _annotator_names(annotators)
     template_text = _read_template(template)
@@ -459,10 +468,18 @@ def next_batch(study_path, *, size: int = DEFAULT_SIZE, strategy: str = "active"
             seed = int(config.get("seed", 0)) + n_batches
         rng = np.random.default_rng(seed)
         words = _word_limit(max_words, config)
-        planned, selection, fit, plan_notes = plan_next_batch(
-            study, size=size, strategy=strategy, objective=objective, top_k=top_k, engine=engine, seed=seed,
-            rng=rng, frozen_first=frozen_first, reuse_prompts=reuse_prompts,
-            max_words=None if truncate else words, style_control=style_control)
+        design = None
+        if for_ == "humans":
+            from planner.hybrid_report import plan_for_humans
+
+            planned, selection, design, plan_notes = plan_for_humans(study, surrogate=surrogate, size=size,
+                                                                     rng=rng, floor=floor)
+            fit = None
+        else:
+            planned, selection, fit, plan_notes = plan_next_batch(
+                study, size=size, strategy=strategy, objective=objective, top_k=top_k, engine=engine, seed=seed,
+                rng=rng, frozen_first=frozen_first, reuse_prompts=reuse_prompts,
+                max_words=None if truncate else words, style_control=style_control)
         notes.extend(plan_notes)
         batch = assemble_batch(planned, prompt_text={p.id: p.text for p in study.prompts()},
                                response_text={(r.prompt, r.system): r.text for r in study.responses()}, rng=rng,
@@ -480,6 +497,8 @@ def next_batch(study_path, *, size: int = DEFAULT_SIZE, strategy: str = "active"
         manifest = _manifest(n_batches, seed, strategy, objective, top_k, engine, size, format, selection, fit,
                              batch, notes)
         manifest["name_mentions"] = mentions
+        if design is not None:
+            manifest.update(strategy="for humans", objective="hybrid (IPW-PPI)", for_humans=design)
         if dry_run:
             return NextBatchResult(None, (), manifest, bool(selection.settled), selection.reason, tuple(notes),
                                    True, batch.items)
