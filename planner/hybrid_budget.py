@@ -156,7 +156,8 @@ class HybridPlan:
 
     ``n0`` is the continuous human-only n (per pair) the target needs; ``human_n`` its whole
     number (what ``planner size --ties half`` reports as the normal-approximation n); ``hybrid``
-    the whole cost-optimal split or ``None`` where the judge does not pay off (then the human-only
+    the whole cost-optimal split with effective n ≥ ``human_n`` (so it is at least as precise as
+    the human-only plan beside it), or ``None`` where the judge does not pay off (then the human-only
     study is the plan); ``exact`` the continuous optimum. ``floor_n`` = ⌈n₀(1 − ρ²)⌉: the human
     items still needed with an unlimited free judge. Counts and costs are per pair; ``pairs``
     multiplies them into totals.
@@ -218,9 +219,9 @@ def plan(n0: float, rho: float, human_cost: float, judge_cost: float, *, target:
     """The plan for a human-only requirement of ``n0`` items (continuous) per pair."""
     if not (n0 > 0 and math.isfinite(n0)):
         raise UsageError(f"the human-only size must be a positive finite number; got {n0!r:.40}")
-    exact = continuous_split(n0, rho, human_cost, judge_cost, max_items)
-    hybrid = integer_split(n0, rho, human_cost, judge_cost, max_items)
     hn = math.ceil(n0 - 1e-9) if human_n is None else int(human_n)
+    exact = continuous_split(n0, rho, human_cost, judge_cost, max_items)
+    hybrid = integer_split(hn, rho, human_cost, judge_cost, max_items)      # at least the human-only n
     if max_items is not None and hn > max_items:
         raise UsageError(f"--max-items ({max_items:,}) is below the {hn:,} items the target needs "
                          "even with a human label on each")
@@ -268,7 +269,7 @@ def plan_for_width(half_width: float, rho: float, human_cost: float, judge_cost:
     check_range("--confidence", confidence, 0, 1)
     z = float(ndtri(0.5 + confidence / 2))
     n0 = (z * score_sd(win_rate, tie_rate) / half_width) ** 2
-    text = f"±{half_width:.3g} at {confidence:.0%} on a win rate near {win_rate:.0%} (ties count half)"
+    text = f"estimate ±{half_width:.3g} at {confidence:.0%} on a win rate near {win_rate:.0%} (ties count half)"
     return plan(n0, rho, human_cost, judge_cost, target="width", target_text=text, max_items=max_items)
 
 
