@@ -43,7 +43,7 @@ from planner.errors import DataError, UsageError, check_range
 
 __all__ = ["Split", "HybridPlan", "rho_from_agreement", "ppi_variance_factor", "effective_n",
            "continuous_split", "integer_split", "plan", "plan_for_effect", "plan_for_width",
-           "plan_for_money", "rho_from_items", "rho_from_study"]
+           "plan_for_money", "rho_from_items", "items_from_study", "rho_from_study"]
 
 _SEARCH = 4          # whole n searched on each side of the continuous optimum
 
@@ -323,8 +323,8 @@ def rho_from_items(pairs: np.ndarray, y: np.ndarray, yhat: np.ndarray) -> tuple[
     return float(cy @ ch) / den, int(len(y))
 
 
-def rho_from_study(study_path, surrogate: str) -> tuple[float, int]:
-    """ρ̂ from a pilot study: items and scores as ``report --surrogate`` builds them
+def items_from_study(study_path, surrogate: str):
+    """A study's items and scores as ``report --surrogate`` builds them
     (:func:`planner.hybrid_report.items_from_verdicts`; other ``planner judge`` models left out)."""
     from planner.hybrid_report import items_from_verdicts
     from planner.study import Study
@@ -334,5 +334,10 @@ def rho_from_study(study_path, surrogate: str) -> tuple[float, int]:
             if j.kind != "acceptability" and (j.annotator == surrogate or not j.id.startswith("judge:"))]
     if not any(r[4] == surrogate for r in rows):
         raise DataError(f"--surrogate: no judgments by {str(surrogate)[:80]!r} in {study_path}")
-    items = items_from_verdicts(tuple(study.systems), rows, surrogate)
+    return items_from_verdicts(tuple(study.systems), rows, surrogate)
+
+
+def rho_from_study(study_path, surrogate: str) -> tuple[float, int]:
+    """ρ̂ from a pilot study's items that carry human votes (:func:`items_from_study`)."""
+    items = items_from_study(study_path, surrogate)
     return rho_from_items(items.pairs, items.y, items.yhat)
