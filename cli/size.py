@@ -250,7 +250,9 @@ def _size_hybrid(effect, win_rate, alpha, power, alternative, tie_rate, systems,
         source = f"from agreement {o['--agreement']:.0%} (rho = 2a - 1)"
     else:
         r, used = call(hb.rho_from_study, o["--pilot"], o["--surrogate"])
-        source = f"estimated on {used:,} pilot items of {o['--pilot']} ({o['--surrogate']} vs humans)"
+        lo, hi = hb.rho_interval(r, used)
+        source = (f"estimated on {used:,} pilot items of {o['--pilot']} ({o['--surrogate']} vs humans), "
+                  f"90% interval {lo:.2f} to {hi:.2f}")
     costs = (r, o["--human-cost"], o["--judge-cost"])
     if o["--width"] is not None:
         if effect is not None:

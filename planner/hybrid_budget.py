@@ -43,7 +43,7 @@ from planner.errors import DataError, UsageError, check_range
 
 __all__ = ["Split", "HybridPlan", "rho_from_agreement", "ppi_variance_factor", "effective_n",
            "continuous_split", "integer_split", "plan", "plan_for_effect", "plan_for_width",
-           "plan_for_money", "rho_from_items", "items_from_study", "rho_from_study"]
+           "plan_for_money", "rho_from_items", "items_from_study", "rho_from_study", "rho_interval"]
 
 _SEARCH = 4          # whole n searched on each side of the continuous optimum
 
@@ -335,6 +335,17 @@ def items_from_study(study_path, surrogate: str):
     if not any(r[4] == surrogate for r in rows):
         raise DataError(f"--surrogate: no judgments by {str(surrogate)[:80]!r} in {study_path}")
     return items_from_verdicts(tuple(study.systems), rows, surrogate)
+
+
+def rho_interval(rho: float, n: int, level: float = 0.9) -> tuple[float, float]:
+    """Fisher-z interval for a correlation from ``n`` items: tanh(atanh ρ̂ ± z/√(n − 3)).
+
+    (Approximate for scores in {0, ½, 1}; it shows how far a pilot's ρ̂ can be off.)"""
+    if n <= 3:
+        raise DataError(f"a correlation interval needs more than 3 items; got {n}")
+    half = float(ndtri(0.5 + level / 2)) / math.sqrt(n - 3)
+    r = min(max(rho, -1 + 1e-12), 1 - 1e-12)
+    return math.tanh(math.atanh(r) - half), math.tanh(math.atanh(r) + half)
 
 
 def rho_from_study(study_path, surrogate: str) -> tuple[float, int]:

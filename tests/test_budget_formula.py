@@ -143,6 +143,14 @@ def test_rho_from_items_matches_ppi_py_mean_corr():
     assert n == 500 and rho == pytest.approx(ref, rel=1e-12)
 
 
+def test_rho_interval_fisher_z():
+    """ρ̂ = 0.35 on 224 items: atanh 0.35 = 0.365444, ± 1.644854/√221 = 0.110645 → tanh: 0.249, 0.443."""
+    lo, hi = hb.rho_interval(0.35, 224)
+    assert (lo, hi) == (pytest.approx(math.tanh(0.365444 - 0.110645), abs=1e-5),
+                        pytest.approx(math.tanh(0.365444 + 0.110645), abs=1e-5))
+    assert round(lo, 3) == 0.249 and round(hi, 3) == 0.443
+
+
 def test_bad_inputs():
     with pytest.raises(UsageError, match="--human-cost"):
         hb.plan(100, 0.5, 0.0, 0.1)

@@ -78,7 +78,6 @@ def test_cli_simulate_hybrid_json_and_errors():
         assert r.stderr.count("\n") == 1
 
 
-@pytest.mark.slow
 def test_vicuna_replay_for_money():
     """Vicuna80 (GPT-4 both orders vs 3 MTurk votes per item): with a cheap judge (0.002 per item,
     human item 1) the planned split buys intervals narrower than humans only for the same money, by
