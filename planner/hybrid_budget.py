@@ -41,7 +41,7 @@ from scipy.special import ndtri
 from planner import power as pw
 from planner.errors import DataError, UsageError, check_range
 
-__all__ = ["Split", "HybridPlan", "rho_from_agreement", "ppi_variance_factor", "effective_n",
+__all__ = ["check_costs", "Split", "HybridPlan", "rho_from_agreement", "ppi_variance_factor", "effective_n",
            "continuous_split", "integer_split", "plan", "plan_for_effect", "plan_for_width",
            "plan_for_money", "rho_from_items", "items_from_study", "rho_from_study", "rho_interval"]
 
@@ -85,8 +85,8 @@ class Split:
         return self.n + self.N
 
 
-def _check_inputs(rho: float, human_cost: float, judge_cost: float, max_items) -> float:
-    check_range("--rho", rho, -1, 1, low_open=False, high_open=True)
+def check_costs(human_cost: float, judge_cost: float, max_items=None) -> None:
+    """One-line usage errors for the two prices and the pool cap."""
     if not (human_cost > 0 and math.isfinite(human_cost)):
         raise UsageError(f"--human-cost ({human_cost:g}) must be a positive number")
     if not (judge_cost >= 0 and math.isfinite(judge_cost)):
@@ -95,6 +95,11 @@ def _check_inputs(rho: float, human_cost: float, judge_cost: float, max_items) -
         raise UsageError("--judge-cost 0 makes the judge-only pool unlimited: give --max-items too")
     if max_items is not None and not (isinstance(max_items, (int, np.integer)) and max_items >= 1):
         raise UsageError(f"--max-items ({max_items}) must be a whole number >= 1")
+
+
+def _check_inputs(rho: float, human_cost: float, judge_cost: float, max_items) -> float:
+    check_range("--rho", rho, -1, 1, low_open=False, high_open=True)
+    check_costs(human_cost, judge_cost, max_items)
     return max(rho, 0.0)
 
 

@@ -102,14 +102,14 @@ class MoneyRow:
     reps: int
 
 
-def _check(budgets, human_cost, judge_cost, reps, level):
+def _check(budgets, human_cost, judge_cost, reps, level, max_items=None):
     budgets = [float(b) for b in budgets]
     if not budgets or any(not (b > 0 and math.isfinite(b)) for b in budgets):
         raise UsageError("--money: give one or more positive amounts, comma-separated")
     if not (isinstance(reps, int) and 1 <= reps <= 100_000):
         raise UsageError(f"--reps ({reps}) must be a whole number from 1 to 100,000")
     check_range("--confidence", level, 0, 1)
-    hb.plan(10.0, 0.0, human_cost, judge_cost, max_items=10)      # validates the two costs
+    hb.check_costs(human_cost, judge_cost, max_items)
     return budgets
 
 
@@ -186,8 +186,8 @@ def replay_money(items, budgets, *, human_cost: float, judge_cost: float, reps: 
     √(n_h/effective n) (the plan's promise relative to humans only), the human-only row predicts
     itself. ``coverage``: share of system strengths inside their intervals.
     """
-    budgets = _check(budgets, human_cost, judge_cost, reps, level)
     lab = ~np.isnan(items.y)                      # items without human votes have no truth: left out
+    budgets = _check(budgets, human_cost, judge_cost, reps, level, max_items=int(lab.sum()))
     names, pairs, y, yhat = items.names, items.pairs[lab], items.y[lab], items.yhat[lab]
     m = len(y)
     truth = human_only_bradley_terry(names, pairs, y, confidence_level=level).theta

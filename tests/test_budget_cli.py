@@ -135,3 +135,17 @@ def test_pilot_rho_matches_the_item_arrays(pilot):
     assert d["rho"] == pytest.approx(got) and "560 pilot items" in d["rho_source"]
     r = run(*BASE, "--effect", "0.05", "--pilot", str(study), "--surrogate", "nobody")
     assert r.exit_code == 1 and "no judgments by 'nobody'" in r.stderr
+
+
+def test_simulate_hybrid_replays_a_study(pilot):
+    study, _ = pilot
+    args = ["simulate", "--hybrid", "--from-study", str(study), "--surrogate", "gpt-4", "--money", "100",
+            "--human-cost", "1", "--judge-cost", "0.001", "--reps", "3", "--json"]
+    r = run(*args)
+    assert r.exit_code == 0, r.stderr
+    d = json.loads(r.stdout)
+    assert d["rho"] == pytest.approx(hb.rho_from_study(study, "gpt-4")[0])
+    hum, hyb = d["rows"]
+    assert (hum["n"], hum["N"]) == (100, 0)
+    assert hyb["n"] + hyb["N"] <= 560 and hyb["cost"] <= 100 and hyb["effective_n"] > 100
+    assert run(*args).stdout == r.stdout
