@@ -31,6 +31,9 @@ def run_hybrid(*, money, human_cost, judge_cost, agreement, win_rate, tie_rate, 
         return budgets
 
     budgets = call(parse)
+    from planner.limits import check_seed
+
+    call(check_seed, "--seed", seed)
     rng = np.random.default_rng(seed)
     if from_study is not None:
         from planner.hybrid_budget import items_from_study

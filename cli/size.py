@@ -64,7 +64,7 @@ def size(
         help="--hybrid: cost of one item's judge prediction, all its calls (both orders: twice a call's "
              "price), >= 0.", rich_help_panel="Hybrid")] = None,
     rho: Annotated[Optional[float], typer.Option(
-        help="--hybrid: correlation of human and judge scores per item, -1 < rho < 1.",
+        help="--hybrid: correlation of human and judge scores per item, -1 <= rho < 1.",
         rich_help_panel="Hybrid")] = None,
     agreement: Annotated[Optional[float], typer.Option(
         help="--hybrid: human-judge agreement rate on binary verdicts, 0..1 (rho = 2a - 1).",
@@ -92,7 +92,8 @@ def size(
     Headline = exact binomial test: the smallest n from which on every larger n
     also reaches the target power. Also answers --budget (minimum detectable
     effect), --power-at, --table, --looks (group-sequential) and --pass-rate
-    with --precision (acceptability items).
+    with --precision (acceptability items), and --hybrid (the cheapest
+    numbers of human and judge labels, prediction-powered, beside humans only).
 
     Example: planner size --effect 0.04
     """
@@ -253,6 +254,9 @@ def _size_hybrid(effect, win_rate, alpha, power, alternative, tie_rate, systems,
         lo, hi = hb.rho_interval(r, used)
         source = (f"estimated on {used:,} pilot items of {o['--pilot']} ({o['--surrogate']} vs humans), "
                   f"90% interval {lo:.2f} to {hi:.2f}")
+    from planner.errors import check_range
+
+    call(check_range, "--confidence", confidence, 0, 1)
     costs = (r, o["--human-cost"], o["--judge-cost"])
     if o["--width"] is not None:
         if effect is not None:

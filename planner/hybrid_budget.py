@@ -38,6 +38,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import ndtri
 
+from planner import limits
 from planner import power as pw
 from planner.errors import DataError, UsageError, check_range
 
@@ -224,6 +225,10 @@ def plan(n0: float, rho: float, human_cost: float, judge_cost: float, *, target:
     """The plan for a human-only requirement of ``n0`` items (continuous) per pair."""
     if not (n0 > 0 and math.isfinite(n0)):
         raise UsageError(f"the human-only size must be a positive finite number; got {n0!r:.40}")
+    if n0 > limits.MAX_JUDGMENTS:
+        raise UsageError(f"the target needs about {n0:,.0f} human labels per pair; planner budgets at most "
+                         f"{limits.MAX_JUDGMENTS:,} (a larger effect or --width, or lower --power/--confidence, "
+                         "needs fewer)")
     hn = math.ceil(n0 - 1e-9) if human_n is None else int(human_n)
     exact = continuous_split(n0, rho, human_cost, judge_cost, max_items)
     hybrid = integer_split(hn, rho, human_cost, judge_cost, max_items)      # at least the human-only n
@@ -273,7 +278,14 @@ def plan_for_width(half_width: float, rho: float, human_cost: float, judge_cost:
     check_range("--width", half_width, 0, 0.5)
     check_range("--confidence", confidence, 0, 1)
     z = float(ndtri(0.5 + confidence / 2))
-    n0 = (z * score_sd(win_rate, tie_rate) / half_width) ** 2
+    try:
+        n0 = (z * score_sd(win_rate, tie_rate) / half_width) ** 2
+    except OverflowError:                          # a half-width like 1e-300
+        n0 = math.inf
+    if not n0 <= limits.MAX_JUDGMENTS:
+        about = f"about {n0:,.0f}" if math.isfinite(n0) else "an unbounded number of"
+        raise UsageError(f"--width ({half_width:g}) needs {about} human labels per pair; planner budgets "
+                         f"at most {limits.MAX_JUDGMENTS:,} (a wider --width or lower --confidence needs fewer)")
     text = f"estimate ±{half_width:.3g} at {confidence:.0%} on a win rate near {win_rate:.0%} (ties count half)"
     return plan(n0, rho, human_cost, judge_cost, target="width", target_text=text, max_items=max_items)
 
@@ -287,6 +299,10 @@ def plan_for_money(budget: float, rho: float, human_cost: float, judge_cost: flo
     :func:`integer_split` for the largest n₀ that stays within the budget (bisection)."""
     if not (budget > 0 and math.isfinite(budget)):
         raise UsageError(f"--money ({budget:g}) must be a positive number")
+    check_costs(human_cost, judge_cost, max_items)
+    if budget / human_cost > limits.MAX_JUDGMENTS:
+        raise UsageError(f"--money ({budget:g}) buys more than {limits.MAX_JUDGMENTS:,} human labels; planner "
+                         "budgets at most that many")
     n_h = int(math.floor(budget / human_cost + 1e-9))
     if continuous_split(max(n_h, 1), rho, human_cost, judge_cost, max_items) is None:
         return n_h, None

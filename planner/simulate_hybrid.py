@@ -28,6 +28,7 @@ import numpy as np
 from scipy.special import expit, ndtri
 
 from planner import hybrid_budget as hb
+from planner import limits
 from planner.errors import UsageError, check_range
 from planner.hybrid import human_only_bradley_terry, ppi_bradley_terry
 
@@ -106,11 +107,18 @@ def _check(budgets, human_cost, judge_cost, reps, level, max_items=None):
     budgets = [float(b) for b in budgets]
     if not budgets or any(not (b > 0 and math.isfinite(b)) for b in budgets):
         raise UsageError("--money: give one or more positive amounts, comma-separated")
-    if not (isinstance(reps, int) and 1 <= reps <= 100_000):
-        raise UsageError(f"--reps ({reps}) must be a whole number from 1 to 100,000")
+    limits.check_int("--reps", reps, 1, limits.MAX_SIM_REPS)
     check_range("--confidence", level, 0, 1)
     hb.check_costs(human_cost, judge_cost, max_items)
     return budgets
+
+
+def _check_items(budget: float, n: int, N: int) -> None:
+    if n + N > limits.MAX_SIM_BUDGET:
+        raise UsageError(f"--money {budget:g} buys {n + N:,} items per replicate; the simulator takes at most "
+                         f"{limits.MAX_SIM_BUDGET:,}")
+    if n < 2:
+        raise UsageError(f"--money {budget:g} buys {n} human labels; need at least 2")
 
 
 def _row(budget, method, n, N, cost, eff, pred, widths, hits, rejects, pred_power, lams):
@@ -141,6 +149,8 @@ def simulate_money(budgets, *, human_cost: float, judge_cost: float, win_rate: f
     check_range("--tie-rate", tie_rate, 0, 1, low_open=False)
     check_range("--agreement", agreement, 0, 1, low_open=False, high_open=False)
     check_range("--position", position, -10, 10, low_open=False, high_open=False)
+    if judge_cost == 0:
+        raise UsageError("--judge-cost 0 makes the synthetic judge-only items unlimited; give a price > 0")
     budgets = _check(budgets, human_cost, judge_cost, reps, level)
     rho = judge_rho(win_rate, tie_rate, agreement, position)
     m1, m2 = _score_moments(win_rate, tie_rate)
@@ -153,8 +163,7 @@ def simulate_money(budgets, *, human_cost: float, judge_cost: float, win_rate: f
         if split is not None:
             plans.append(("humans + judge", split.n, split.N, split.cost, split.effective_n))
         for method, n, N, cost, eff in plans:
-            if n < 2:
-                raise UsageError(f"--money {budget:g} buys {n} human labels; need at least 2")
+            _check_items(budget, n, N)
             widths, hits, rejects, lams = [], [], [], []
             for _ in range(reps):
                 y, yhat = draw_items(n + N, win_rate, tie_rate, agreement, position, rng)
@@ -201,6 +210,7 @@ def replay_money(items, budgets, *, human_cost: float, judge_cost: float, reps: 
             plans.append(("humans + judge", split.n, split.N, split.cost, split.effective_n))
         base = None
         for method, n, N, cost, eff in plans:
+            _check_items(budget, n, N)
             widths, hits, lams = [], [], []
             for _ in range(reps):
                 pick = rng.permutation(m)[:n + N]

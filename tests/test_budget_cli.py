@@ -149,3 +149,32 @@ def test_simulate_hybrid_replays_a_study(pilot):
     assert (hum["n"], hum["N"]) == (100, 0)
     assert hyb["n"] + hyb["N"] <= 560 and hyb["cost"] <= 100 and hyb["effective_n"] > 100
     assert run(*args).stdout == r.stdout
+
+
+HOSTILE = [
+    ("size", "--hybrid", "--width", "1e-300", "--rho", "0.5", "--human-cost", "1", "--judge-cost", "0.05"),
+    ("size", "--hybrid", "--width", "nan", "--rho", "0.5", "--human-cost", "1", "--judge-cost", "0.05"),
+    (*BASE, "--effect", "0.05", "--rho", "0.5", "--confidence", "nan"),
+    (*BASE, "--effect", "0.05", "--rho", "nan"),
+    (*BASE, "--effect", "0.05", "--rho", "0.5", "--max-items", "-1"),
+    (*BASE, "--effect", "0.05", "--rho", "0.5", "--max-items", "10"),
+    ("size", "--hybrid", "--effect", "0.05", "--rho", "0.5", "--human-cost", "inf", "--judge-cost", "1"),
+    ("size", "--hybrid", "--effect", "0.05", "--rho", "0.5", "--human-cost", "1", "--judge-cost", "-1"),
+    (*BASE, "--effect", "0.05", "--pilot", "/proc", "--surrogate", "x"),
+    (*BASE, "--effect", "0.05", "--pilot", "/nonexistent", "--surrogate", "x" * 1_000_000),
+    ("simulate", "--hybrid", "--money", "1e300", "--human-cost", "1", "--judge-cost", "0.05"),
+    ("simulate", "--hybrid", "--money", "2e6", "--human-cost", "1", "--judge-cost", "0.05"),
+    ("simulate", "--hybrid", "--money", "100", "--human-cost", "1", "--judge-cost", "0.05", "--seed", "-1"),
+    ("simulate", "--hybrid", "--money", "100", "--human-cost", "1", "--judge-cost", "0.05", "--reps", "9" * 300),
+    ("simulate", "--hybrid", "--money", "100", "--human-cost", "1", "--judge-cost", "0"),
+    ("simulate", "--hybrid", "--money", "100", "--human-cost", "1", "--judge-cost", "0.05", "--agreement", "nan"),
+    ("simulate", "--hybrid", "--money", "x" * 1_000_000, "--human-cost", "1", "--judge-cost", "0.05"),
+]
+
+
+@pytest.mark.parametrize("args", HOSTILE, ids=lambda a: " ".join(x[:12] for x in a[3:]))
+def test_hostile_values_one_line(args):
+    r = run(*args)
+    assert r.exit_code in (1, 2), (r.stdout[-300:], r.stderr[-300:])
+    assert r.stderr.startswith("error: ") and r.stderr.count("\n") == 1 and len(r.stderr) <= 400
+    assert "None" not in r.stderr and "Traceback" not in r.stderr
