@@ -25,7 +25,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import expit, ndtri
+from scipy.special import expit, ndtr, ndtri
 
 from planner import hybrid_budget as hb
 from planner import limits
@@ -133,11 +133,7 @@ def _row(budget, method, n, N, cost, eff, pred, widths, hits, rejects, pred_powe
 def _z_power(effect_score: float, sd: float, eff_n: float, z: float) -> float:
     """Two-sided z-test power at the effective n (normal approximation)."""
     shift = abs(effect_score) * math.sqrt(eff_n) / sd
-    return _phi(shift - z) + _phi(-shift - z)
-
-
-def _phi(x: float) -> float:
-    return 0.5 * math.erfc(-x / math.sqrt(2))
+    return float(ndtr(shift - z) + ndtr(-shift - z))
 
 
 def simulate_money(budgets, *, human_cost: float, judge_cost: float, win_rate: float = 0.55,
