@@ -37,6 +37,13 @@ def simulate_cmd(
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")] = False,
     out_file: Annotated[Optional[Path], typer.Option("--out", help="Append every finished run to this JSONL file as it finishes (kept on failure or Ctrl-C).")] = None,
     resume: Annotated[bool, typer.Option(help="Continue the --out file: run only the runs it does not hold (same options needed).")] = False,
+    hybrid: Annotated[bool, typer.Option("--hybrid", help="Money mode: humans only vs the planned humans + judge split (size --hybrid) per --money budget; synthetic pair, or --from-study with --surrogate.", rich_help_panel="Hybrid")] = False,
+    money: Annotated[Optional[str], typer.Option(help="--hybrid: money budgets, comma-separated (e.g. 300,1000).", rich_help_panel="Hybrid")] = None,
+    human_cost: Annotated[Optional[float], typer.Option(help="--hybrid: cost of one item's human label.", rich_help_panel="Hybrid")] = None,
+    judge_cost: Annotated[Optional[float], typer.Option(help="--hybrid: cost of one item's judge prediction (both orders).", rich_help_panel="Hybrid")] = None,
+    agreement: Annotated[float, typer.Option(help="--hybrid synthetic: P(the judge copies the human verdict) per order, else it answers at random with --position bias.", rich_help_panel="Hybrid")] = 0.8,
+    win_rate: Annotated[float, typer.Option(help="--hybrid synthetic: true human win rate among decisive votes.", rich_help_panel="Hybrid")] = 0.55,
+    surrogate: Annotated[Optional[str], typer.Option(help="--hybrid --from-study: the judge's annotator name.", rich_help_panel="Hybrid")] = None,
 ) -> None:
     """How many comparisons each sampling strategy needs to reach a target.
 
@@ -47,6 +54,16 @@ def simulate_cmd(
 
     Example: planner simulate --scenario linear --systems 16 --spread 400 --reps 20 --target tau=0.9
     """
+    if hybrid:
+        from .simulate_hybrid import run_hybrid
+
+        return run_hybrid(money=money, human_cost=human_cost, judge_cost=judge_cost, agreement=agreement,
+                          win_rate=win_rate, tie_rate=tie_rate, position=position, reps=reps, seed=seed,
+                          from_study=from_study, surrogate=surrogate, json_out=json_out)
+    if money is not None or human_cost is not None or judge_cost is not None or surrogate is not None:
+        from planner.errors import UsageError
+
+        call(_raise, UsageError("--money, --human-cost, --judge-cost and --surrogate need --hybrid"))
     from planner import simulate as sim
 
     def build():
@@ -169,6 +186,10 @@ def _render(result) -> None:
         out().print(f"Fewest comparisons to reach mean {label} {result.target_value:g}: {b.name}, "
                     f"{b.needed_mean_curve:,} (a '—' means not reached within the budget of {result.budget:,}).",
                     markup=False)
+
+
+def _raise(exc: Exception) -> None:
+    raise exc
 
 
 def _last_values(s):

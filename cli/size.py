@@ -6,6 +6,7 @@ scipy) is imported inside the command functions and rich inside the renderers.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -54,6 +55,33 @@ def size(
         help="Expected pass rate of acceptability items, 0 <= P <= 1 (use with --precision).")] = None,
     precision: Annotated[Optional[float], typer.Option(
         help="Half-width of the 95% pass-rate interval, 0 < H < 0.5 (with --pass-rate).")] = None,
+    hybrid: Annotated[bool, typer.Option(
+        "--hybrid", help="Budget humans + judge (prediction-powered): the cheapest numbers of human and "
+                         "judge labels for the target, beside humans only. Ties count half.")] = False,
+    human_cost: Annotated[Optional[float], typer.Option(
+        help="--hybrid: cost of one item's human label (> 0).", rich_help_panel="Hybrid")] = None,
+    judge_cost: Annotated[Optional[float], typer.Option(
+        help="--hybrid: cost of one item's judge prediction, all its calls (both orders: twice a call's "
+             "price), >= 0.", rich_help_panel="Hybrid")] = None,
+    rho: Annotated[Optional[float], typer.Option(
+        help="--hybrid: correlation of human and judge scores per item, -1 <= rho < 1.",
+        rich_help_panel="Hybrid")] = None,
+    agreement: Annotated[Optional[float], typer.Option(
+        help="--hybrid: human-judge agreement rate on binary verdicts, 0..1 (rho = 2a - 1).",
+        rich_help_panel="Hybrid")] = None,
+    pilot: Annotated[Optional[Path], typer.Option(
+        help="--hybrid: estimate rho from this pilot study's items with human and judge verdicts.",
+        rich_help_panel="Hybrid")] = None,
+    surrogate: Annotated[Optional[str], typer.Option(
+        help="--hybrid --pilot: the judge's annotator name in the pilot study.", rich_help_panel="Hybrid")] = None,
+    width: Annotated[Optional[float], typer.Option(
+        help="--hybrid: target half-width of the win-rate interval, 0 < H < 0.5 (instead of --effect).",
+        rich_help_panel="Hybrid")] = None,
+    confidence: Annotated[float, typer.Option(
+        help="--hybrid --width: interval level, 0 < c < 1.", rich_help_panel="Hybrid")] = 0.95,
+    max_items: Annotated[Optional[int], typer.Option(
+        help="--hybrid: at most this many items can be judged (pool of prompts x pairs, or a judge "
+             "budget / --judge-cost), per pair.", rich_help_panel="Hybrid")] = None,
     json_: Annotated[bool, typer.Option("--json", help="Print the result as one JSON document.")] = False,
 ) -> None:
     """How many comparisons a study needs to detect a win-rate difference (normal and exact binomial).
@@ -64,13 +92,31 @@ def size(
     Headline = exact binomial test: the smallest n from which on every larger n
     also reaches the target power. Also answers --budget (minimum detectable
     effect), --power-at, --table, --looks (group-sequential) and --pass-rate
-    with --precision (acceptability items).
+    with --precision (acceptability items), and --hybrid (the cheapest
+    numbers of human and judge labels, prediction-powered, beside humans only).
 
     Example: planner size --effect 0.04
     """
     from planner import power as pw
     from planner.errors import UsageError
 
+    hybrid_opts = {"--human-cost": human_cost, "--judge-cost": judge_cost, "--rho": rho, "--agreement": agreement,
+                   "--pilot": pilot, "--surrogate": surrogate, "--width": width, "--max-items": max_items}
+    if hybrid:
+        others = {"--budget": budget, "--power-at": power_at, "--plot": plot, "--pass-rate": pass_rate,
+                  "--precision": precision, "--table": table or None, "--looks": None if looks == 1 else looks,
+                  "--both-orders": both_orders or None, "--per-prompt": None if per_prompt == 1 else per_prompt,
+                  "--icc": icc or None, "--invalid-rate": invalid_rate or None}
+        bad = [k for k, v in others.items() if v is not None]
+        if bad:
+            call(_raise, UsageError(f"{bad[0]} does not apply with --hybrid (allowed: --effect/--win-rate or "
+                                    "--width, --alpha, --power, --alternative, --tie-rate, --systems, --design)"))
+        _size_hybrid(effect, win_rate, alpha, power, alternative, tie_rate, systems, design, hybrid_opts,
+                     confidence, json_)
+        return
+    given = [k for k, v in hybrid_opts.items() if v is not None]
+    if given:
+        call(_raise, UsageError(f"{given[0]} needs --hybrid"))
     if pass_rate is not None or precision is not None:
         if pass_rate is None or precision is None:
             missing = "--precision" if precision is None else "--pass-rate"
@@ -181,6 +227,97 @@ def sentence(r) -> str:
         s += (f" With {q.looks} looks ({q.boundary}) the maximum is {q.inflation:.3f}× a single look: "
               f"{q.n_max:,} judgments per pair, {q.n_per_look:,} per look.")
     return s
+
+
+def _size_hybrid(effect, win_rate, alpha, power, alternative, tie_rate, systems, design, o: dict,
+                 confidence: float, json_: bool) -> None:
+    """`size --hybrid`: planner.hybrid_budget on the options; table + one sentence, or --json."""
+    from planner import hybrid_budget as hb
+    from planner.errors import UsageError
+
+    sources = [k for k in ("--rho", "--agreement", "--pilot") if o[k] is not None]
+    if len(sources) != 1:
+        call(_raise, UsageError("--hybrid needs exactly one of --rho, --agreement, --pilot (with --surrogate); "
+                                f"got {', '.join(sources) if sources else 'none'}"))
+    for k in ("--human-cost", "--judge-cost"):
+        if o[k] is None:
+            call(_raise, UsageError(f"--hybrid needs {k} (the price of one label)"))
+    if (o["--pilot"] is None) != (o["--surrogate"] is None):
+        call(_raise, UsageError("--pilot and --surrogate go together"))
+    if o["--rho"] is not None:
+        r, source = o["--rho"], "given"
+    elif o["--agreement"] is not None:
+        r = call(hb.rho_from_agreement, o["--agreement"])
+        source = f"from agreement {o['--agreement']:.0%} (rho = 2a - 1)"
+    else:
+        from planner.hybrid_report import rho_from_study
+
+        r, used = call(rho_from_study, o["--pilot"], o["--surrogate"])
+        lo, hi = hb.rho_interval(r, used)
+        source = (f"estimated on {used:,} pilot items of {o['--pilot']} ({o['--surrogate']} vs humans), "
+                  f"90% interval {lo:.2f} to {hi:.2f}")
+    from planner.errors import check_range
+
+    call(check_range, "--confidence", confidence, 0, 1)
+    costs = (r, o["--human-cost"], o["--judge-cost"])
+    if o["--width"] is not None:
+        if effect is not None:
+            call(_raise, UsageError("give either --effect or --width with --hybrid, not both"))
+        p = call(hb.plan_for_width, o["--width"], *costs, confidence=confidence,
+                 win_rate=0.5 if win_rate is None else win_rate, tie_rate=tie_rate, max_items=o["--max-items"])
+    else:
+        if effect is not None and win_rate is not None:
+            call(_raise, UsageError("give either --effect or --win-rate, not both"))
+        if win_rate is not None:
+            from planner import power as pw
+
+            effect = call(pw.effect_from_win_rate, win_rate)
+        if effect is None:
+            call(_raise, UsageError("--hybrid needs a target: --effect, --win-rate or --width"))
+        p = call(hb.plan_for_effect, effect, *costs, alpha=alpha, power=power, alternative=alternative,
+                 tie_rate=tie_rate, systems=systems, design=design, max_items=o["--max-items"])
+    if json_:
+        print_json({**p.to_dict(), "rho_source": source})
+        return
+    _render_hybrid(p, source)
+
+
+def _money(v: float) -> str:
+    return f"{v:,.2f}"
+
+
+def _render_hybrid(p, source: str) -> None:
+    from rich.table import Table
+
+    each = " per pair" if p.pairs > 1 else ""
+    t = Table(title=f"Hybrid budget{each}: {p.target_text}; rho = {p.rho:.3f} ({source})")
+    for col in ("plan", "human labels", "judge labels", "cost", "effective n"):
+        t.add_column(col, justify="right" if col != "plan" else "left")
+    t.add_row("humans only", f"{p.human_n:,}", "0", _money(p.human_n * p.human_cost), f"{p.human_n:,}")
+    h = p.hybrid
+    if h is not None:
+        label = "humans + judge (cheapest, pool cap)" if h.capped else "humans + judge (cheapest)"
+        t.add_row(label, f"{h.n:,}", f"{h.items:,}", _money(h.cost), f"{h.effective_n:,.1f}")
+    else:
+        t.add_row("humans + judge (cheapest)", "—", "—", "does not pay off", "—")
+    t.add_row("floor: unlimited free judge", f"{p.floor_n:,}", "unlimited", "—", "—")
+    out().print(t)
+    out().print(hybrid_sentence(p), markup=False)
+
+
+def hybrid_sentence(p) -> str:
+    """The one sentence under the hybrid table, from the plan's own numbers."""
+    total = f" ({p.pairs} pairs: totals)" if p.pairs > 1 else ""
+    s = (f"To {p.target_text}, humans alone need {p.human_n * p.pairs:,} human labels "
+         f"costing {_money(p.human_cost_total)}{total}")
+    h = p.hybrid
+    if h is None:
+        return (s + f"; with rho = {p.rho:.2f} the judge does not pay off at these prices "
+                f"(sqrt(1 - rho^2) + rho sqrt(c_j/c_h) = {math.sqrt(p.cost_ratio_limit):.3f} >= 1), "
+                "so collect human labels only.")
+    return (s + f"; with the judge (rho = {p.rho:.2f}) the cheapest plan is {h.n * p.pairs:,} human labels and "
+            f"{h.items * p.pairs:,} judge labels ({h.N * p.pairs:,} items judged only) costing {_money(p.cost)}, "
+            f"saving {_money(p.saving)} ({p.saving / p.human_cost_total:.0%}).")
 
 
 def _render_pass_rate(r) -> None:

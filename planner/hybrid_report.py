@@ -127,6 +127,24 @@ def _collect(study, study_path, surrogate: str):
     return items_from_verdicts(tuple(study.systems), rows, surrogate), annotators, other_judges
 
 
+def items_from_study(study_path, surrogate: str) -> HybridItems:
+    """A study's items and scores exactly as ``report --surrogate`` builds them (counted kinds only,
+    other ``planner judge`` models left out); used by ``size --hybrid --pilot`` and ``simulate --hybrid``."""
+    from planner.study import Study
+
+    study = Study.open(study_path)
+    return _collect(study, study_path, surrogate)[0]
+
+
+def rho_from_study(study_path, surrogate: str) -> tuple[float, int]:
+    """ρ̂ (human–judge score correlation within pairs) from a pilot study's items that carry human
+    votes: :func:`planner.hybrid_budget.rho_from_items` on :func:`items_from_study`."""
+    from planner.hybrid_budget import rho_from_items
+
+    items = items_from_study(study_path, surrogate)
+    return rho_from_items(items.pairs, items.y, items.yhat)
+
+
 def plan_for_humans(study, *, surrogate: str | None, size: int, rng, floor: float = 0.2,
                     objective: str = "strengths"):
     """``next-batch --for humans``: the (prompt, pair) items where a human label is worth most.
