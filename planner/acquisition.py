@@ -29,7 +29,7 @@ Open Platform for Evaluating LLMs by Human Preference", ICML, eq. 9.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from scipy.special import ndtr, owens_t
@@ -54,6 +54,8 @@ CAP_MIN = 5                 # ... but never fewer than this many picks
 CAP_YIELD = 0.25            # ... to any candidate worth at least this share of its score
 SPARSE_REL = 1e-4            # ranking gains: pairs whose variance moves by less than this (relative) are skipped
 DRAWS_POOL = 64             # draws path: candidates kept (by Gaussian gain) when there are more
+EXPLORE = 0.0               # active: share of each batch given to the least-judged pairs (exploration floor)
+THOMPSON = False            # active ranking/top-k: score gaps against one posterior draw of the strengths
 _GH_Z, _GH_W = np.polynomial.hermite_e.hermegauss(7)
 _GH_W = _GH_W / _GH_W.sum()
 
@@ -90,6 +92,9 @@ class Selection:
         One sentence explaining ``settled``.
     engine : str
         ``"gaussian"`` (rank-one updates) or ``"draws"`` (importance re-weighting).
+    notes : tuple of str
+        What the strategy could not do as asked (a batch the allowed pairs'
+        capacity cannot fill; swiss out of neighbour pairs), one sentence each.
     """
 
     systems: tuple[str, ...]
@@ -103,6 +108,7 @@ class Selection:
     settled: bool
     reason: str
     engine: str = "gaussian"
+    notes: tuple = ()
 
     def pair_names(self) -> list[tuple[str, str]]:
         """The picks as ``(system_i, system_j)`` name tuples."""
@@ -114,7 +120,7 @@ class Selection:
                 "gains": [float(g) for g in self.gains],
                 "expected_reduction": float(self.expected_reduction),
                 "value_before": float(self.value_before), "value_after": float(self.value_after),
-                "settled": bool(self.settled), "reason": self.reason}
+                "settled": bool(self.settled), "reason": self.reason, "notes": list(self.notes)}
 
 
 # ====================================================== small math helpers
@@ -431,7 +437,9 @@ def select_pairs(posterior: bt.GaussianPosterior, k: int, *, strategy: str = "ac
                  objective: str = "ranking", top_k: int | None = None, anchor: str | None = None,
                  judged: Counts | None = None, pending: Counts | None = None,
                  rng: np.random.Generator, draws: np.ndarray | None = None,
-                 allowed=None, true_mean: np.ndarray | None = None) -> Selection:
+                 allowed=None, true_mean: np.ndarray | None = None,
+                 explore: float | None = None, thompson: bool | None = None,
+                 capacity: dict | None = None) -> Selection:
     """Choose ``k`` system pairs for the next batch.
 
     Parameters
@@ -475,6 +483,23 @@ def select_pairs(posterior: bt.GaussianPosterior, k: int, *, strategy: str = "ac
         Restrict candidates to these pairs (order inside a pair ignored).
     true_mean : ndarray (M,), optional
         True strengths, required by ``oracle``.
+    explore : float in [0, 1), optional
+        ``active`` only: ``round(explore · k)`` picks of the batch go to the
+        least-judged pairs (judged + pending + picks so far) before the greedy
+        fills the rest, conditioned on them — a floor of spread-out
+        comparisons that guards against a wrong model locking the design in.
+        Default :data:`EXPLORE`.
+    thompson : bool, optional
+        ``active`` with ``ranking``/``top-k``: the misorder risks are computed
+        with the gaps of one draw ``β̃ ~ N(μ, Σ)`` (from ``rng``) in place of
+        the posterior mean (Thompson-style randomization of the objective).
+        Default :data:`THOMPSON`.
+    capacity : dict {(i, j): int}, optional
+        Most picks each pair may take in this batch (e.g. its unused
+        prompts); pairs absent from it are unlimited. Strategies never exceed
+        it: a batch the pairs cannot fill comes back shorter, and
+        ``Selection.notes`` says so (likewise when swiss runs out of
+        neighbour pairs and takes the least-judged other pairs).
 
     Returns
     -------
@@ -492,40 +517,120 @@ def select_pairs(posterior: bt.GaussianPosterior, k: int, *, strategy: str = "ac
     systems, ctx, state, ci, cj, counts, draws = _setup(
         posterior, objective, top_k, anchor, judged, pending, draws, allowed,
         true_mean if strategy == "oracle" else None, need_anchor=strategy == "anchor")
-    m, mu, a_idx = len(systems), ctx.mu, ctx.a_idx
+    a_idx = ctx.a_idx
     engine = "gaussian"
     # a study with no judgments (judged given and empty) and nothing pending
     no_data = judged is not None and not counts.any()
-
-    if strategy in ("active", "oracle") and not no_data:
+    settled, reason = _settled(ctx, systems)
+    notes: list[str] = []
+    capv = _capacity(capacity, ci, cj)
+    if capv is not None:
+        keep = capv > 0
+        ci, cj, capv = ci[keep], cj[keep], capv[keep]
+        total = float(capv.sum())
+        if total < k:
+            notes.append(f"only {int(total)} of the {k} requested comparison(s) can be issued: the pairs that "
+                         f"may be chosen have no more unused slots (prompts); the batch is shorter")
+            k = int(total)
+        if k == 0:
+            return Selection(systems, [], np.zeros(0), 0.0, 0.0, 0.0, strategy, objective, settled, reason,
+                             engine, tuple(notes))
+    active = strategy in ("active", "oracle") and not no_data
+    pre, pre_gains, before = [], [], None
+    if active and strategy == "active":
+        share = EXPLORE if explore is None else float(explore)
+        if not 0.0 <= share < 1.0:
+            raise UsageError(f"explore ({share}) must be in [0, 1)")
+        n_e = int(round(share * k))
+        if n_e:
+            pre = _least_judged(ci, cj, counts, n_e, rng, capv)
+            capv = _spend(capv, ci, cj, pre)
+            pre_gains, before = _score_sequence(ctx, state, pre)
+            k -= n_e
+        if (THOMPSON if thompson is None else thompson) and objective in ("ranking", "top-k"):
+            ctx = _thompson_context(ctx, rng)
+    if active and k > 0:
         if draws is not None and strategy == "active":
             engine = "draws"
-            pairs, gains, before = _active_draws(ctx, state, draws, ci, cj, k, pending)
+            pairs, gains, b0 = _active_draws(ctx, state, draws, ci, cj, k, pending, capv)
         else:
-            pairs, gains, before = _active_gaussian(ctx, state, ci, cj, k, rng)
+            pairs, gains, b0 = _active_gaussian(ctx, state, ci, cj, k, rng, capv)
+        before = b0 if before is None else before
+    elif active:
+        pairs, gains = [], []
     else:
-        if strategy in ("active", "oracle"):
-            pairs = connected_start(m, k, rng, allowed=None if allowed is None else set(zip(ci, cj)))
-        elif strategy == "round-robin":
-            pairs = _least_judged(ci, cj, counts, k, rng)
-        elif strategy == "random":
-            pick = rng.integers(0, ci.size, size=k)
-            pairs = [(int(ci[t]), int(cj[t])) for t in pick]
-        elif strategy == "anchor":
-            sel = (ci == a_idx) | (cj == a_idx)
-            if not sel.any():
-                raise UsageError(f"no allowed pair includes the anchor {anchor!r}")
-            pairs = _least_judged(ci[sel], cj[sel], counts, k, rng)
-        elif strategy == "swiss":
-            pairs = _swiss(mu, ci, cj, counts, k, rng)
-        else:
-            pairs = _arena(ctx, ci, cj, counts, k, rng)
+        pairs = _baseline(strategy, ctx, ci, cj, counts, k, rng, capv, allowed, a_idx, anchor, notes)
         gains, before = _score_sequence(ctx, state, pairs)
+    pairs, gains = pre + list(pairs), list(pre_gains) + list(gains)
     gains = np.asarray(gains, dtype=float)
-    settled, reason = _settled(ctx, systems)
     total = float(gains.sum())
     return Selection(systems, [(int(i), int(j)) for i, j in pairs], gains, total, float(before),
-                     float(before - total), strategy, objective, settled, reason, engine)
+                     float(before - total), strategy, objective, settled, reason, engine, tuple(notes))
+
+
+def _capacity(capacity, ci, cj):
+    """Per-candidate pick limit (inf where the mapping says nothing), or None without a mapping."""
+    if capacity is None:
+        return None
+    capv = np.full(ci.size, np.inf)
+    index = {(int(i), int(j)): t for t, (i, j) in enumerate(zip(ci, cj))}
+    for p, n in capacity.items():
+        t = index.get((min(int(p[0]), int(p[1])), max(int(p[0]), int(p[1]))))
+        if t is not None:
+            if n is None or n < 0:
+                raise UsageError(f"capacity of pair {p!r} ({'missing' if n is None else n}) must be >= 0")
+            capv[t] = float(n)
+    return capv
+
+
+def _spend(capv, ci, cj, pairs):
+    """Capacity left after ``pairs`` were picked."""
+    if capv is None or not pairs:
+        return capv
+    capv = capv.copy()
+    index = {(int(i), int(j)): t for t, (i, j) in enumerate(zip(ci, cj))}
+    for p in pairs:
+        capv[index[(int(p[0]), int(p[1]))]] -= 1
+    return capv
+
+
+def _thompson_context(ctx, rng):
+    """The context with one posterior draw of the strengths as the ranking's means."""
+    w, v = np.linalg.eigh(ctx.cov0)
+    draw = ctx.mu + v @ (np.sqrt(np.clip(w, 0.0, None)) * rng.standard_normal(w.size))
+    return replace(ctx, mu=draw - draw.mean())
+
+
+def _baseline(strategy, ctx, ci, cj, counts, k, rng, capv, allowed, a_idx, anchor, notes):
+    """Pairs of the non-adaptive strategies and the start design (capacity honoured)."""
+    m = ctx.mu.size
+    if strategy in ("active", "oracle"):
+        return connected_start(m, k, rng, allowed=None if allowed is None and capv is None else
+                               set(zip(ci.tolist(), cj.tolist())), capacity=capv)
+    if strategy == "round-robin":
+        return _least_judged(ci, cj, counts, k, rng, capv)
+    if strategy == "random":
+        if capv is None:
+            pick = rng.integers(0, ci.size, size=k)
+            return [(int(ci[t]), int(cj[t])) for t in pick]
+        left, pairs = capv.copy(), []
+        for _ in range(k):
+            t = int(rng.choice(np.flatnonzero(left > 0)))
+            left[t] -= 1
+            pairs.append((int(ci[t]), int(cj[t])))
+        return pairs
+    if strategy == "anchor":
+        sel = (ci == a_idx) | (cj == a_idx)
+        if not sel.any():
+            raise UsageError(f"no allowed pair includes the anchor {anchor!r}")
+        pairs = _least_judged(ci[sel], cj[sel], counts, k, rng, None if capv is None else capv[sel])
+        if len(pairs) < k:
+            notes.append(f"anchor: the pairs with the anchor {anchor} have only {len(pairs)} unused slot(s) "
+                         f"(prompts) left; the batch is shorter")
+        return pairs
+    if strategy == "swiss":
+        return _swiss(ctx.mu, ci, cj, counts, k, rng, capv, notes)
+    return _arena(ctx, ci, cj, counts, k, rng, capv)
 
 
 @dataclass
@@ -720,17 +825,19 @@ def _current_value(ctx, state, rk=None):
     return _value_gaussian(ctx.objective, ctx.mu, state.cov, ctx.top_k, ctx.a_idx)
 
 
-def _active_gaussian(ctx: _Context, state: _State, ci, cj, k, rng):
+def _active_gaussian(ctx: _Context, state: _State, ci, cj, k, rng, capv=None):
     """Greedy batch on the Gaussian posterior with fantasized rank-one updates.
 
     Entropy/variance/anchor: every candidate re-scored at every pick (closed
     forms, O(C) + one M×M product). Ranking/top-k: a candidate pool of the
     ``max(POOL_MIN, 2k)`` pairs with the largest own-pair gain, then lazy
     greedy (Minoux 1978): stale gains are upper bounds when gains diminish,
-    so only the top few are re-scored per pick.
+    so only the top few are re-scored per pick. ``capv``: picks each
+    candidate may take (a candidate at its limit is out of the batch).
     """
     perm = rng.permutation(ci.size)         # seeded tie-break between equal gains
     ci, cj = ci[perm], cj[perm]
+    capv = np.full(ci.size, np.inf) if capv is None else capv[perm]
     info = state.info(ci, cj)               # expected information, fixed for the batch
     ranking = ctx.objective in ("ranking", "top-k")
     rk = _Ranking(ctx, state) if ranking else None
@@ -738,15 +845,19 @@ def _active_gaussian(ctx: _Context, state: _State, ci, cj, k, rng):
     pairs, gains = [], []
     if not ranking:
         cf = _ClosedForm(ctx, state)
+        left = capv.copy()
         for _ in range(k):
-            g = cf.gains(state, ci, cj, info)
+            g = np.where(left > 0, cf.gains(state, ci, cj, info), -np.inf)
             t = int(np.argmax(g))
+            left[t] -= 1
             pairs.append((int(ci[t]), int(cj[t])))
             gains.append(float(g[t]))
             cf.update(state, *state.apply(ci[t], cj[t], info[t]))
         return pairs, gains, before
     pool = _ranking_pool(ctx, state, ci, cj, info, max(POOL_MIN, 2 * k))
-    pi, pj, pinfo = ci[pool], cj[pool], info[pool]
+    if capv[pool].sum() < k:                # the pool cannot hold the batch: every candidate
+        pool = np.arange(ci.size)
+    pi, pj, pinfo, pcap = ci[pool], cj[pool], info[pool], capv[pool]
     stale = _chunked(lambda s: rk.gains(state, pi[s], pj[s], pinfo[s], LOOKAHEAD), pi.size)
     # batch diversity: a pair holding `cap` picks of this batch yields to any candidate
     # worth at least CAP_YIELD of its own (look-ahead) score; it keeps taking picks
@@ -754,8 +865,10 @@ def _active_gaussian(ctx: _Context, state: _State, ci, cj, k, rng):
     cap = _batch_cap(k)
     taken = np.zeros(pi.size, np.int64)
     for _ in range(k):
-        blocked = taken >= cap
-        fresh = np.zeros(pi.size, bool)
+        dead = taken >= pcap
+        stale[dead] = -np.inf
+        blocked = (taken >= cap) & ~dead
+        fresh = dead.copy()
         while not blocked.all():
             best = int(np.argmax(np.where(blocked, -np.inf, stale)))
             if fresh[best]:
@@ -768,7 +881,7 @@ def _active_gaussian(ctx: _Context, state: _State, ci, cj, k, rng):
         if blocked.any():           # the best open candidate is fresh: compare it with the capped ones
             bi = np.flatnonzero(blocked)
             stale[bi] = rk.gains(state, pi[bi], pj[bi], pinfo[bi], LOOKAHEAD)
-            best = _capped_argmax(stale, taken, cap)
+            best = _capped_argmax(np.where(dead, -np.inf, stale), taken, cap)
         pairs.append((int(pi[best]), int(pj[best])))
         gains.append(float(stale[best]) if LOOKAHEAD == (1,) else
                      float(rk.gains(state, pi[best:best + 1], pj[best:best + 1], pinfo[best:best + 1])[0]))
@@ -835,27 +948,64 @@ def _score_sequence(ctx: _Context, state: _State, pairs):
 
 
 # ============================================================ baselines
-def _least_judged(ci, cj, counts, k, rng):
-    """Least-judged pairs first; ties broken by a seeded random priority."""
+def _least_judged(ci, cj, counts, k, rng, capv=None):
+    """Least-judged pairs first; ties broken by a seeded random priority.
+
+    With ``capv`` (picks each candidate may still take) an exhausted pair is
+    skipped; fewer than ``k`` pairs come back when every pair is exhausted.
+    """
     size = ci.size
+    if size == 0:
+        return []
     key = counts[ci, cj].astype(np.int64) * size + rng.permutation(size)   # (count, priority)
+    dead = np.iinfo(np.int64).max
+    left = None if capv is None else capv.copy()
+    if left is not None:
+        key[left <= 0] = dead
     pairs = []
     for _ in range(k):
         t = int(np.argmin(key))
+        if key[t] == dead:
+            break
         pairs.append((int(ci[t]), int(cj[t])))
         key[t] += size
+        if left is not None:
+            left[t] -= 1
+            if left[t] <= 0:
+                key[t] = dead
     return pairs
 
 
-def _swiss(mu, ci, cj, counts, k, rng):
-    """Neighbours in the posterior-mean ranking (ties in the mean broken by rng)."""
+def _swiss(mu, ci, cj, counts, k, rng, capv=None, notes=None):
+    """Neighbours in the posterior-mean ranking (ties in the mean broken by rng).
+
+    When the neighbour pairs are not allowed or run out of capacity, the rest
+    of the batch goes to the least-judged other pairs, with a note.
+    """
     m = mu.size
     order = np.lexsort((rng.random(m), -mu))
     nb = {(min(a, b), max(a, b)) for a, b in zip(order[:-1], order[1:])}
     sel = np.array([(int(i), int(j)) in nb for i, j in zip(ci, cj)], dtype=bool)
-    if not sel.any():
-        raise UsageError("swiss: no allowed pair of neighbours in the current ranking")
-    return _least_judged(ci[sel], cj[sel], counts, k, rng)
+    pairs = _least_judged(ci[sel], cj[sel], counts, k, rng, None if capv is None else capv[sel])
+    if len(pairs) < k:
+        if notes is None:
+            raise UsageError("swiss: no allowed pair of neighbours in the current ranking")
+        rest = _least_judged(ci, cj, counts + _pair_counts_of(pairs, m), k - len(pairs), rng,
+                             _spend(capv, ci, cj, pairs))
+        what = "no pair of neighbours in the current ranking can be issued" if not pairs else \
+            f"the neighbour pairs in the current ranking could take only {len(pairs)} of {k} comparison(s)"
+        notes.append(f"swiss: {what}; took the least-judged pairs that can still be issued instead "
+                     f"({len(rest)} comparison(s))")
+        pairs += rest
+    return pairs
+
+
+def _pair_counts_of(pairs, m):
+    mat = np.zeros((m, m), dtype=np.int64)
+    for i, j in pairs:
+        mat[i, j] += 1
+        mat[j, i] += 1
+    return mat
 
 
 def arena_weights(posterior: bt.GaussianPosterior, ci, cj, n) -> np.ndarray:
@@ -886,17 +1036,27 @@ def _arena_probs(mu, cov, ci, cj, n):
     return w / w.sum()
 
 
-def _arena(ctx, ci, cj, counts, k, rng):
+def _arena(ctx, ci, cj, counts, k, rng, capv=None):
     n = counts[ci, cj].astype(float).copy()
+    left = None if capv is None else capv.copy()
     pairs = []
     for _ in range(k):
-        t = int(rng.choice(ci.size, p=_arena_probs(ctx.mu, ctx.cov0, ci, cj, n)))
+        p = _arena_probs(ctx.mu, ctx.cov0, ci, cj, n)
+        if left is not None:
+            p = np.where(left > 0, p, 0.0)
+            if p.sum() <= 0:
+                break
+            p = p / p.sum()
+        t = int(rng.choice(ci.size, p=p))
         pairs.append((int(ci[t]), int(cj[t])))
         n[t] += 1
+        if left is not None:
+            left[t] -= 1
     return pairs
 
 
-def connected_start(m: int, k: int, rng: np.random.Generator, *, allowed=None) -> list[tuple[int, int]]:
+def connected_start(m: int, k: int, rng: np.random.Generator, *, allowed=None,
+                    capacity=None) -> list[tuple[int, int]]:
     """A connected start design for a study with no judgments.
 
     A random cycle through all ``m`` systems (``m`` pairs; for ``m = 2`` the
@@ -904,7 +1064,9 @@ def connected_start(m: int, k: int, rng: np.random.Generator, *, allowed=None) -
     ``rng``). With ``allowed`` pairs, a random spanning tree of the allowed
     graph (Kruskal on shuffled edges) replaces the cycle. When ``k`` is smaller
     than the cycle, the first ``k`` edges are a path (connected over the
-    systems it touches). Deterministic given the ``rng`` state.
+    systems it touches). ``capacity`` (per allowed pair in sorted order, as
+    :func:`select_pairs` builds it; every allowed pair at least 1) limits the
+    fill. Deterministic given the ``rng`` state.
     """
     if allowed is None:
         order = rng.permutation(m)
@@ -932,7 +1094,7 @@ def connected_start(m: int, k: int, rng: np.random.Generator, *, allowed=None) -
         for a, b in pairs:
             counts[a, b] += 1
             counts[b, a] += 1
-        pairs += _least_judged(ci, cj, counts, k - len(pairs), rng)
+        pairs += _least_judged(ci, cj, counts, k - len(pairs), rng, _spend(capacity, ci, cj, pairs))
     return pairs
 
 
@@ -1038,7 +1200,7 @@ def _outcome_rows(ctx, b, w, ci, cj):
     return np.stack(rows, axis=1), np.stack(probs, axis=1)
 
 
-def _active_draws(ctx: _Context, state: _State, draws, ci, cj, k, pending):
+def _active_draws(ctx: _Context, state: _State, draws, ci, cj, k, pending, capv=None):
     """Greedy batch scored on the draws, conditioned with Gaussian updates.
 
     Each candidate's one-judgment gain ``g_draws`` is computed once on the
@@ -1054,10 +1216,12 @@ def _active_draws(ctx: _Context, state: _State, draws, ci, cj, k, pending):
     """
     ranking = ctx.objective in ("ranking", "top-k")
     rk = _Ranking(ctx, state) if ranking else None
+    capv = np.full(ci.size, np.inf) if capv is None else capv
     if ci.size > DRAWS_POOL:
         g = _gaussian_gains(ctx, state, ci, cj)
         keep = np.sort(np.argsort(-g, kind="stable")[:DRAWS_POOL])
-        ci, cj = ci[keep], cj[keep]
+        if capv[keep].sum() >= k:
+            ci, cj, capv = ci[keep], cj[keep], capv[keep]
     sc = _DrawsScorer(ctx, draws, pending, None if rk is None else (rk.kr, rk.lr))
     before = sc.current()
     g_draws = sc.gains(ci, cj)
@@ -1075,6 +1239,7 @@ def _active_draws(ctx: _Context, state: _State, draws, ci, cj, k, pending):
         with np.errstate(divide="ignore", invalid="ignore"):
             score = np.where(g0 > 0, g_draws * gauss(LOOKAHEAD) / g0, 0.0)
             one = np.where(g0_one > 0, g_draws * gauss((1,)) / g0_one, 0.0)
+        score = np.where(taken >= capv, -np.inf, score)
         t = _capped_argmax(score, taken, cap) if ranking else int(np.argmax(score))
         taken[t] += 1
         pairs.append((int(ci[t]), int(cj[t])))
