@@ -166,21 +166,30 @@ def misorder_after(h, s2, s0_2):
     """
     h = np.abs(np.asarray(h, dtype=float))
     s2 = np.asarray(s2, dtype=float)
-    tau2 = np.clip(s0_2 - s2, 0.0, None)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        a = np.sqrt(np.clip(s2, 0.0, None) / tau2)
-    a = np.where(np.isnan(a), np.inf, a)
-    h, a = np.broadcast_arrays(h, a)
-    out = np.empty(a.shape)
-    small = a < TAIL_A
-    out[small] = 2.0 * owens_t(h[small], a[small])
-    hb, ab = h[~small], a[~small]
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        a = np.sqrt(np.maximum(s2, 0.0) / np.maximum(s0_2 - s2, 0.0))
+        if a.shape != h.shape:
+            h, a = np.broadcast_arrays(h, a)
+        a = np.where(np.isnan(a), np.inf, a)
+        small = a < TAIL_A
+        n_small = np.count_nonzero(small)
+        if n_small == a.size:
+            return 2.0 * owens_t(h, a)
+        out = np.empty(a.shape)
+        if n_small:
+            out[small] = 2.0 * owens_t(h[small], a[small])
+            big = ~small
+            hb, ab = h[big], a[big]
+        else:
+            hb, ab = h, a
         e = np.exp(-0.5 * hb * hb * ab * ab)
-        j2 = np.where(np.isinf(ab), 0.0, e / ab - hb * np.sqrt(2 * np.pi) * ndtr(-hb * ab))
-        j4 = np.where(np.isinf(ab), 0.0, e / (3 * ab ** 3)) - hb * hb / 3.0 * j2
-    tail = np.exp(-0.5 * hb * hb) / np.pi * (j2 - j4)
-    out[~small] = ndtr(-hb) - tail
+        ab_inf = np.isinf(ab)
+        j2 = np.where(ab_inf, 0.0, e / ab - hb * np.sqrt(2 * np.pi) * ndtr(-hb * ab))
+        j4 = np.where(ab_inf, 0.0, e / (3 * ab ** 3)) - hb * hb / 3.0 * j2
+        res = ndtr(-hb) - np.exp(-0.5 * hb * hb) / np.pi * (j2 - j4)
+    if not n_small:
+        return res.reshape(a.shape)
+    out[big] = res
     return out
 
 
@@ -695,7 +704,7 @@ def pair_risk(absm, s0_2, s2, mode: str = "bayes", est=None):
         now = np.where(sgn * x < 0, 1.0, np.where(x == 0, 0.5, 0.0))
         return np.where(den > 0, r, now)
     absm = np.abs(absm)
-    s2 = np.clip(s2, 1e-300, None)
+    s2 = np.maximum(s2, 1e-300)
     if mode == "fixed":
         return ndtr(-absm / np.sqrt(s2))
     if mode == "bayes":
@@ -730,6 +739,7 @@ class _Ranking:
         vcur = _diff_var(state.cov)
         self.s2 = np.minimum(vcur[kr, lr], self.s0_2)
         self.r = self._risk(self.s2)
+        self.s2_r = self.s2.copy()          # the variance each stored risk was evaluated at
 
     def _risk(self, s2, col=False):
         if col:
@@ -740,39 +750,68 @@ class _Ranking:
     def value(self):
         return float(self.r.sum())
 
-    def gains(self, state: _State, ci, cj, info, lookahead=(1,)):
+    def gains(self, state: _State, ci, cj, info, lookahead=(1,), one=False):
         """Expected reduction of the misorder sum for candidates (ci, cj).
 
         With ``lookahead`` (L_1, L_2, ...) the score is the best reduction per
         judgment, ``max_L [R − R(after L judgments on the pair)] / L`` (the
         KG(*) remedy for myopia, Frazier & Powell 2010); ``(1,)`` is the plain
-        one-judgment gain.
+        one-judgment gain. With ``one`` also the one-judgment gain (``1`` must
+        be among the look-aheads): ``(score, gain)``. Every look-ahead's risks
+        go through one :func:`pair_risk` call (the per-call overhead of the
+        special functions dominated at batch sizes of a few candidates).
         """
         if self.kr.size == 0:
-            return np.zeros(ci.size)
+            z = np.zeros(ci.size)
+            return (z, z) if one else z
         c = state.cov[:, ci] - state.cov[:, cj]
         ar = np.arange(ci.size)
         v = c[ci, ar] - c[cj, ar]
         dc2 = c[self.kr] - c[self.lr]
         dc2 *= dc2
-        best = None
-        for n in lookahead:
+        rows_l, cols_l, after_s2, seg = [], [], [], [0]
+        thresh = SPARSE_REL * self.s2[:, None]
+        look = tuple(lookahead) + ((1,) if one and 1 not in lookahead else ())
+        for n in look:
             f = n * info / (1.0 + n * info * v)
             drop = f * dc2
             # Only pairs whose difference variance moves by more than SPARSE_REL of itself are
             # re-evaluated (the others' risk change is below SPARSE_REL x its own scale): the
             # expensive Owen's T runs on the few pairs a candidate actually touches.
-            rows, cols = np.nonzero(drop > SPARSE_REL * self.s2[:, None])
-            est = None if self.est is None else self.est[rows]
-            after = pair_risk(self.absm[rows], self.s0_2[rows], self.s2[rows] - drop[rows, cols], self.mode, est)
-            g = np.bincount(cols, weights=self.r[rows] - after, minlength=ci.size) / n
-            best = g if best is None else np.maximum(best, g)
-        return best
+            rows, cols = np.nonzero(drop > thresh)
+            rows_l.append(rows)
+            cols_l.append(cols)
+            after_s2.append(self.s2[rows] - drop[rows, cols])
+            seg.append(seg[-1] + rows.size)
+        rows = np.concatenate(rows_l)
+        est = None if self.est is None else self.est[rows]
+        after = pair_risk(self.absm[rows], self.s0_2[rows], np.concatenate(after_s2), self.mode, est)
+        red = self.r[rows] - after
+        best = g1 = None
+        for t, n in enumerate(look):
+            lo, hi = seg[t], seg[t + 1]
+            g = np.bincount(cols_l[t], weights=red[lo:hi], minlength=ci.size) / n
+            if n in lookahead:
+                best = g if best is None else np.maximum(best, g)
+            if n == 1:
+                g1 = g
+        return (best, g1) if one else best
 
     def update(self, c, f):
+        """A pick took ``f c cᵀ`` off the covariance: new variances; risks re-evaluated lazily.
+
+        A pair's risk is re-evaluated once its variance has fallen by more than
+        ``SPARSE_REL`` of itself since its last evaluation (the rule
+        :meth:`gains` uses for which pairs a candidate moves); until then its
+        stored risk is at most that much stale.
+        """
         dc = c[self.kr] - c[self.lr]
         self.s2 = self.s2 - f * dc * dc
-        self.r = self._risk(self.s2)
+        moved = np.flatnonzero(self.s2_r - self.s2 > SPARSE_REL * self.s2)
+        if moved.size:
+            est = None if self.est is None else self.est[moved]
+            self.r[moved] = pair_risk(self.absm[moved], self.s0_2[moved], self.s2[moved], self.mode, est)
+            self.s2_r[moved] = self.s2[moved]
 
 
 class _ClosedForm:
@@ -858,7 +897,12 @@ def _active_gaussian(ctx: _Context, state: _State, ci, cj, k, rng, capv=None):
     if capv[pool].sum() < k:                # the pool cannot hold the batch: every candidate
         pool = np.arange(ci.size)
     pi, pj, pinfo, pcap = ci[pool], cj[pool], info[pool], capv[pool]
-    stale = _chunked(lambda s: rk.gains(state, pi[s], pj[s], pinfo[s], LOOKAHEAD), pi.size)
+    one = np.zeros(pi.size)
+
+    def score(t):
+        st, one[t] = rk.gains(state, pi[t], pj[t], pinfo[t], LOOKAHEAD, one=True)
+        return st
+    stale = _chunked(score, pi.size)
     # batch diversity: a pair holding `cap` picks of this batch yields to any candidate
     # worth at least CAP_YIELD of its own (look-ahead) score; it keeps taking picks
     # when nothing else comes close (the objective says so)
@@ -876,15 +920,18 @@ def _active_gaussian(ctx: _Context, state: _State, ci, cj, k, rng, capv=None):
             masked = np.where(fresh | blocked, -np.inf, stale)
             top = np.argsort(-masked, kind="stable")[:LAZY_CHUNK]
             top = top[np.isfinite(masked[top])]
-            stale[top] = rk.gains(state, pi[top], pj[top], pinfo[top], LOOKAHEAD)
+            stale[top] = score(top)
             fresh[top] = True
         if blocked.any():           # the best open candidate is fresh: compare it with the capped ones
             bi = np.flatnonzero(blocked)
-            stale[bi] = rk.gains(state, pi[bi], pj[bi], pinfo[bi], LOOKAHEAD)
-            best = _capped_argmax(np.where(dead, -np.inf, stale), taken, cap)
+            # stale scores are upper bounds (gains diminish): when the open candidate beats
+            # CAP_YIELD x the largest of them it wins without re-scoring the capped ones
+            open_ok = not blocked.all() and np.isfinite(stale[best])
+            if not (open_ok and stale[best] >= CAP_YIELD * stale[bi].max()):
+                stale[bi] = score(bi)
+                best = _capped_argmax(np.where(dead, -np.inf, stale), taken, cap)
         pairs.append((int(pi[best]), int(pj[best])))
-        gains.append(float(stale[best]) if LOOKAHEAD == (1,) else
-                     float(rk.gains(state, pi[best:best + 1], pj[best:best + 1], pinfo[best:best + 1])[0]))
+        gains.append(float(one[best]))      # fresh: re-scored at this pick
         taken[best] += 1
         c, f = state.apply(pi[best], pj[best], pinfo[best])
         rk.update(c, f)
