@@ -770,19 +770,22 @@ class _Ranking:
         dc2 = c[self.kr] - c[self.lr]
         dc2 *= dc2
         rows_l, cols_l, after_s2, seg = [], [], [], [0]
-        thresh = SPARSE_REL * self.s2[:, None]
         look = tuple(lookahead) + ((1,) if one and 1 not in lookahead else ())
-        for n in look:
-            f = n * info / (1.0 + n * info * v)
-            drop = f * dc2
-            # Only pairs whose difference variance moves by more than SPARSE_REL of itself are
-            # re-evaluated (the others' risk change is below SPARSE_REL x its own scale): the
-            # expensive Owen's T runs on the few pairs a candidate actually touches.
-            rows, cols = np.nonzero(drop > thresh)
-            rows_l.append(rows)
-            cols_l.append(cols)
-            after_s2.append(self.s2[rows] - drop[rows, cols])
-            seg.append(seg[-1] + rows.size)
+        fs = [n * info / (1.0 + n * info * v) for n in look]
+        # Only pairs whose difference variance moves by more than SPARSE_REL of itself are
+        # re-evaluated (the others' risk change is below SPARSE_REL x its own scale): the
+        # expensive Owen's T runs on the few pairs a candidate actually touches. f grows with
+        # the look-ahead, so the largest one's set holds every other's: one dense pass.
+        f_max = np.max(fs, axis=0)
+        r_all, c_all = np.nonzero(dc2 * f_max > SPARSE_REL * self.s2[:, None])
+        d_all, s2_all = dc2[r_all, c_all], self.s2[r_all]
+        for f in fs:
+            drop = f[c_all] * d_all
+            keep = drop > SPARSE_REL * s2_all
+            rows_l.append(r_all[keep])
+            cols_l.append(c_all[keep])
+            after_s2.append(s2_all[keep] - drop[keep])
+            seg.append(seg[-1] + rows_l[-1].size)
         rows = np.concatenate(rows_l)
         est = None if self.est is None else self.est[rows]
         after = pair_risk(self.absm[rows], self.s0_2[rows], np.concatenate(after_s2), self.mode, est)
