@@ -748,7 +748,20 @@ class _Ranking:
         return pair_risk(self.absm, self.s0_2, s2, self.mode, self.est)
 
     def value(self):
+        self._refresh(np.arange(self.r.size))
         return float(self.r.sum())
+
+    def _stale(self, rows):
+        """Those of ``rows`` whose variance fell by more than ``SPARSE_REL`` since their risk was stored."""
+        s2 = self.s2[rows]
+        return np.unique(rows[self.s2_r[rows] - s2 > SPARSE_REL * s2])
+
+    def _refresh(self, rows):
+        stale = self._stale(rows)
+        if stale.size:
+            est = None if self.est is None else self.est[stale]
+            self.r[stale] = pair_risk(self.absm[stale], self.s0_2[stale], self.s2[stale], self.mode, est)
+            self.s2_r[stale] = self.s2[stale]
 
     def gains(self, state: _State, ci, cj, info, lookahead=(1,), one=False):
         """Expected reduction of the misorder sum for candidates (ci, cj).
@@ -787,8 +800,16 @@ class _Ranking:
             after_s2.append(s2_all[keep] - drop[keep])
             seg.append(seg[-1] + rows_l[-1].size)
         rows = np.concatenate(rows_l)
-        est = None if self.est is None else self.est[rows]
-        after = pair_risk(self.absm[rows], self.s0_2[rows], np.concatenate(after_s2), self.mode, est)
+        # stored risks gone stale (see update) are refreshed in the same call
+        stale = self._stale(rows)
+        every = np.concatenate([rows, stale])
+        est = None if self.est is None else self.est[every]
+        risk = pair_risk(self.absm[every], self.s0_2[every], np.concatenate(after_s2 + [self.s2[stale]]),
+                         self.mode, est)
+        after = risk[:rows.size]
+        if stale.size:
+            self.r[stale] = risk[rows.size:]
+            self.s2_r[stale] = self.s2[stale]
         red = self.r[rows] - after
         best = g1 = None
         for t, n in enumerate(look):
@@ -803,18 +824,14 @@ class _Ranking:
     def update(self, c, f):
         """A pick took ``f c cᵀ`` off the covariance: new variances; risks re-evaluated lazily.
 
-        A pair's risk is re-evaluated once its variance has fallen by more than
-        ``SPARSE_REL`` of itself since its last evaluation (the rule
-        :meth:`gains` uses for which pairs a candidate moves); until then its
-        stored risk is at most that much stale.
+        A pair's stored risk is re-evaluated (by :meth:`gains` or :meth:`value`,
+        in their own ``pair_risk`` call) once its variance has fallen by more
+        than ``SPARSE_REL`` of itself since its last evaluation (the rule
+        :meth:`gains` uses for which pairs a candidate moves); until then it is
+        at most that much stale.
         """
         dc = c[self.kr] - c[self.lr]
         self.s2 = self.s2 - f * dc * dc
-        moved = np.flatnonzero(self.s2_r - self.s2 > SPARSE_REL * self.s2)
-        if moved.size:
-            est = None if self.est is None else self.est[moved]
-            self.r[moved] = pair_risk(self.absm[moved], self.s0_2[moved], self.s2[moved], self.mode, est)
-            self.s2_r[moved] = self.s2[moved]
 
 
 class _ClosedForm:
