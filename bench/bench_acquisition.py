@@ -223,11 +223,16 @@ def arena_scale(study_dir=None, m=300, n=1_000_000, k=1000, prompts=300):
         study_dir = build(Path(tmp.name), m, n, prompts, seed=0)
         print(f"arena scale: built {m} systems, {n:,} judgments in {time.perf_counter() - t0:.0f} s")
     cmd = [sys.executable, "-m", "cli", "next-batch", str(study_dir), "--size", str(k), "--dry-run", "--json"]
-    walls = []
+    import resource
+
+    walls, cpus = [], []
     for _ in range(2):
+        r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.perf_counter()
         subprocess.run(cmd, check=True, capture_output=True, cwd=root)
         walls.append(time.perf_counter() - t0)
+        r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpus.append(r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime)
     t0 = time.perf_counter()
     with Study.open(study_dir) as st:
         counts, pending = st.counts(), st.pending_counts()
@@ -242,7 +247,8 @@ def arena_scale(study_dir=None, m=300, n=1_000_000, k=1000, prompts=300):
     acq.select_pairs(f.posterior, k, judged=counts, pending=pending, rng=np.random.default_rng(0))
     t_sel = time.perf_counter() - t0
     print(f"arena scale: {len(counts.systems)} systems, {int(counts.usable.sum()):,} usable judgments, "
-          f"batch {k}: whole next-batch --dry-run {min(walls):.2f} s wall (best of 2; target < 10 s); "
+          f"batch {k}: whole next-batch --dry-run {min(walls):.2f} s wall, {min(cpus):.2f} s CPU (best of 2; "
+          f"target < 10 s); "
           f"in process: counts {t_scan:.2f} s, pair-prompt usage {t_usage:.2f} s ({len(usage):,} pairs), "
           f"fit {t_fit:.2f} s, selection {t_sel:.2f} s")
     if tmp is not None:
