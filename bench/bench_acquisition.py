@@ -9,7 +9,17 @@
    to the truth >= 0.9, per strategy; ratio to round-robin.
    (planner simulate, issue 7, runs the real loop with planner.model.)
 
+3. Overhead (issue 14): ``--overhead`` — selection (active/ranking, batch 200)
+   against ``planner.model.fit`` (Laplace) on the same 100-system, ~100,000
+   judgment counts, CPU time (``time.process_time``: the 2-core machine is
+   shared, CPU time is what the ratio should compare), best of 3 each.
+   ``--arena-scale [--study DIR]``: 300 systems, 1,000,000 judgments (built
+   with ``bench_next_batch.build`` unless ``--study`` names one), batch 1,000:
+   wall time of the whole ``next-batch --dry-run`` in a subprocess (target
+   < 10 s) and an in-process breakdown (study scans, fit, selection).
+
 Run: python bench/bench_acquisition.py [--reps 20] [--quick] [--skip-speed]
+     python bench/bench_acquisition.py --overhead | --arena-scale [--study DIR]
 """
 
 from __future__ import annotations
@@ -164,13 +174,103 @@ def quality(reps, budget, quick):
             print(f"    {name:28s} {hit / rr:.2f}" if hit else f"    {name:28s} not reached")
 
 
+def _cpu(fn, repeat=3):
+    best = np.inf
+    for _ in range(repeat):
+        t0 = time.process_time()
+        out = fn()
+        best = min(best, time.process_time() - t0)
+    return best, out
+
+
+def overhead(m=100, n=100_000, k=200):
+    """Selection vs the Laplace fit of planner.model on the same counts (CPU seconds, best of 3)."""
+    from planner.model import fit
+
+    rng = np.random.default_rng(0)
+    truth = np.linspace(-800, 800, m) / bt.ELO_SCALE / 2
+    systems = tuple(f"s{i}" for i in range(m))
+    i, j = np.triu_indices(m, 1)
+    per = max(1, n // i.size)
+    a, b = np.repeat(i, per), np.repeat(j, per)
+    o = (rng.random(a.size) > 1.0 / (1.0 + np.exp(-(truth[a] - truth[b])))).astype(int)
+    judged = Counts.from_arrays(systems, a, b, o)
+    t_fit, f = _cpu(lambda: fit(judged, engine="laplace", seed=0, progressbar=False))
+    t_sel, sel = _cpu(lambda: acq.select_pairs(f.posterior, k, judged=judged, rng=np.random.default_rng(0)))
+    print(f"overhead: {m} systems, {a.size:,} judgments, batch {k}: Laplace fit {t_fit:.3f} s CPU, "
+          f"selection {t_sel:.3f} s CPU = {t_sel / t_fit:.2f}x the fit (target <= 1); "
+          f"distinct pairs {len(set(sel.pairs))}")
+
+
+def arena_scale(study_dir=None, m=300, n=1_000_000, k=1000, prompts=300):
+    """Whole next-batch --dry-run at Arena scale (wall, subprocess) and where its time goes."""
+    import subprocess
+    import sys
+    import tempfile
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    sys.path.insert(0, str(root / "bench"))
+    from bench_next_batch import build
+
+    from planner.model import fit
+    from planner.study import Study
+
+    tmp = None
+    if study_dir is None:
+        tmp = tempfile.TemporaryDirectory()
+        t0 = time.perf_counter()
+        study_dir = build(Path(tmp.name), m, n, prompts, seed=0)
+        print(f"arena scale: built {m} systems, {n:,} judgments in {time.perf_counter() - t0:.0f} s")
+    cmd = [sys.executable, "-m", "cli", "next-batch", str(study_dir), "--size", str(k), "--dry-run", "--json"]
+    import resource
+
+    walls, cpus = [], []
+    for _ in range(2):
+        r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        t0 = time.perf_counter()
+        subprocess.run(cmd, check=True, capture_output=True, cwd=root)
+        walls.append(time.perf_counter() - t0)
+        r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpus.append(r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime)
+    t0 = time.perf_counter()
+    with Study.open(study_dir) as st:
+        counts, pending = st.counts(), st.pending_counts()
+        t_scan = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        usage = st.pair_prompt_usage()
+        t_usage = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    f = fit(counts, engine="laplace", seed=0, progressbar=False)
+    t_fit = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    acq.select_pairs(f.posterior, k, judged=counts, pending=pending, rng=np.random.default_rng(0))
+    t_sel = time.perf_counter() - t0
+    print(f"arena scale: {len(counts.systems)} systems, {int(counts.usable.sum()):,} usable judgments, "
+          f"batch {k}: whole next-batch --dry-run {min(walls):.2f} s wall, {min(cpus):.2f} s CPU (best of 2; "
+          f"target < 10 s); "
+          f"in process: counts {t_scan:.2f} s, pair-prompt usage {t_usage:.2f} s ({len(usage):,} pairs), "
+          f"fit {t_fit:.2f} s, selection {t_sel:.2f} s")
+    if tmp is not None:
+        tmp.cleanup()
+
+
 def main():
     ap = argparse.ArgumentParser()
+    ap.add_argument("--overhead", action="store_true")
+    ap.add_argument("--arena-scale", action="store_true")
+    ap.add_argument("--study", default=None)
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--budget", type=int, default=3000)
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--skip-speed", action="store_true")
     args = ap.parse_args()
+    if args.overhead or args.arena_scale:
+        if args.overhead:
+            overhead()
+        if args.arena_scale:
+            arena_scale(args.study)
+        return
     if not args.skip_speed:
         speed()
     quality(args.reps, args.budget, args.quick)

@@ -29,7 +29,7 @@ Open Platform for Evaluating LLMs by Human Preference", ICML, eq. 9.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from scipy.special import ndtr, owens_t
@@ -54,6 +54,8 @@ CAP_MIN = 5                 # ... but never fewer than this many picks
 CAP_YIELD = 0.25            # ... to any candidate worth at least this share of its score
 SPARSE_REL = 1e-4            # ranking gains: pairs whose variance moves by less than this (relative) are skipped
 DRAWS_POOL = 64             # draws path: candidates kept (by Gaussian gain) when there are more
+EXPLORE = 0.0               # active: share of each batch given to the least-judged pairs (exploration floor)
+THOMPSON = False            # active ranking/top-k: score gaps against one posterior draw of the strengths
 _GH_Z, _GH_W = np.polynomial.hermite_e.hermegauss(7)
 _GH_W = _GH_W / _GH_W.sum()
 
@@ -90,6 +92,9 @@ class Selection:
         One sentence explaining ``settled``.
     engine : str
         ``"gaussian"`` (rank-one updates) or ``"draws"`` (importance re-weighting).
+    notes : tuple of str
+        What the strategy could not do as asked (a batch the allowed pairs'
+        capacity cannot fill; swiss out of neighbour pairs), one sentence each.
     """
 
     systems: tuple[str, ...]
@@ -103,6 +108,7 @@ class Selection:
     settled: bool
     reason: str
     engine: str = "gaussian"
+    notes: tuple = ()
 
     def pair_names(self) -> list[tuple[str, str]]:
         """The picks as ``(system_i, system_j)`` name tuples."""
@@ -114,7 +120,7 @@ class Selection:
                 "gains": [float(g) for g in self.gains],
                 "expected_reduction": float(self.expected_reduction),
                 "value_before": float(self.value_before), "value_after": float(self.value_after),
-                "settled": bool(self.settled), "reason": self.reason}
+                "settled": bool(self.settled), "reason": self.reason, "notes": list(self.notes)}
 
 
 # ====================================================== small math helpers
@@ -160,21 +166,30 @@ def misorder_after(h, s2, s0_2):
     """
     h = np.abs(np.asarray(h, dtype=float))
     s2 = np.asarray(s2, dtype=float)
-    tau2 = np.clip(s0_2 - s2, 0.0, None)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        a = np.sqrt(np.clip(s2, 0.0, None) / tau2)
-    a = np.where(np.isnan(a), np.inf, a)
-    h, a = np.broadcast_arrays(h, a)
-    out = np.empty(a.shape)
-    small = a < TAIL_A
-    out[small] = 2.0 * owens_t(h[small], a[small])
-    hb, ab = h[~small], a[~small]
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        a = np.sqrt(np.maximum(s2, 0.0) / np.maximum(s0_2 - s2, 0.0))
+        if a.shape != h.shape:
+            h, a = np.broadcast_arrays(h, a)
+        a = np.where(np.isnan(a), np.inf, a)
+        small = a < TAIL_A
+        n_small = np.count_nonzero(small)
+        if n_small == a.size:
+            return 2.0 * owens_t(h, a)
+        out = np.empty(a.shape)
+        if n_small:
+            out[small] = 2.0 * owens_t(h[small], a[small])
+            big = ~small
+            hb, ab = h[big], a[big]
+        else:
+            hb, ab = h, a
         e = np.exp(-0.5 * hb * hb * ab * ab)
-        j2 = np.where(np.isinf(ab), 0.0, e / ab - hb * np.sqrt(2 * np.pi) * ndtr(-hb * ab))
-        j4 = np.where(np.isinf(ab), 0.0, e / (3 * ab ** 3)) - hb * hb / 3.0 * j2
-    tail = np.exp(-0.5 * hb * hb) / np.pi * (j2 - j4)
-    out[~small] = ndtr(-hb) - tail
+        ab_inf = np.isinf(ab)
+        j2 = np.where(ab_inf, 0.0, e / ab - hb * np.sqrt(2 * np.pi) * ndtr(-hb * ab))
+        j4 = np.where(ab_inf, 0.0, e / (3 * ab ** 3)) - hb * hb / 3.0 * j2
+        res = ndtr(-hb) - np.exp(-0.5 * hb * hb) / np.pi * (j2 - j4)
+    if not n_small:
+        return res.reshape(a.shape)
+    out[big] = res
     return out
 
 
@@ -431,7 +446,9 @@ def select_pairs(posterior: bt.GaussianPosterior, k: int, *, strategy: str = "ac
                  objective: str = "ranking", top_k: int | None = None, anchor: str | None = None,
                  judged: Counts | None = None, pending: Counts | None = None,
                  rng: np.random.Generator, draws: np.ndarray | None = None,
-                 allowed=None, true_mean: np.ndarray | None = None) -> Selection:
+                 allowed=None, true_mean: np.ndarray | None = None,
+                 explore: float | None = None, thompson: bool | None = None,
+                 capacity: dict | None = None) -> Selection:
     """Choose ``k`` system pairs for the next batch.
 
     Parameters
@@ -475,6 +492,23 @@ def select_pairs(posterior: bt.GaussianPosterior, k: int, *, strategy: str = "ac
         Restrict candidates to these pairs (order inside a pair ignored).
     true_mean : ndarray (M,), optional
         True strengths, required by ``oracle``.
+    explore : float in [0, 1), optional
+        ``active`` only: ``round(explore · k)`` picks of the batch go to the
+        least-judged pairs (judged + pending + picks so far) before the greedy
+        fills the rest, conditioned on them — a floor of spread-out
+        comparisons that guards against a wrong model locking the design in.
+        Default :data:`EXPLORE`.
+    thompson : bool, optional
+        ``active`` with ``ranking``/``top-k``: the misorder risks are computed
+        with the gaps of one draw ``β̃ ~ N(μ, Σ)`` (from ``rng``) in place of
+        the posterior mean (Thompson-style randomization of the objective).
+        Default :data:`THOMPSON`.
+    capacity : dict {(i, j): int}, optional
+        Most picks each pair may take in this batch (e.g. its unused
+        prompts); pairs absent from it are unlimited. Strategies never exceed
+        it: a batch the pairs cannot fill comes back shorter, and
+        ``Selection.notes`` says so (likewise when swiss runs out of
+        neighbour pairs and takes the least-judged other pairs).
 
     Returns
     -------
@@ -492,40 +526,120 @@ def select_pairs(posterior: bt.GaussianPosterior, k: int, *, strategy: str = "ac
     systems, ctx, state, ci, cj, counts, draws = _setup(
         posterior, objective, top_k, anchor, judged, pending, draws, allowed,
         true_mean if strategy == "oracle" else None, need_anchor=strategy == "anchor")
-    m, mu, a_idx = len(systems), ctx.mu, ctx.a_idx
+    a_idx = ctx.a_idx
     engine = "gaussian"
     # a study with no judgments (judged given and empty) and nothing pending
     no_data = judged is not None and not counts.any()
-
-    if strategy in ("active", "oracle") and not no_data:
+    settled, reason = _settled(ctx, systems)
+    notes: list[str] = []
+    capv = _capacity(capacity, ci, cj)
+    if capv is not None:
+        keep = capv > 0
+        ci, cj, capv = ci[keep], cj[keep], capv[keep]
+        total = float(capv.sum())
+        if total < k:
+            notes.append(f"only {int(total)} of the {k} requested comparison(s) can be issued: the pairs that "
+                         f"may be chosen have no more unused slots (prompts); the batch is shorter")
+            k = int(total)
+        if k == 0:
+            return Selection(systems, [], np.zeros(0), 0.0, 0.0, 0.0, strategy, objective, settled, reason,
+                             engine, tuple(notes))
+    active = strategy in ("active", "oracle") and not no_data
+    pre, pre_gains, before = [], [], None
+    if active and strategy == "active":
+        share = EXPLORE if explore is None else float(explore)
+        if not 0.0 <= share < 1.0:
+            raise UsageError(f"explore ({share}) must be in [0, 1)")
+        n_e = int(round(share * k))
+        if n_e:
+            pre = _least_judged(ci, cj, counts, n_e, rng, capv)
+            capv = _spend(capv, ci, cj, pre)
+            pre_gains, before = _score_sequence(ctx, state, pre)
+            k -= n_e
+        if (THOMPSON if thompson is None else thompson) and objective in ("ranking", "top-k"):
+            ctx = _thompson_context(ctx, rng)
+    if active and k > 0:
         if draws is not None and strategy == "active":
             engine = "draws"
-            pairs, gains, before = _active_draws(ctx, state, draws, ci, cj, k, pending)
+            pairs, gains, b0 = _active_draws(ctx, state, draws, ci, cj, k, pending, capv)
         else:
-            pairs, gains, before = _active_gaussian(ctx, state, ci, cj, k, rng)
+            pairs, gains, b0 = _active_gaussian(ctx, state, ci, cj, k, rng, capv)
+        before = b0 if before is None else before
+    elif active:
+        pairs, gains = [], []
     else:
-        if strategy in ("active", "oracle"):
-            pairs = connected_start(m, k, rng, allowed=None if allowed is None else set(zip(ci, cj)))
-        elif strategy == "round-robin":
-            pairs = _least_judged(ci, cj, counts, k, rng)
-        elif strategy == "random":
-            pick = rng.integers(0, ci.size, size=k)
-            pairs = [(int(ci[t]), int(cj[t])) for t in pick]
-        elif strategy == "anchor":
-            sel = (ci == a_idx) | (cj == a_idx)
-            if not sel.any():
-                raise UsageError(f"no allowed pair includes the anchor {anchor!r}")
-            pairs = _least_judged(ci[sel], cj[sel], counts, k, rng)
-        elif strategy == "swiss":
-            pairs = _swiss(mu, ci, cj, counts, k, rng)
-        else:
-            pairs = _arena(ctx, ci, cj, counts, k, rng)
+        pairs = _baseline(strategy, ctx, ci, cj, counts, k, rng, capv, allowed, a_idx, anchor, notes)
         gains, before = _score_sequence(ctx, state, pairs)
+    pairs, gains = pre + list(pairs), list(pre_gains) + list(gains)
     gains = np.asarray(gains, dtype=float)
-    settled, reason = _settled(ctx, systems)
     total = float(gains.sum())
     return Selection(systems, [(int(i), int(j)) for i, j in pairs], gains, total, float(before),
-                     float(before - total), strategy, objective, settled, reason, engine)
+                     float(before - total), strategy, objective, settled, reason, engine, tuple(notes))
+
+
+def _capacity(capacity, ci, cj):
+    """Per-candidate pick limit (inf where the mapping says nothing), or None without a mapping."""
+    if capacity is None:
+        return None
+    capv = np.full(ci.size, np.inf)
+    index = {(int(i), int(j)): t for t, (i, j) in enumerate(zip(ci, cj))}
+    for p, n in capacity.items():
+        t = index.get((min(int(p[0]), int(p[1])), max(int(p[0]), int(p[1]))))
+        if t is not None:
+            if n is None or n < 0:
+                raise UsageError(f"capacity of pair {p!r} ({'missing' if n is None else n}) must be >= 0")
+            capv[t] = float(n)
+    return capv
+
+
+def _spend(capv, ci, cj, pairs):
+    """Capacity left after ``pairs`` were picked."""
+    if capv is None or not pairs:
+        return capv
+    capv = capv.copy()
+    index = {(int(i), int(j)): t for t, (i, j) in enumerate(zip(ci, cj))}
+    for p in pairs:
+        capv[index[(int(p[0]), int(p[1]))]] -= 1
+    return capv
+
+
+def _thompson_context(ctx, rng):
+    """The context with one posterior draw of the strengths as the ranking's means."""
+    w, v = np.linalg.eigh(ctx.cov0)
+    draw = ctx.mu + v @ (np.sqrt(np.clip(w, 0.0, None)) * rng.standard_normal(w.size))
+    return replace(ctx, mu=draw - draw.mean())
+
+
+def _baseline(strategy, ctx, ci, cj, counts, k, rng, capv, allowed, a_idx, anchor, notes):
+    """Pairs of the non-adaptive strategies and the start design (capacity honoured)."""
+    m = ctx.mu.size
+    if strategy in ("active", "oracle"):
+        return connected_start(m, k, rng, allowed=None if allowed is None and capv is None else
+                               set(zip(ci.tolist(), cj.tolist())), capacity=capv)
+    if strategy == "round-robin":
+        return _least_judged(ci, cj, counts, k, rng, capv)
+    if strategy == "random":
+        if capv is None:
+            pick = rng.integers(0, ci.size, size=k)
+            return [(int(ci[t]), int(cj[t])) for t in pick]
+        left, pairs = capv.copy(), []
+        for _ in range(k):
+            t = int(rng.choice(np.flatnonzero(left > 0)))
+            left[t] -= 1
+            pairs.append((int(ci[t]), int(cj[t])))
+        return pairs
+    if strategy == "anchor":
+        sel = (ci == a_idx) | (cj == a_idx)
+        if not sel.any():
+            raise UsageError(f"no allowed pair includes the anchor {anchor!r}")
+        pairs = _least_judged(ci[sel], cj[sel], counts, k, rng, None if capv is None else capv[sel])
+        if len(pairs) < k:
+            notes.append(f"anchor: the pairs with the anchor {anchor} have only {len(pairs)} unused slot(s) "
+                         f"(prompts) left; the batch is shorter")
+        return pairs
+    if strategy == "swiss":
+        return _swiss(ctx.mu, ci, cj, counts, k, rng, capv, notes)
+    return _arena(ctx, ci, cj, counts, k, rng, capv)
 
 
 @dataclass
@@ -590,7 +704,7 @@ def pair_risk(absm, s0_2, s2, mode: str = "bayes", est=None):
         now = np.where(sgn * x < 0, 1.0, np.where(x == 0, 0.5, 0.0))
         return np.where(den > 0, r, now)
     absm = np.abs(absm)
-    s2 = np.clip(s2, 1e-300, None)
+    s2 = np.maximum(s2, 1e-300)
     if mode == "fixed":
         return ndtr(-absm / np.sqrt(s2))
     if mode == "bayes":
@@ -625,6 +739,7 @@ class _Ranking:
         vcur = _diff_var(state.cov)
         self.s2 = np.minimum(vcur[kr, lr], self.s0_2)
         self.r = self._risk(self.s2)
+        self.s2_r = self.s2.copy()          # the variance each stored risk was evaluated at
 
     def _risk(self, s2, col=False):
         if col:
@@ -633,41 +748,90 @@ class _Ranking:
         return pair_risk(self.absm, self.s0_2, s2, self.mode, self.est)
 
     def value(self):
+        self._refresh(np.arange(self.r.size))
         return float(self.r.sum())
 
-    def gains(self, state: _State, ci, cj, info, lookahead=(1,)):
+    def _stale(self, rows):
+        """Those of ``rows`` whose variance fell by more than ``SPARSE_REL`` since their risk was stored."""
+        s2 = self.s2[rows]
+        return np.unique(rows[self.s2_r[rows] - s2 > SPARSE_REL * s2])
+
+    def _refresh(self, rows):
+        stale = self._stale(rows)
+        if stale.size:
+            est = None if self.est is None else self.est[stale]
+            self.r[stale] = pair_risk(self.absm[stale], self.s0_2[stale], self.s2[stale], self.mode, est)
+            self.s2_r[stale] = self.s2[stale]
+
+    def gains(self, state: _State, ci, cj, info, lookahead=(1,), one=False):
         """Expected reduction of the misorder sum for candidates (ci, cj).
 
         With ``lookahead`` (L_1, L_2, ...) the score is the best reduction per
         judgment, ``max_L [R − R(after L judgments on the pair)] / L`` (the
         KG(*) remedy for myopia, Frazier & Powell 2010); ``(1,)`` is the plain
-        one-judgment gain.
+        one-judgment gain. With ``one`` also the one-judgment gain (``1`` must
+        be among the look-aheads): ``(score, gain)``. Every look-ahead's risks
+        go through one :func:`pair_risk` call (the per-call overhead of the
+        special functions dominated at batch sizes of a few candidates).
         """
         if self.kr.size == 0:
-            return np.zeros(ci.size)
+            z = np.zeros(ci.size)
+            return (z, z) if one else z
         c = state.cov[:, ci] - state.cov[:, cj]
         ar = np.arange(ci.size)
         v = c[ci, ar] - c[cj, ar]
         dc2 = c[self.kr] - c[self.lr]
         dc2 *= dc2
-        best = None
-        for n in lookahead:
-            f = n * info / (1.0 + n * info * v)
-            drop = f * dc2
-            # Only pairs whose difference variance moves by more than SPARSE_REL of itself are
-            # re-evaluated (the others' risk change is below SPARSE_REL x its own scale): the
-            # expensive Owen's T runs on the few pairs a candidate actually touches.
-            rows, cols = np.nonzero(drop > SPARSE_REL * self.s2[:, None])
-            est = None if self.est is None else self.est[rows]
-            after = pair_risk(self.absm[rows], self.s0_2[rows], self.s2[rows] - drop[rows, cols], self.mode, est)
-            g = np.bincount(cols, weights=self.r[rows] - after, minlength=ci.size) / n
-            best = g if best is None else np.maximum(best, g)
-        return best
+        rows_l, cols_l, after_s2, seg = [], [], [], [0]
+        look = tuple(lookahead) + ((1,) if one and 1 not in lookahead else ())
+        fs = [n * info / (1.0 + n * info * v) for n in look]
+        # Only pairs whose difference variance moves by more than SPARSE_REL of itself are
+        # re-evaluated (the others' risk change is below SPARSE_REL x its own scale): the
+        # expensive Owen's T runs on the few pairs a candidate actually touches. f grows with
+        # the look-ahead, so the largest one's set holds every other's: one dense pass.
+        f_max = np.max(fs, axis=0)
+        r_all, c_all = np.nonzero(dc2 * f_max > SPARSE_REL * self.s2[:, None])
+        d_all, s2_all = dc2[r_all, c_all], self.s2[r_all]
+        for f in fs:
+            drop = f[c_all] * d_all
+            keep = drop > SPARSE_REL * s2_all
+            rows_l.append(r_all[keep])
+            cols_l.append(c_all[keep])
+            after_s2.append(s2_all[keep] - drop[keep])
+            seg.append(seg[-1] + rows_l[-1].size)
+        rows = np.concatenate(rows_l)
+        # stored risks gone stale (see update) are refreshed in the same call
+        stale = self._stale(rows)
+        every = np.concatenate([rows, stale])
+        est = None if self.est is None else self.est[every]
+        risk = pair_risk(self.absm[every], self.s0_2[every], np.concatenate(after_s2 + [self.s2[stale]]),
+                         self.mode, est)
+        after = risk[:rows.size]
+        if stale.size:
+            self.r[stale] = risk[rows.size:]
+            self.s2_r[stale] = self.s2[stale]
+        red = self.r[rows] - after
+        best = g1 = None
+        for t, n in enumerate(look):
+            lo, hi = seg[t], seg[t + 1]
+            g = np.bincount(cols_l[t], weights=red[lo:hi], minlength=ci.size) / n
+            if n in lookahead:
+                best = g if best is None else np.maximum(best, g)
+            if n == 1:
+                g1 = g
+        return (best, g1) if one else best
 
     def update(self, c, f):
+        """A pick took ``f c cᵀ`` off the covariance: new variances; risks re-evaluated lazily.
+
+        A pair's stored risk is re-evaluated (by :meth:`gains` or :meth:`value`,
+        in their own ``pair_risk`` call) once its variance has fallen by more
+        than ``SPARSE_REL`` of itself since its last evaluation (the rule
+        :meth:`gains` uses for which pairs a candidate moves); until then it is
+        at most that much stale.
+        """
         dc = c[self.kr] - c[self.lr]
         self.s2 = self.s2 - f * dc * dc
-        self.r = self._risk(self.s2)
 
 
 class _ClosedForm:
@@ -720,17 +884,19 @@ def _current_value(ctx, state, rk=None):
     return _value_gaussian(ctx.objective, ctx.mu, state.cov, ctx.top_k, ctx.a_idx)
 
 
-def _active_gaussian(ctx: _Context, state: _State, ci, cj, k, rng):
+def _active_gaussian(ctx: _Context, state: _State, ci, cj, k, rng, capv=None):
     """Greedy batch on the Gaussian posterior with fantasized rank-one updates.
 
     Entropy/variance/anchor: every candidate re-scored at every pick (closed
     forms, O(C) + one M×M product). Ranking/top-k: a candidate pool of the
     ``max(POOL_MIN, 2k)`` pairs with the largest own-pair gain, then lazy
     greedy (Minoux 1978): stale gains are upper bounds when gains diminish,
-    so only the top few are re-scored per pick.
+    so only the top few are re-scored per pick. ``capv``: picks each
+    candidate may take (a candidate at its limit is out of the batch).
     """
     perm = rng.permutation(ci.size)         # seeded tie-break between equal gains
     ci, cj = ci[perm], cj[perm]
+    capv = np.full(ci.size, np.inf) if capv is None else capv[perm]
     info = state.info(ci, cj)               # expected information, fixed for the batch
     ranking = ctx.objective in ("ranking", "top-k")
     rk = _Ranking(ctx, state) if ranking else None
@@ -738,24 +904,35 @@ def _active_gaussian(ctx: _Context, state: _State, ci, cj, k, rng):
     pairs, gains = [], []
     if not ranking:
         cf = _ClosedForm(ctx, state)
+        left = capv.copy()
         for _ in range(k):
-            g = cf.gains(state, ci, cj, info)
+            g = np.where(left > 0, cf.gains(state, ci, cj, info), -np.inf)
             t = int(np.argmax(g))
+            left[t] -= 1
             pairs.append((int(ci[t]), int(cj[t])))
             gains.append(float(g[t]))
             cf.update(state, *state.apply(ci[t], cj[t], info[t]))
         return pairs, gains, before
     pool = _ranking_pool(ctx, state, ci, cj, info, max(POOL_MIN, 2 * k))
-    pi, pj, pinfo = ci[pool], cj[pool], info[pool]
-    stale = _chunked(lambda s: rk.gains(state, pi[s], pj[s], pinfo[s], LOOKAHEAD), pi.size)
+    if capv[pool].sum() < k:                # the pool cannot hold the batch: every candidate
+        pool = np.arange(ci.size)
+    pi, pj, pinfo, pcap = ci[pool], cj[pool], info[pool], capv[pool]
+    one = np.zeros(pi.size)
+
+    def score(t):
+        st, one[t] = rk.gains(state, pi[t], pj[t], pinfo[t], LOOKAHEAD, one=True)
+        return st
+    stale = _chunked(score, pi.size)
     # batch diversity: a pair holding `cap` picks of this batch yields to any candidate
     # worth at least CAP_YIELD of its own (look-ahead) score; it keeps taking picks
     # when nothing else comes close (the objective says so)
     cap = _batch_cap(k)
     taken = np.zeros(pi.size, np.int64)
     for _ in range(k):
-        blocked = taken >= cap
-        fresh = np.zeros(pi.size, bool)
+        dead = taken >= pcap
+        stale[dead] = -np.inf
+        blocked = (taken >= cap) & ~dead
+        fresh = dead.copy()
         while not blocked.all():
             best = int(np.argmax(np.where(blocked, -np.inf, stale)))
             if fresh[best]:
@@ -763,15 +940,18 @@ def _active_gaussian(ctx: _Context, state: _State, ci, cj, k, rng):
             masked = np.where(fresh | blocked, -np.inf, stale)
             top = np.argsort(-masked, kind="stable")[:LAZY_CHUNK]
             top = top[np.isfinite(masked[top])]
-            stale[top] = rk.gains(state, pi[top], pj[top], pinfo[top], LOOKAHEAD)
+            stale[top] = score(top)
             fresh[top] = True
         if blocked.any():           # the best open candidate is fresh: compare it with the capped ones
             bi = np.flatnonzero(blocked)
-            stale[bi] = rk.gains(state, pi[bi], pj[bi], pinfo[bi], LOOKAHEAD)
-            best = _capped_argmax(stale, taken, cap)
+            # stale scores are upper bounds (gains diminish): when the open candidate beats
+            # CAP_YIELD x the largest of them it wins without re-scoring the capped ones
+            open_ok = not blocked.all() and np.isfinite(stale[best])
+            if not (open_ok and stale[best] >= CAP_YIELD * stale[bi].max()):
+                stale[bi] = score(bi)
+                best = _capped_argmax(np.where(dead, -np.inf, stale), taken, cap)
         pairs.append((int(pi[best]), int(pj[best])))
-        gains.append(float(stale[best]) if LOOKAHEAD == (1,) else
-                     float(rk.gains(state, pi[best:best + 1], pj[best:best + 1], pinfo[best:best + 1])[0]))
+        gains.append(float(one[best]))      # fresh: re-scored at this pick
         taken[best] += 1
         c, f = state.apply(pi[best], pj[best], pinfo[best])
         rk.update(c, f)
@@ -835,27 +1015,64 @@ def _score_sequence(ctx: _Context, state: _State, pairs):
 
 
 # ============================================================ baselines
-def _least_judged(ci, cj, counts, k, rng):
-    """Least-judged pairs first; ties broken by a seeded random priority."""
+def _least_judged(ci, cj, counts, k, rng, capv=None):
+    """Least-judged pairs first; ties broken by a seeded random priority.
+
+    With ``capv`` (picks each candidate may still take) an exhausted pair is
+    skipped; fewer than ``k`` pairs come back when every pair is exhausted.
+    """
     size = ci.size
+    if size == 0:
+        return []
     key = counts[ci, cj].astype(np.int64) * size + rng.permutation(size)   # (count, priority)
+    dead = np.iinfo(np.int64).max
+    left = None if capv is None else capv.copy()
+    if left is not None:
+        key[left <= 0] = dead
     pairs = []
     for _ in range(k):
         t = int(np.argmin(key))
+        if key[t] == dead:
+            break
         pairs.append((int(ci[t]), int(cj[t])))
         key[t] += size
+        if left is not None:
+            left[t] -= 1
+            if left[t] <= 0:
+                key[t] = dead
     return pairs
 
 
-def _swiss(mu, ci, cj, counts, k, rng):
-    """Neighbours in the posterior-mean ranking (ties in the mean broken by rng)."""
+def _swiss(mu, ci, cj, counts, k, rng, capv=None, notes=None):
+    """Neighbours in the posterior-mean ranking (ties in the mean broken by rng).
+
+    When the neighbour pairs are not allowed or run out of capacity, the rest
+    of the batch goes to the least-judged other pairs, with a note.
+    """
     m = mu.size
     order = np.lexsort((rng.random(m), -mu))
     nb = {(min(a, b), max(a, b)) for a, b in zip(order[:-1], order[1:])}
     sel = np.array([(int(i), int(j)) in nb for i, j in zip(ci, cj)], dtype=bool)
-    if not sel.any():
-        raise UsageError("swiss: no allowed pair of neighbours in the current ranking")
-    return _least_judged(ci[sel], cj[sel], counts, k, rng)
+    pairs = _least_judged(ci[sel], cj[sel], counts, k, rng, None if capv is None else capv[sel])
+    if len(pairs) < k:
+        if notes is None:
+            raise UsageError("swiss: no allowed pair of neighbours in the current ranking")
+        rest = _least_judged(ci, cj, counts + _pair_counts_of(pairs, m), k - len(pairs), rng,
+                             _spend(capv, ci, cj, pairs))
+        what = "no pair of neighbours in the current ranking can be issued" if not pairs else \
+            f"the neighbour pairs in the current ranking could take only {len(pairs)} of {k} comparison(s)"
+        notes.append(f"swiss: {what}; took the least-judged pairs that can still be issued instead "
+                     f"({len(rest)} comparison(s))")
+        pairs += rest
+    return pairs
+
+
+def _pair_counts_of(pairs, m):
+    mat = np.zeros((m, m), dtype=np.int64)
+    for i, j in pairs:
+        mat[i, j] += 1
+        mat[j, i] += 1
+    return mat
 
 
 def arena_weights(posterior: bt.GaussianPosterior, ci, cj, n) -> np.ndarray:
@@ -886,17 +1103,27 @@ def _arena_probs(mu, cov, ci, cj, n):
     return w / w.sum()
 
 
-def _arena(ctx, ci, cj, counts, k, rng):
+def _arena(ctx, ci, cj, counts, k, rng, capv=None):
     n = counts[ci, cj].astype(float).copy()
+    left = None if capv is None else capv.copy()
     pairs = []
     for _ in range(k):
-        t = int(rng.choice(ci.size, p=_arena_probs(ctx.mu, ctx.cov0, ci, cj, n)))
+        p = _arena_probs(ctx.mu, ctx.cov0, ci, cj, n)
+        if left is not None:
+            p = np.where(left > 0, p, 0.0)
+            if p.sum() <= 0:
+                break
+            p = p / p.sum()
+        t = int(rng.choice(ci.size, p=p))
         pairs.append((int(ci[t]), int(cj[t])))
         n[t] += 1
+        if left is not None:
+            left[t] -= 1
     return pairs
 
 
-def connected_start(m: int, k: int, rng: np.random.Generator, *, allowed=None) -> list[tuple[int, int]]:
+def connected_start(m: int, k: int, rng: np.random.Generator, *, allowed=None,
+                    capacity=None) -> list[tuple[int, int]]:
     """A connected start design for a study with no judgments.
 
     A random cycle through all ``m`` systems (``m`` pairs; for ``m = 2`` the
@@ -904,7 +1131,9 @@ def connected_start(m: int, k: int, rng: np.random.Generator, *, allowed=None) -
     ``rng``). With ``allowed`` pairs, a random spanning tree of the allowed
     graph (Kruskal on shuffled edges) replaces the cycle. When ``k`` is smaller
     than the cycle, the first ``k`` edges are a path (connected over the
-    systems it touches). Deterministic given the ``rng`` state.
+    systems it touches). ``capacity`` (per allowed pair in sorted order, as
+    :func:`select_pairs` builds it; every allowed pair at least 1) limits the
+    fill. Deterministic given the ``rng`` state.
     """
     if allowed is None:
         order = rng.permutation(m)
@@ -932,7 +1161,7 @@ def connected_start(m: int, k: int, rng: np.random.Generator, *, allowed=None) -
         for a, b in pairs:
             counts[a, b] += 1
             counts[b, a] += 1
-        pairs += _least_judged(ci, cj, counts, k - len(pairs), rng)
+        pairs += _least_judged(ci, cj, counts, k - len(pairs), rng, _spend(capacity, ci, cj, pairs))
     return pairs
 
 
@@ -1038,7 +1267,7 @@ def _outcome_rows(ctx, b, w, ci, cj):
     return np.stack(rows, axis=1), np.stack(probs, axis=1)
 
 
-def _active_draws(ctx: _Context, state: _State, draws, ci, cj, k, pending):
+def _active_draws(ctx: _Context, state: _State, draws, ci, cj, k, pending, capv=None):
     """Greedy batch scored on the draws, conditioned with Gaussian updates.
 
     Each candidate's one-judgment gain ``g_draws`` is computed once on the
@@ -1054,10 +1283,12 @@ def _active_draws(ctx: _Context, state: _State, draws, ci, cj, k, pending):
     """
     ranking = ctx.objective in ("ranking", "top-k")
     rk = _Ranking(ctx, state) if ranking else None
+    capv = np.full(ci.size, np.inf) if capv is None else capv
     if ci.size > DRAWS_POOL:
         g = _gaussian_gains(ctx, state, ci, cj)
         keep = np.sort(np.argsort(-g, kind="stable")[:DRAWS_POOL])
-        ci, cj = ci[keep], cj[keep]
+        if capv[keep].sum() >= k:
+            ci, cj, capv = ci[keep], cj[keep], capv[keep]
     sc = _DrawsScorer(ctx, draws, pending, None if rk is None else (rk.kr, rk.lr))
     before = sc.current()
     g_draws = sc.gains(ci, cj)
@@ -1075,6 +1306,7 @@ def _active_draws(ctx: _Context, state: _State, draws, ci, cj, k, pending):
         with np.errstate(divide="ignore", invalid="ignore"):
             score = np.where(g0 > 0, g_draws * gauss(LOOKAHEAD) / g0, 0.0)
             one = np.where(g0_one > 0, g_draws * gauss((1,)) / g0_one, 0.0)
+        score = np.where(taken >= capv, -np.inf, score)
         t = _capped_argmax(score, taken, cap) if ranking else int(np.argmax(score))
         taken[t] += 1
         pairs.append((int(ci[t]), int(cj[t])))

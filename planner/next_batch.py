@@ -194,7 +194,8 @@ def plan_next_batch(study, *, size: int, strategy: str, objective: str, top_k: i
     try:
         selection = select_pairs(fit.posterior, size, strategy=strategy, objective=objective, top_k=top_k,
                                  anchor=anchor, judged=judged, pending=pending, rng=rng, draws=draws,
-                                 allowed=allowed)
+                                 allowed=allowed, capacity={p: len(ps) for p, ps in unused.items()})
+        notes.extend(selection.notes)   # what the strategy could not do (short batch, swiss fallback)
     except UsageError as exc:
         if strategy != "swiss" or not str(exc).startswith("swiss:"):
             raise

@@ -238,14 +238,19 @@ class Strategy:
     strategy: str
     objective: str = "ranking"
     top_k: int | None = None
+    explore: float | None = None        # active: exploration floor (acquisition.select_pairs explore)
+    thompson: bool = False              # active: Thompson-style draw in the ranking objective
 
 
 def parse_strategies(spec: str | Sequence[str]) -> tuple[Strategy, ...]:
-    """Parse ``"active,round-robin,entropy,active:top-k=3"``.
+    """Parse ``"active,round-robin,entropy,active:top-k=3,active+explore=0.2"``.
 
     Plain objective names (``ranking``, ``entropy``, ``variance``, ``anchor``)
     mean ``active`` with that objective; ``active:OBJ`` likewise; ``top-k=K``
-    or ``active:top-k=K`` the top-K objective.
+    or ``active:top-k=K`` the top-K objective. An active item may end in
+    ``+explore=F`` (share of each batch to the least-judged pairs) and/or
+    ``+thompson`` (one posterior draw in the ranking objective); the whole
+    item is the strategy's label.
     """
     from planner.acquisition import OBJECTIVES, STRATEGIES
 
@@ -253,7 +258,8 @@ def parse_strategies(spec: str | Sequence[str]) -> tuple[Strategy, ...]:
     if not items:
         raise UsageError("--strategies must name at least one strategy")
     out = []
-    for item in items:
+    for label in items:
+        item, *mods = label.split("+")
         body = item[len("active:"):] if item.startswith("active:") else item
         top_k = None
         if body.startswith("top-k"):
@@ -261,18 +267,41 @@ def parse_strategies(spec: str | Sequence[str]) -> tuple[Strategy, ...]:
                 top_k = int(body.split("=", 1)[1])
             except (IndexError, ValueError):
                 raise UsageError(f"--strategies ({item!r}): write top-k=K with an integer K") from None
-            out.append(Strategy(item, "active", "top-k", top_k))
+            out.append(Strategy(label, "active", "top-k", top_k))
         elif body in OBJECTIVES and (item.startswith("active:") or body not in STRATEGIES):
-            out.append(Strategy(item, "active", body))
+            out.append(Strategy(label, "active", body))
         elif item in STRATEGIES:
-            out.append(Strategy(item, item))
+            out.append(Strategy(label, item))
         else:
             allowed = ", ".join(list(STRATEGIES) + [o for o in OBJECTIVES if o not in STRATEGIES])
             raise UsageError(f"--strategies ({item!r}) must be one of {allowed} (or active:OBJECTIVE)")
+    out = [_with_modifiers(s, s.name.split("+")[1:]) for s in out]
     names = [s.name for s in out]
     if len(set(names)) != len(names):
         raise UsageError(f"--strategies ({','.join(names)}) names a strategy twice")
     return tuple(out)
+
+
+def _with_modifiers(s: Strategy, mods: list[str]) -> Strategy:
+    """Apply ``+explore=F`` / ``+thompson`` to an active strategy."""
+    from dataclasses import replace
+
+    for mod in mods:
+        if s.strategy != "active":
+            raise UsageError(f"--strategies ({s.name!r}): +{mod} applies to active strategies only")
+        if mod == "thompson":
+            s = replace(s, thompson=True)
+            continue
+        key, _, val = mod.partition("=")
+        try:
+            share = float(val)
+        except ValueError:
+            share = -1.0
+        if key != "explore" or not 0.0 <= share < 1.0:
+            raise UsageError(f"--strategies ({s.name!r}): +{mod} must be +explore=F with F in [0, 1) "
+                             "or +thompson")
+        s = replace(s, explore=share)
+    return s
 
 
 @dataclass(frozen=True)
@@ -352,16 +381,21 @@ def _run_one(spec: SimulationSpec, s_index: int, rep: int) -> Trace:
         if spent >= spec.budget:
             break
         k = min(spec.batch, spec.budget - spent)
-        allowed = None
+        allowed = capacity = None
         if used is not None:
-            allowed = {p for p, n in used.items() if n < pool_order[p].size}
+            capacity = {p: pool_order[p].size - n for p, n in used.items() if n < pool_order[p].size}
+            allowed = set(capacity)
             if not allowed:
                 exhausted = True
                 break
         try:
             sel = select_pairs(post.posterior, k, strategy=strategy.strategy, objective=strategy.objective,
                                top_k=strategy.top_k, anchor=systems[spec.anchor], judged=counts, rng=rng,
-                               allowed=allowed, true_mean=truth.strengths)
+                               allowed=allowed, true_mean=truth.strengths, capacity=capacity,
+                               explore=strategy.explore, thompson=strategy.thompson)
+            if any(n.startswith("swiss:") for n in sel.notes):
+                fallbacks += 1
+                fallback_reason = fallback_reason or sel.notes[-1][:120]
         except (DataError, UsageError) as exc:
             if allowed is None:
                 raise
@@ -370,7 +404,7 @@ def _run_one(spec: SimulationSpec, s_index: int, rep: int) -> Trace:
             fallbacks += 1
             fallback_reason = fallback_reason or str(exc)[:120]
             sel = select_pairs(post.posterior, k, strategy="round-robin", judged=counts, rng=rng,
-                               allowed=allowed)
+                               allowed=allowed, capacity=capacity)
         pairs = np.asarray(sel.pairs, dtype=np.int64).reshape(-1, 2)
         if spec.replay is not None:
             lefts, rights, outs = [], [], []

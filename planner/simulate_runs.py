@@ -29,10 +29,15 @@ FORMAT = "planner-simulate-run/1"
 _REQUIRED = {"fingerprint", "s_index", "strategy", "rep", "spent", "values", "exhausted", "totals"}
 
 
+def _strategy_key(s) -> dict:
+    """A strategy's fields; the robustness options only when set (older runs keep their fingerprint)."""
+    return {k: v for k, v in asdict(s).items() if k not in ("explore", "thompson") or v not in (None, False)}
+
+
 def fingerprint(spec) -> str:
     """A short hash of everything but ``reps`` that determines the runs of ``spec``."""
     h = hashlib.sha256()
-    head = {"scenario": spec.scenario, "strategies": [asdict(s) for s in spec.strategies],
+    head = {"scenario": spec.scenario, "strategies": [_strategy_key(s) for s in spec.strategies],
             "n_systems": spec.n_systems, "spread": spec.spread, "arena_gamma": spec.arena_gamma,
             "judge": asdict(spec.judge), "budget": spec.budget, "batch": spec.batch, "seed": spec.seed,
             "engine": spec.engine, "anchor": spec.anchor}

@@ -77,14 +77,16 @@ def test_strategies_issue_what_is_left_then_refuse_cleanly(tmp_path, strategy):
         pytest.fail("never ran out of comparisons")
     assert issued == 18      # every comparison was issued before the strategy gave up
     if strategy == "swiss":  # its neighbours ran out first: it fell back, and said so
-        assert any(n.startswith("swiss: no pair of neighbours") for n in notes)
+        assert any(n.startswith("swiss: ") and "took the least-judged pairs" in n for n in notes)
+    # a batch the pairs cannot fill comes back shorter, said once (no picks wasted on spent pairs)
+    assert any("of the 5 requested comparison(s) can be issued" in n for n in notes)
 
 
 def test_big_size_returns_what_it_can_with_a_note(small, tmp_path):
     res = next_batch(small, size=40, strategy="round-robin", out=tmp_path / "b", attention=0, repeat=0,
                      overlap=0, acceptability=0)
     assert sum(1 for it in res.items if it.kind == "regular") == 18
-    assert any("pick(s) dropped" in n for n in res.notes)
+    assert any("only 18 of the 40 requested comparison(s) can be issued" in n for n in res.notes)
 
 
 # ------------------------------------------------------ names in responses
