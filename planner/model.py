@@ -55,11 +55,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from scipy import linalg, optimize, sparse
+from scipy import linalg, sparse
 
 from planner import bt
 from planner.counts import Counts
 from planner.errors import UsageError
+from planner.optim import minimize_scalar_bounded, nelder_mead_bounded
 
 ENGINES = ("laplace", "nuts")
 Z95 = 1.959963984540054  # standard normal 97.5% quantile
@@ -368,13 +369,50 @@ class _Problem:
         w_uu = self.n * ((pa + pb) - diff * diff)       # -d2l/du2
         w_ul = -self.n * diff * pt                       # -d2l/du dlam
         w_ll = np.sum(self.n * pt * (1.0 - pt))          # -d2l/dlam2
-        h = 0.25 * (self.xt @ sparse.diags(w_uu) @ self.x).toarray()
+        h = 0.25 * self._weighted_gram(w_uu)
         cross = 0.5 * (self.xt @ w_ul)
         h[:, self.il] += cross
         h[self.il, :] += cross
         h[self.il, self.il] += w_ll
         h[np.diag_indices(self.p)] += prec
         return float(f), g, h
+
+
+    def _weighted_gram(self, w: np.ndarray) -> np.ndarray:
+        """``X.T @ diag(w) @ X`` as a dense array — the same floats as SciPy's sparse product.
+
+        SciPy 1.17's CSR product ``(X.T @ diag(w)) @ X`` adds, for each entry (i, j), the terms
+        ``(x_ci * w_c) * x_cj`` in decreasing cell order ``c`` (its first product lists each row's
+        cells in reverse); ``np.bincount`` adds its weights in input order, so listing the terms
+        cell by cell, downwards, reproduces every sum bit for bit (tests/test_optim.py compares
+        with the sparse product; tests/test_golden.py pins the fits), without the sparse
+        machinery's per-call overhead (about 1 ms, paid ~200 times per by-stratum fit).
+        """
+        layout = getattr(self, "_gram_layout", None)
+        if layout is None or layout[0] is not self.x:
+            x = self.x
+            cell = np.repeat(np.arange(x.shape[0]), np.diff(x.indptr))
+            order = np.lexsort((x.indices, cell))        # sorted within each row, cells ascending
+            cell, col, val = cell[order], x.indices[order], x.data[order]
+            start = np.searchsorted(cell, np.arange(x.shape[0]))
+            nnz = np.diff(np.append(start, cell.size))
+            # every (i, j) pair of one cell's nonzeros, cells in order
+            ii, jj = [], []
+            for r in np.unique(nnz):
+                rows = np.flatnonzero(nnz == r)
+                base = start[rows][:, None] + np.arange(r)[None, :]
+                ii.append(np.repeat(base, r, axis=1).reshape(-1, r * r))
+                jj.append(np.tile(base, (1, r)))
+            left = np.concatenate([a.ravel() for a in ii]) if ii else np.zeros(0, int)
+            right = np.concatenate([a.ravel() for a in jj]) if jj else np.zeros(0, int)
+            by_cell = np.argsort(-cell[left], kind="stable")    # SciPy's sums run over cells downwards
+            left, right = left[by_cell], right[by_cell]
+            flat = col[left] * self.p + col[right]
+            layout = (x, cell[left], val[left], val[right], flat)
+            self._gram_layout = layout
+        _, cells, vi, vj, flat = layout
+        terms = (vi * w[cells]) * vj
+        return np.bincount(flat, weights=terms, minlength=self.p * self.p).reshape(self.p, self.p)
 
 
 def _logsumexp3(x, y, z):
@@ -423,9 +461,8 @@ def type2_log_sigma(neg_log_marginal) -> float:
     posterior of log sigma (the type-II MAP step shared by the raw and the
     style-controlled fits).
     """
-    res = optimize.minimize_scalar(neg_log_marginal, bounds=LOG_SIGMA_BOUNDS,
-                                   method="bounded", options={"xatol": 1e-4})
-    return float(res.x)
+    # scipy.optimize.minimize_scalar(method="bounded", xatol=1e-4), step for step (planner.optim)
+    return minimize_scalar_bounded(neg_log_marginal, LOG_SIGMA_BOUNDS, xatol=1e-4)
 
 
 def laplace_log_marginal(problem, prec, f: float, chol) -> float:
@@ -456,12 +493,11 @@ def _laplace(counts: Counts, strata: tuple[str, ...], by_stratum: bool, prior: P
     if not by_stratum:
         hyper = (type2_log_sigma(lambda s: inner(s, None)[0]), None)
     else:
-        res = optimize.minimize(lambda v: inner(v[0], v[1])[0],
-                                x0=np.array([math.log(prior.sigma_scale), math.log(prior.tau_scale)]),
-                                method="Nelder-Mead",
-                                bounds=[(lo_s, hi_s), (math.log(1e-4), math.log(20.0))],
-                                options={"xatol": 1e-3, "fatol": 1e-7})
-        hyper = (float(res.x[0]), float(res.x[1]))
+        # scipy.optimize.minimize(method="Nelder-Mead", bounds=...), step for step (planner.optim)
+        x = nelder_mead_bounded(lambda v: inner(v[0], v[1])[0],
+                                np.array([math.log(prior.sigma_scale), math.log(prior.tau_scale)]),
+                                [(lo_s, hi_s), (math.log(1e-4), math.log(20.0))], xatol=1e-3, fatol=1e-7)
+        hyper = (float(x[0]), float(x[1]))
     _, theta, c, _ = inner(*hyper)
     cov_full = linalg.cho_solve(c, np.eye(prob.p), check_finite=False)
     cov_full = 0.5 * (cov_full + cov_full.T)

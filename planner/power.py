@@ -524,7 +524,7 @@ def _size_row(effect: float, design: Design) -> SizeResult:
 
 def mde_normal(n: float, design: Design) -> float:
     """Effect at which the continuous normal sample size equals ``n`` test units."""
-    from scipy.optimize import brentq
+    from planner.optim import brentq  # scipy.optimize.brentq step for step, without its import
 
     lo, hi = 1e-9, 0.5 - 1e-9
     f = lambda d: n_normal(d, design) - n  # noqa: E731 - decreasing in d
@@ -539,7 +539,7 @@ def mde_exact(n: int, design: Design) -> float:
     For fixed n the rejection region is fixed and the power increases with the
     win rate, so the root is unique.
     """
-    from scipy.optimize import brentq
+    from planner.optim import brentq  # scipy.optimize.brentq step for step, without its import
 
     g = lambda d: float(power_exact(d, n, design)[0]) - design.power  # noqa: E731
     hi = 0.5 - 1e-12
@@ -699,7 +699,7 @@ def sequential_design(looks: int, alpha: float = 0.05, power: float = 0.8,
     boundary); the inflation ``R`` solves ``P_theta(cross upper) = power`` with the
     fixed-sample drift ``theta = z_{1-a} + z_{power}`` scaled by ``sqrt(R)``.
     """
-    from scipy.optimize import brentq
+    from planner.optim import brentq  # scipy.optimize.brentq step for step, without its import
 
     limits.check_int("--looks", looks, 1, limits.MAX_LOOKS)
     _choice("--boundary", boundary, BOUNDARIES)

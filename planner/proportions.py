@@ -164,7 +164,7 @@ def half_tie_interval(w: float, l: float, t: float,
     Reduces to the Wilson interval when ``t = 0``. ``(None, None)`` when
     ``N == 0``.
     """
-    from scipy.optimize import brentq
+    from planner.optim import brentq  # scipy.optimize.brentq step for step, without its import
 
     n = w + l + t
     if n <= 0:
