@@ -1043,7 +1043,7 @@ def _least_judged(ci, cj, counts, k, rng, capv=None):
     return pairs
 
 
-def _swiss(mu, ci, cj, counts, k, rng, capv=None, notes=None):
+def _swiss(mu, ci, cj, counts, k, rng, capv, notes: list[str]):
     """Neighbours in the posterior-mean ranking (ties in the mean broken by rng).
 
     When the neighbour pairs are not allowed or run out of capacity, the rest
@@ -1055,8 +1055,6 @@ def _swiss(mu, ci, cj, counts, k, rng, capv=None, notes=None):
     sel = np.array([(int(i), int(j)) in nb for i, j in zip(ci, cj)], dtype=bool)
     pairs = _least_judged(ci[sel], cj[sel], counts, k, rng, None if capv is None else capv[sel])
     if len(pairs) < k:
-        if notes is None:
-            raise UsageError("swiss: no allowed pair of neighbours in the current ranking")
         rest = _least_judged(ci, cj, counts + _pair_counts_of(pairs, m), k - len(pairs), rng,
                              _spend(capv, ci, cj, pairs))
         what = "no pair of neighbours in the current ranking can be issued" if not pairs else \

@@ -191,20 +191,10 @@ def plan_next_batch(study, *, size: int, strategy: str, objective: str, top_k: i
             raise UsageError(f"--strategy/--objective anchor needs an anchor system; the study has none "
                              f"(set one with planner init --anchor)")
     draws = fit.beta_draws if engine == "nuts" else None
-    try:
-        selection = select_pairs(fit.posterior, size, strategy=strategy, objective=objective, top_k=top_k,
-                                 anchor=anchor, judged=judged, pending=pending, rng=rng, draws=draws,
-                                 allowed=allowed, capacity={p: len(ps) for p, ps in unused.items()})
-        notes.extend(selection.notes)   # what the strategy could not do (short batch, swiss fallback)
-    except UsageError as exc:
-        if strategy != "swiss" or not str(exc).startswith("swiss:"):
-            raise
-        # every neighbouring pair has used its prompts: take the least-judged pairs that can still be issued
-        notes.append("swiss: no pair of neighbours in the current ranking has an unused prompt; "
-                     "took the least-judged pairs that can still be issued instead")
-        selection = select_pairs(fit.posterior, size, strategy="round-robin", objective=objective, top_k=top_k,
-                                 anchor=anchor, judged=judged, pending=pending, rng=rng, draws=draws,
-                                 allowed=allowed)
+    selection = select_pairs(fit.posterior, size, strategy=strategy, objective=objective, top_k=top_k,
+                             anchor=anchor, judged=judged, pending=pending, rng=rng, draws=draws,
+                             allowed=allowed, capacity={p: len(ps) for p, ps in unused.items()})
+    notes.extend(selection.notes)   # what the strategy could not do (short batch, swiss fallback)
 
     # strata: aim the batch at the population shares, counting what each stratum already received
     strata = sorted({p.stratum or "all" for p in prompts})
