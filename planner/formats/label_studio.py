@@ -152,6 +152,20 @@ def _annotation(ann, item: str, tid: str, label: str) -> dict:
             "seconds": opt_float(ann.get("lead_time"), "lead_time", at), "confidence": None, "where": label}
 
 
+def _json_tasks(path: Path) -> Iterator[tuple]:
+    """The objects of a JSON / JSON_MIN export with their task ids: ``(line, obj, tid, label)``,
+    or ``(line, None, None, problem)`` for an unreadable element or a missing task id."""
+    for line, at, obj, problem in iter_json_array_indexed(path):
+        if problem:
+            yield line, None, None, problem
+            continue
+        tid = _ls_id(obj.get("id"))
+        if tid is None:
+            yield line, None, None, f"{at}: task id {quote(obj.get('id'))}; expected a Label Studio task id"
+            continue
+        yield line, obj, tid, f"{path.name}:task {tid}"
+
+
 def read_label_studio(path: Path, **_) -> Iterator[Row]:
     """Label Studio full JSON export (a list of tasks; the file the LS UI downloads as "JSON").
 
@@ -159,16 +173,10 @@ def read_label_studio(path: Path, **_) -> Iterator[Row]:
     the module docstring for ids, annotator and skip records). Drafts and
     predictions are not judgments and are not read.
     """
-    path = Path(path)
-    for line, at, task, problem in iter_json_array_indexed(path):
-        if problem:
-            yield line, None, problem
+    for line, task, tid, label in _json_tasks(Path(path)):
+        if task is None:
+            yield line, None, label
             continue
-        tid = _ls_id(task.get("id"))
-        if tid is None:
-            yield line, None, f"{at}: task id {quote(task.get('id'))}; expected a Label Studio task id"
-            continue
-        label = f"{path.name}:task {tid}"
         try:
             item = _item_of(task.get("data"), tid, label)
             anns = task.get("annotations", task.get("completions"))
@@ -214,17 +222,12 @@ def read_label_studio_min(path: Path, **_) -> Iterator[Row]:
     Keys used: ``id`` (task id), ``item_id``, ``annotation_id``, ``annotator``
     (user id, or e-mail), ``verdict``, ``reason``, ``lead_time``.
     """
-    path = Path(path)
-    for line, at, row, problem in iter_json_array_indexed(path):
-        if problem:
-            yield line, None, problem
-            continue
-        tid = _ls_id(row.get("id"))
-        if tid is None:
-            yield line, None, f"{at}: task id {quote(row.get('id'))}; expected a Label Studio task id"
+    for line, row, tid, label in _json_tasks(Path(path)):
+        if row is None:
+            yield line, None, label
             continue
         try:
-            yield line, _flat_row(row, f"{path.name}:task {tid}", tid), None
+            yield line, _flat_row(row, label, tid), None
         except ValueError as exc:
             yield line, None, str(exc)
 
