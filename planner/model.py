@@ -377,7 +377,6 @@ class _Problem:
         h[np.diag_indices(self.p)] += prec
         return float(f), g, h
 
-
     def _weighted_gram(self, w: np.ndarray) -> np.ndarray:
         """``X.T @ diag(w) @ X`` as a dense array — the same floats as SciPy's sparse product.
 
@@ -471,6 +470,29 @@ def laplace_log_marginal(problem, prec, f: float, chol) -> float:
     return f + 0.5 * problem.p * math.log(2 * math.pi) - 0.5 * logdet
 
 
+def gaussian_at_mode(theta: np.ndarray, chol, seed: int, draws: int) -> tuple[np.ndarray, np.ndarray]:
+    """The Laplace posterior N(theta, H^-1) from the negative Hessian's Cholesky factor ``chol``:
+    its (symmetrised) covariance and ``draws`` seeded draws (shared by the raw and the style fits)."""
+    cov = linalg.cho_solve(chol, np.eye(theta.size), check_finite=False)
+    cov = 0.5 * (cov + cov.T)
+    eps = np.random.default_rng(seed).standard_normal((draws, theta.size))
+    return cov, theta + linalg.solve_triangular(chol[0], eps.T, lower=True, trans="T", check_finite=False).T
+
+
+def normal_summary(theta: np.ndarray, cov: np.ndarray, i: int) -> Summary:
+    """Mean, sd and 95% interval of parameter ``i`` under N(theta, cov)."""
+    mu, sd = float(theta[i]), float(math.sqrt(cov[i, i]))
+    return Summary(mu, sd, mu - Z95 * sd, mu + Z95 * sd)
+
+
+def lognormal_summary(theta: np.ndarray, cov: np.ndarray, i: int) -> Summary:
+    """The summary of ``exp(parameter i)`` (the tie parameter nu from log nu) under N(theta, cov)."""
+    l_mu, l_sd = float(theta[i]), float(math.sqrt(cov[i, i]))
+    mean = math.exp(l_mu + l_sd**2 / 2)
+    return Summary(mean, mean * math.sqrt(math.expm1(l_sd**2)), math.exp(l_mu - Z95 * l_sd),
+                   math.exp(l_mu + Z95 * l_sd))
+
+
 def _laplace(counts: Counts, strata: tuple[str, ...], by_stratum: bool, prior: Prior, weights: np.ndarray | None,
              seed: int, draws: int) -> Fit:
     prob = _Problem(counts, by_stratum, prior)
@@ -499,15 +521,10 @@ def _laplace(counts: Counts, strata: tuple[str, ...], by_stratum: bool, prior: P
                                 [(lo_s, hi_s), (math.log(1e-4), math.log(20.0))], xatol=1e-3, fatol=1e-7)
         hyper = (float(x[0]), float(x[1]))
     _, theta, c, _ = inner(*hyper)
-    cov_full = linalg.cho_solve(c, np.eye(prob.p), check_finite=False)
-    cov_full = 0.5 * (cov_full + cov_full.T)
+    cov_full, theta_draws = gaussian_at_mode(theta, c, seed, draws)
 
     # linear maps from theta to reported strengths, projected to sum-to-zero
     proj = np.eye(m) - 1.0 / m if m else np.zeros((0, 0))
-    rng = np.random.default_rng(seed)
-    eps = rng.standard_normal((draws, prob.p))
-    theta_draws = theta + linalg.solve_triangular(c[0], eps.T, lower=True, trans="T",
-                                                  check_finite=False).T
 
     def block(maps):
         mean = maps @ theta
@@ -536,13 +553,9 @@ def _laplace(counts: Counts, strata: tuple[str, ...], by_stratum: bool, prior: P
     else:
         mean, cov, beta_draws = block(base)
 
-    g_mu, g_sd = float(theta[prob.ig]), float(math.sqrt(cov_full[prob.ig, prob.ig]))
-    l_mu, l_sd = float(theta[prob.il]), float(math.sqrt(cov_full[prob.il, prob.il]))
-    nu_mean = math.exp(l_mu + l_sd**2 / 2)
     nan = float("nan")
-    gamma = Summary(g_mu, g_sd, g_mu - Z95 * g_sd, g_mu + Z95 * g_sd)
-    nu = Summary(nu_mean, nu_mean * math.sqrt(math.expm1(l_sd**2)),
-                 math.exp(l_mu - Z95 * l_sd), math.exp(l_mu + Z95 * l_sd))
+    gamma = normal_summary(theta, cov_full, prob.ig)
+    nu = lognormal_summary(theta, cov_full, prob.il)
     sigma = Summary(math.exp(hyper[0]), nan, nan, nan)
     tau = Summary(math.exp(hyper[1]), nan, nan, nan) if by_stratum else None
     warnings = []
@@ -551,7 +564,7 @@ def _laplace(counts: Counts, strata: tuple[str, ...], by_stratum: bool, prior: P
                         "Check the data for systems that always win or always lose, "
                         "or use --engine nuts.")
     diag = Diagnostics(iterations=state["iters"], converged=state["ok"], warnings=tuple(warnings))
-    post = bt.GaussianPosterior(tuple(counts.systems), mean, cov, gamma=g_mu, nu=nu_mean)
+    post = bt.GaussianPosterior(tuple(counts.systems), mean, cov, gamma=gamma.mean, nu=nu.mean)
     return Fit(tuple(counts.systems), strata, "laplace", post, beta_draws,
                gamma, nu, sigma, tau, stratum_mean, stratum_sd, stratum_draws,
                _weights_dict(counts.strata, weights) if by_stratum else None,

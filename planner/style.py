@@ -295,10 +295,8 @@ def _problem(design: StyleDesign, prior, coef_sd: float):
 
 def _laplace_style(design: StyleDesign, prior, coef_sd: float, seed: int, draws: int,
                    sigma: float | None) -> StyleFit:
-    from scipy import linalg
-
-    from planner.model import (Z95, Diagnostics, Fit, Summary, _half_normal_log_scale, _newton,
-                               laplace_log_marginal, type2_log_sigma)
+    from planner.model import (Diagnostics, Fit, Summary, _half_normal_log_scale, _newton, gaussian_at_mode,
+                               laplace_log_marginal, lognormal_summary, normal_summary, type2_log_sigma)
 
     prob = _problem(design, prior, coef_sd)
     m, f = prob.m, prob.f
@@ -313,32 +311,21 @@ def _laplace_style(design: StyleDesign, prior, coef_sd: float, seed: int, draws:
 
     log_sigma = type2_log_sigma(lambda s: inner(s)[0]) if sigma is None else math.log(sigma)
     _, theta, c = inner(log_sigma)
-    cov = linalg.cho_solve(c, np.eye(prob.p), check_finite=False)
-    cov = 0.5 * (cov + cov.T)
-    rng = np.random.default_rng(seed)
-    eps = rng.standard_normal((draws, prob.p))
-    theta_draws = theta + linalg.solve_triangular(c[0], eps.T, lower=True, trans="T", check_finite=False).T
+    cov, theta_draws = gaussian_at_mode(theta, c, seed, draws)
     proj = np.eye(m) - 1.0 / m
     mean = proj @ theta[:m]
     bcov = proj @ cov[:m, :m] @ proj.T
     beta_draws = theta_draws[:, :m] @ proj.T
 
-    def summary(i: int) -> Summary:
-        mu, sd = float(theta[i]), float(math.sqrt(cov[i, i]))
-        return Summary(mu, sd, mu - Z95 * sd, mu + Z95 * sd)
-
-    l_mu, l_sd = float(theta[prob.il]), float(math.sqrt(cov[prob.il, prob.il]))
-    nu_mean = math.exp(l_mu + l_sd**2 / 2)
-    nu = Summary(nu_mean, nu_mean * math.sqrt(math.expm1(l_sd**2)),
-                 math.exp(l_mu - Z95 * l_sd), math.exp(l_mu + Z95 * l_sd))
+    nu = lognormal_summary(theta, cov, prob.il)
     nan = float("nan")
     warnings = () if state["ok"] else (
         "The Laplace optimiser did not converge for the style-controlled model; use --engine nuts.",)
     post = bt.GaussianPosterior(design.systems, mean, 0.5 * (bcov + bcov.T), gamma=float(theta[prob.ig]),
-                                nu=nu_mean)
-    fit = Fit(design.systems, ("all",), "laplace", post, beta_draws, summary(prob.ig), nu,
+                                nu=nu.mean)
+    fit = Fit(design.systems, ("all",), "laplace", post, beta_draws, normal_summary(theta, cov, prob.ig), nu,
               Summary(math.exp(log_sigma), nan, nan, nan), None, None, None, None, None,
               design.n_judgments, 0, Diagnostics(iterations=state["iters"], converged=state["ok"],
                                                  warnings=warnings), prior, seed)
-    coef = tuple(summary(m + j) for j in range(f))
+    coef = tuple(normal_summary(theta, cov, m + j) for j in range(f))
     return StyleFit(fit, design.features, coef, design.scale, theta_draws[:, m: m + f], coef_sd)
