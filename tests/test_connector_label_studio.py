@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 from ls_server import ADMIN, ANNOTATORS
-from test_label_studio_live import _config_info, _flip, _result, _study_files
+from test_label_studio_live import _config_info, _flip, _judgments, _orientation_errors, _result, _study_files
 from typer.testing import CliRunner
 
 from cli.main import app
@@ -90,28 +90,6 @@ class _Poster:
         self.ls.api("PATCH", f"/api/annotations/{jid.rsplit(':', 1)[1]}/",
                     {"result": _result(self.info(item), _flip(v))}, user=email)
         self.expected[jid] = (item, _flip(v), email)
-
-
-def _orientation_errors(judgments: dict, key: dict, expected: dict) -> list[str]:
-    errors = []
-    for jid, j in judgments.items():
-        item, v, _ = expected[jid]
-        k = key[item]
-        if k.kind == "acceptability":
-            if (j.a, j.b, j.verdict, j.item) != (k.left, None, v, item):
-                errors.append(f"{jid}: stored {j.a} {j.verdict}; key {k.left} {v}")
-            continue
-        want = "tie" if v == "tie" else (k.left if v == "left" else k.right)
-        got = {"A": j.a, "B": j.b}.get(j.verdict, j.verdict)
-        shown = (k.left, k.right) if j.a_position == "left" else (k.right, k.left)
-        if got != want or j.item != item or (j.a, j.b) != shown:
-            errors.append(f"{jid}: stored {j.a} vs {j.b} {j.verdict} ({j.a_position}); key {k.left}|{k.right} {v}")
-    return errors
-
-
-def _judgments(study) -> dict:
-    with Study.open(study) as st:
-        return {j.id: j for j in st.judgments()}
 
 
 def _sql(study, q):

@@ -310,6 +310,10 @@ def _orientation_errors(judgments: dict, key: dict, expected: dict) -> list[str]
     for jid, j in judgments.items():
         item, v, _ = expected[jid]
         k = key[item]
+        if k.kind == "acceptability":
+            if (j.a, j.b, j.verdict, j.item) != (k.left, None, v, item):
+                errors.append(f"{jid}: stored {j.a} {j.verdict}; key {k.left} {v}")
+            continue
         want = "tie" if v == "tie" else (k.left if v == "left" else k.right)
         got = {"A": j.a, "B": j.b}.get(j.verdict, j.verdict)
         shown = (k.left, k.right) if j.a_position == "left" else (k.right, k.left)
