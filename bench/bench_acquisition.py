@@ -31,7 +31,7 @@ import numpy as np
 from scipy.stats import kendalltau
 
 from planner import acquisition as acq
-from planner import bt
+from planner.model import bt
 from planner.counts import Counts
 
 PRIOR_SD = 1.5
@@ -214,7 +214,7 @@ def arena_scale(study_dir=None, m=300, n=1_000_000, k=1000, prompts=300):
     from bench_next_batch import build
 
     from planner.model import fit
-    from planner.study import Study
+    from planner.store.study import Study
 
     tmp = None
     if study_dir is None:

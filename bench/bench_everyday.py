@@ -47,7 +47,7 @@ def main() -> None:
     a = ap.parse_args()
     data = Path(a.data)
     sys.path.insert(0, str(ROOT))
-    from planner.study import ingest, init_study
+    from planner.store.study import ingest, init_study
 
     with tempfile.TemporaryDirectory() as tmp:
         st = Path(tmp) / "v80"

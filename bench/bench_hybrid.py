@@ -21,8 +21,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from planner.hybrid import human_only_bradley_terry, ppi_bradley_terry  # noqa: E402
-from planner.hybrid_report import items_from_verdicts  # noqa: E402
+from planner.hybrid.ppi import human_only_bradley_terry, ppi_bradley_terry  # noqa: E402
+from planner.workflows.hybrid_report import items_from_verdicts  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 SYSTEMS = ("gpt-4", "gpt-3.5-turbo", "bard", "vicuna-13b", "guanaco-7b", "guanaco-13b", "guanaco-33b", "guanaco-65b")
@@ -47,7 +47,7 @@ def _ranks(theta):
 
 def replay(items, fraction: float, reps: int, rng: np.random.Generator, level: float = 0.9,
            model: str = "logistic") -> dict:
-    from planner.hybrid import ppi_davidson
+    from planner.hybrid.ppi import ppi_davidson
 
     names = items.names
     truth = _truth(items, model, level)
@@ -84,7 +84,7 @@ def replay(items, fraction: float, reps: int, rng: np.random.Generator, level: f
 
 
 def _truth(items, model: str, level: float):
-    from planner.hybrid import ppi_davidson
+    from planner.hybrid.ppi import ppi_davidson
     if model == "davidson":
         return ppi_davidson(items.names, items.pairs, items.y3, items.yhat3, items.pairs[:0], items.yhat3[:0],
                             confidence_level=level, lam=0.0)
@@ -110,7 +110,7 @@ def replay_active(items, fraction: float, reps: int, rng: np.random.Generator, *
     """Active (IPW) against uniform selection at the same expected human budget.
 
     Per replicate: ``uniform`` labels each item with probability n/N (Bernoulli), IPW-PPI with that π;
-    ``active`` draws with :func:`planner.hybrid_select.select_for_humans` from the judge alone (no
+    ``active`` draws with :func:`planner.hybrid.select.select_for_humans` from the judge alone (no
     pilot), IPW-PPI with its π. With ``pilot`` > 0 that share of the budget is first spent on a
     uniform pilot (rate p0), the rest drawn actively given the pilot's labels; an item's overall
     probability is then 1 − (1 − p0)(1 − π_i) (π_i = 0 for pilot items). The truth is the
@@ -118,8 +118,8 @@ def replay_active(items, fraction: float, reps: int, rng: np.random.Generator, *
     """
     from dataclasses import replace
 
-    from planner.hybrid import ipw_bradley_terry
-    from planner.hybrid_select import select_for_humans
+    from planner.hybrid.ppi import ipw_bradley_terry
+    from planner.hybrid.select import select_for_humans
 
     names = items.names
     truth = _truth(items, model, level)

@@ -1,11 +1,11 @@
 """Hybrid budgeting (issue 16): does money spent on the planned humans + judge split buy the promised width?
 
 1. Synthetic pairs (known truth): per judge quality and prices, the planned split for each money
-   budget (planner.hybrid_budget.plan_for_money) against humans only; achieved 95% half-width,
-   coverage and power from the real PPI++ / human-only fits (planner.simulate_hybrid.simulate_money).
+   budget (planner.hybrid.budget.plan_for_money) against humans only; achieved 95% half-width,
+   coverage and power from the real PPI++ / human-only fits (planner.workflows.simulate_hybrid.simulate_money).
 2. Vicuna80 replay: 2,240 items, GPT-4 verdicts in both orders as the judge, the three MTurk votes of
    an item as its human label (truth: the human fit on all items); for each budget, humans only vs the
-   planned split, 90% strength intervals (planner.simulate_hybrid.replay_money).
+   planned split, 90% strength intervals (planner.workflows.simulate_hybrid.replay_money).
 
     PYTHONPATH=. nice -n 10 python bench/bench_hybrid_budget.py [--reps 500] [--seed 0]
 """
@@ -23,7 +23,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from planner.simulate_hybrid import replay_money, simulate_money  # noqa: E402
+from planner.workflows.simulate_hybrid import replay_money, simulate_money  # noqa: E402
 
 SYNTHETIC = [  # (agreement per order, position logit, human cost, judge cost)
     (0.8, 0.5, 1.0, 0.05),

@@ -4,7 +4,7 @@ Writes N normalized JSONL rows (default 1,000,000) over 8 systems and 80
 prompts, then in the same run measures
 
 * ``parse``: ``json.loads`` of every line (the floor any reader pays);
-* ``ingest``: ``planner.study.ingest`` of the same file into a fresh study
+* ``ingest``: ``planner.store.study.ingest`` of the same file into a fresh study
   (including the SHA-256 pass over the file and the commit)
   (stream, validate, batched ``executemany`` in one transaction), run in a
   child process so its peak resident memory (``ru_maxrss``) is its own;
@@ -35,7 +35,7 @@ VERDICTS = ["A", "B", "tie", "invalid"]
 
 CHILD = """
 import sys, time, resource
-from planner.study import ingest
+from planner.store.study import ingest
 t, c = time.perf_counter(), time.process_time()
 res = ingest(sys.argv[1], [sys.argv[2]])
 dt, dc = time.perf_counter() - t, time.process_time() - c
@@ -59,7 +59,7 @@ def main() -> None:
     ap.add_argument("--rows", type=int, default=1_000_000)
     args = ap.parse_args()
     sys.path.insert(0, str(ROOT))
-    from planner.study import init_study
+    from planner.store.study import init_study
 
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)

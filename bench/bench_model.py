@@ -16,7 +16,7 @@ import time
 
 import numpy as np
 
-from planner import bt
+from planner.model import bt
 from planner.counts import Counts
 from planner.model import fit
 

@@ -31,10 +31,10 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from planner import bt  # noqa: E402
+from planner.model import bt  # noqa: E402
 from planner.acquisition import select_pairs  # noqa: E402
 from planner.model import fit  # noqa: E402
-from planner.study import Study, ingest, init_study  # noqa: E402
+from planner.store.study import Study, ingest, init_study  # noqa: E402
 
 
 def build(tmp: Path, m: int, n_judgments: int, n_prompts: int, seed: int) -> Path:

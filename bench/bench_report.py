@@ -4,13 +4,13 @@ Builds two studies once (not timed): 20 systems, 200 prompts in 4 strata, one
 response per (prompt, system) with a random length, and N synthetic normalized
 judgments (Davidson model with a position shift, 1% invalid, a reason on 3 of 4
 decisive judgments, judge ``judge-1`` = annotator), ingested through
-``planner.study``. Then, in the same run:
+``planner.store.study``. Then, in the same run:
 
 * ``report``: wall time of the command ``planner report STUDY --engine laplace
   --json`` (a fresh process each time, as a user runs it; best of ``--repeat``)
   for both studies, and the ratio large / small (target <= 1.3);
 * the parts of one in-process report: ``study.counts`` (store scan),
-  the grouped judgment scan of ``planner.report``, and the Laplace fit on the
+  the grouped judgment scan of ``planner.workflows.report``, and the Laplace fit on the
   aggregated cells (which must not follow the judgment count);
 * ``nuts``: :func:`planner.model.fit` with ``engine="nuts"`` on the small
   study's counts (20 systems, 2 chains, 1,000 tuning + 1,000 draws each).
@@ -72,7 +72,7 @@ def write_inputs(d: Path, n: int, seed: int = 0) -> tuple[Path, Path, Path]:
 
 
 def build_study(root: Path, n: int) -> Path:
-    from planner.study import ingest, init_study
+    from planner.store.study import ingest, init_study
 
     pf, rf, jf = write_inputs(root / f"inputs-{n}", n)
     study = root / f"study-{n}"
@@ -94,7 +94,7 @@ def time_command(study: Path, repeat: int) -> float:
 
 def parts(study: Path) -> dict[str, float]:
     from planner.model import fit
-    from planner.study import DB_NAME, Study, grouped_judgments
+    from planner.store.study import DB_NAME, Study, grouped_judgments
 
     out = {}
     with Study.open(study) as st:
@@ -133,7 +133,7 @@ def main() -> None:
         print(f"  cells in the likelihood: {ps['cells']} vs {pl['cells']}")
         if not args.no_nuts:
             from planner.model import fit
-            from planner.study import Study
+            from planner.store.study import Study
 
             with Study.open(small) as st:
                 counts = st.counts()

@@ -1,6 +1,6 @@
 """Issue 7 benchmark: comparisons to reach mean Kendall tau >= 0.9, per strategy.
 
-Runs `planner.simulate.simulate` (the real loop: Laplace fit + the same batch
+Runs `planner.workflows.simulate.simulate` (the real loop: Laplace fit + the same batch
 selection as next-batch) for the three synthetic scenarios and a replay on the
 real OA GPT-4 judgments (skipped when ../shared/data is absent), 20 reps,
 batches of 50, and prints a table per scenario: comparisons at which the mean
@@ -28,7 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from planner.simulate import (  # noqa: E402
+from planner.workflows.simulate import (  # noqa: E402
     SimulationSpec, parse_strategies, read_replay, replay_truth, simulate,
 )
 
@@ -48,7 +48,7 @@ def time_iteration(n_systems: int, batch: int = 50, spent: int = 1000, repeat: i
     from planner.acquisition import select_pairs
     from planner.counts import Counts
     from planner.model import fit
-    from planner.simulate import Judge, make_truth
+    from planner.workflows.simulate import Judge, make_truth
 
     rng = np.random.default_rng(0)
     truth = make_truth("linear", n_systems, rng)

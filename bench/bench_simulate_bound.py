@@ -29,13 +29,13 @@ from scipy.special import ndtr
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from planner.simulate import make_truth  # noqa: E402
+from planner.workflows.simulate import make_truth  # noqa: E402
 
 SCEN = {"linear": (16, 0.9), "arena": (20, 0.8), "asap": (20, 0.9)}
 
 
 def truths(scenario: str, m: int, reps: int = 20, seed: int = 0) -> list[np.ndarray]:
-    """The benchmark's truths: the same SeedSequence scheme as planner.simulate._run_one."""
+    """The benchmark's truths: the same SeedSequence scheme as planner.workflows.simulate._run_one."""
     truth_seq, _ = np.random.SeedSequence(seed).spawn(2)
     out = []
     for rep in range(reps):

@@ -2,7 +2,7 @@
 
 For each shared real set (QLoRA OA GPT-4, Vicuna80 GPT-4, Vicuna80 human;
 ../shared/data/judgments) the real loop is replayed without replacement
-(`planner.simulate.simulate`, batches of 50, seed 0) and every finished run is
+(`planner.workflows.simulate.simulate`, batches of 50, seed 0) and every finished run is
 kept in ``OUT/<set>.jsonl`` (``--out``/``--resume``), so the same runs are then
 summarised under several targets without being run again:
 
@@ -27,7 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from planner.simulate import SimulationSpec, parse_strategies, read_replay, replay_truth, simulate  # noqa: E402
+from planner.workflows.simulate import SimulationSpec, parse_strategies, read_replay, replay_truth, simulate  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data" / "judgments"
 SETS = ("vicuna80_human", "vicuna80_gpt4", "oa_gpt4")

@@ -29,9 +29,9 @@ def main() -> None:
     ap.add_argument("--lc-anchor", default="gpt-3.5-turbo")
     args = ap.parse_args()
 
-    from planner.report import build_report
-    from planner.study import Study, ingest, init_study
-    from planner.style_report import controlled_fit, markdown_section
+    from planner.workflows.report import build_report
+    from planner.store.study import Study, ingest, init_study
+    from planner.workflows.style_report import controlled_fit, markdown_section
 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "vicuna80-gpt4"

@@ -45,7 +45,7 @@ def allocate(
 
     Example: planner allocate --prompts prompts.jsonl --budget 40 --method equal --out chosen.csv
     """
-    from planner.allocation import allocate_files
+    from planner.workflows.allocate import allocate_files
     from planner.limits import check_input_file, check_output_file
 
     for name, path in (("--prompts", prompts), ("--pointwise", pointwise), ("--pilot", pilot)):

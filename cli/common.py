@@ -73,7 +73,7 @@ def call(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     """Call a library function, mapping :class:`PlannerError` to an exit code.
 
     A damaged study database found in the middle of a command (SQLite reports a
-    malformed page only when it reads it; :meth:`planner.study.Study.open`
+    malformed page only when it reads it; :meth:`planner.store.study.Study.open`
     checks the header, the schema and the config up front) is exit 1 with one
     line, never a traceback.
     """

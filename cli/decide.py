@@ -1,6 +1,6 @@
 """`planner decide`: a release gate per stratum (pass / regress / undecided) with an exit code.
 
-Only typer and the standard library at module level; ``planner.decide`` (numpy,
+Only typer and the standard library at module level; ``planner.workflows.decide`` (numpy,
 scipy, the model) is imported inside the command and rich inside the renderer.
 """
 
@@ -57,7 +57,7 @@ def decide(
 
     Example: planner decide my-study --candidate new-model --baseline prod-model --margin 0.05
     """
-    from planner.decide import decide as run
+    from planner.workflows.decide import decide as run
 
     result = call(run, study, candidate, baseline, margin=margin, mode=mode, confidence=confidence,
                   min_pass_rate=min_pass_rate, engine=engine, look=look, looks=looks, boundary=boundary,

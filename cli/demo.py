@@ -31,7 +31,7 @@ def demo_cmd(
 
     Example: planner demo planner-demo --rounds 3 --size 40
     """
-    from planner.demo import run_demo
+    from planner.workflows.demo import run_demo
 
     if live_judge:
         _live(directory, systems, prompts, rounds * size, size, seed, force, json_out)
@@ -65,7 +65,7 @@ def demo_cmd(
 
 def _live(directory, systems, prompts, budget, size, seed, force, json_out) -> None:
     from .run import run_progress
-    from planner.judge_demo import run_demo_live
+    from planner.workflows.judge_demo import run_demo_live
 
     res = call(run_demo_live, directory, n_systems=systems, n_prompts=prompts, budget=budget, batch_size=size,
                seed=seed, force=force, progress=run_progress(json_out))

@@ -28,7 +28,7 @@ def export_cmd(
 
     Example: planner export my-study --out my-study-export --format csv
     """
-    from planner.export import export_study
+    from planner.workflows.export import export_study
 
     res = call(export_study, study, out, format=format, engine=None if engine == "none" else engine, seed=seed,
                draws=draws, force=force)

@@ -1,7 +1,7 @@
 """Rendering of `planner report --surrogate JUDGE [--target humans]` (issue 16).
 
-Called from ``cli/report.py``; the statistics are in :mod:`planner.hybrid` /
-:mod:`planner.hybrid_report` (imported inside the function, as the other commands do).
+Called from ``cli/report.py``; the statistics are in :mod:`planner.hybrid.ppi` /
+:mod:`planner.workflows.hybrid_report` (imported inside the function, as the other commands do).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from .common import call, message, out, print_json
 
 
 def run_hybrid(study: Path, surrogate: str, target: str, json_: bool, ties: str = "half") -> None:
-    from planner.hybrid_report import hybrid_report
+    from planner.workflows.hybrid_report import hybrid_report
 
     res = call(hybrid_report, study, surrogate=surrogate, target=target, ties=ties)
     for n in res.notes:
@@ -26,7 +26,7 @@ def run_hybrid(study: Path, surrogate: str, target: str, json_: bool, ties: str 
 def _render(r) -> None:
     from rich.table import Table
 
-    from planner.bt import ELO_SCALE as ELO
+    from planner.model.bt import ELO_SCALE as ELO
 
     c, con = r.comparison, out()
     lvl = f"{100 * c.ppi.confidence_level:.0f}%"

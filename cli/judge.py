@@ -12,7 +12,7 @@ from .common import call, err, message, out, print_json, warn
 
 
 def judge_progress(disable: bool = False):
-    """A progress callback for :func:`planner.judge_run.judge_batch` that prints one status line on stderr."""
+    """A progress callback for :func:`planner.workflows.judge_run.judge_batch` that prints one status line on stderr."""
     console = err()
     state = {"last": None}
 
@@ -65,7 +65,7 @@ def judge_cmd(
 
     Local server: planner judge my-study --model llama3 --base-url http://localhost:11434/v1
     """
-    from planner.judge_run import JudgeOptions, graceful_interrupt, judge_batch
+    from planner.workflows.judge_run import JudgeOptions, graceful_interrupt, judge_batch
 
     opts = JudgeOptions(model=model, base_url=base_url, api_key_env=api_key_env,
                         transport="batch" if batch_api else "direct", concurrency=concurrency,

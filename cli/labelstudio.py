@@ -36,7 +36,7 @@ def push_cmd(
 
     Example: planner push my-study --to label-studio --per-annotator-projects
     """
-    from planner.push_pull import push
+    from planner.workflows.push_pull import push
 
     _check_target(to, "--to")
     res = call(push, study, batch=batch, project_title=project_title, per_annotator=per_annotator_projects)
@@ -66,7 +66,7 @@ def pull_cmd(
 
     Example: planner pull my-study --from label-studio
     """
-    from planner.push_pull import pull
+    from planner.workflows.push_pull import pull
 
     _check_target(source, "--from")
     res = call(pull, study, batch=batch, accept_changes=accept_changes)

@@ -26,7 +26,7 @@ def void_cmd(
 
     Example: planner void my-study 3 --reason "vendor cancelled"
     """
-    from planner.lifecycle import void_batches
+    from planner.store.lifecycle import void_batches
 
     res = call(void_batches, study, batches or (), older_than_days=older_than, reason=reason, undo=undo)
     if json_out:
@@ -51,7 +51,7 @@ def retract_cmd(
 
     Example: planner retract my-study wrong-export.json
     """
-    from planner.lifecycle import retract_file
+    from planner.store.lifecycle import retract_file
 
     res = call(retract_file, study, file, undo=undo)
     if json_out:

@@ -61,7 +61,7 @@ def next_batch_cmd(
     Lost a file? planner next-batch my-study --rewrite 3 --out round3 writes batch 3 again.
     Judge requests failed? planner next-batch my-study --retry-failed --out retry writes just those items.
     """
-    from planner.next_batch import next_batch
+    from planner.workflows.next_batch import next_batch
 
     if rewrite is not None or retry_failed or batch is not None:
         _reissue(study, rewrite, retry_failed, batch, out_path, force, json_out)
@@ -86,7 +86,7 @@ def next_batch_cmd(
 
 def _reissue(study, rewrite, retry_failed, batch, out_path, force, json_out) -> None:
     from planner.errors import UsageError
-    from planner.reissue import retry_failed as retry, rewrite_batch
+    from planner.workflows.reissue import retry_failed as retry, rewrite_batch
 
     def run():
         if rewrite is not None and retry_failed:

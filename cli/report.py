@@ -1,6 +1,6 @@
 """`planner report STUDY`: ranking with honest intervals, and every diagnostic.
 
-Only typer and the standard library at module level; ``planner.report`` (and
+Only typer and the standard library at module level; ``planner.workflows.report`` (and
 through it numpy/scipy/arviz, pymc for ``--engine nuts``, matplotlib for
 ``--plot``) is imported inside the command.
 """
@@ -63,7 +63,7 @@ def report_cmd(
     if surrogate is not None:
         from .hybrid import run_hybrid
         return run_hybrid(study, surrogate, target, json_, ties)
-    from planner import report as rp
+    from planner.workflows import report as rp
     from planner.limits import check_output_dir, check_output_file, check_report_options
 
     # every output and option is checked before the fit (which caches its result in the study)
@@ -112,7 +112,7 @@ def _num(x, fmt: str = ".3f") -> str:
 def _render(r) -> None:
     from rich.table import Table
 
-    from planner.bt import ELO_SCALE as ELO
+    from planner.model.bt import ELO_SCALE as ELO
 
     con = out()
     t = r.totals
@@ -241,10 +241,10 @@ def _render(r) -> None:
 
 
 def _render_style(sc) -> None:
-    """Raw and controlled leaderboards, style coefficients, LC win rates (planner.style_report)."""
+    """Raw and controlled leaderboards, style coefficients, LC win rates (planner.workflows.style_report)."""
     from rich.table import Table
 
-    from planner.style_report import lc_sentence
+    from planner.workflows.style_report import lc_sentence
 
     con = out()
     if sc.rows:

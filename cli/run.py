@@ -79,8 +79,8 @@ def run_cmd(
 
     Example: planner run my-study --judge-model gpt-4o-mini --budget 500 --batch-size 40 --price-in 0.15 --price-out 0.6 --max-cost 5
     """
-    from planner.judge_run import JudgeOptions, graceful_interrupt
-    from planner.run import RunOptions, run_loop
+    from planner.workflows.judge_run import JudgeOptions, graceful_interrupt
+    from planner.workflows.run import RunOptions, run_loop
 
     if annotators_via is not None:
         _run_humans(study, annotators_via, annotators, per_annotator_projects, wait_timeout, poll,
@@ -101,8 +101,8 @@ def run_cmd(
 
 def _run_humans(study, via, annotators, per_annotator, wait_timeout, poll, ropts, json_out) -> None:
     from planner.errors import UsageError, quote
-    from planner.judge_run import graceful_interrupt
-    from planner.run_humans import HumanOptions, run_humans_loop
+    from planner.workflows.judge_run import graceful_interrupt
+    from planner.workflows.run_humans import HumanOptions, run_humans_loop
 
     if via != "label-studio":
         raise fail(UsageError(f"--annotators-via ({quote(via)}) must be label-studio"))

@@ -64,7 +64,7 @@ def simulate_cmd(
         from planner.errors import UsageError
 
         call(_raise, UsageError("--money, --human-cost, --judge-cost and --surrogate need --hybrid"))
-    from planner import simulate as sim
+    from planner.workflows import simulate as sim
 
     def build():
         from planner.limits import check_input_file, check_output_file, check_simulation_options
@@ -175,7 +175,7 @@ def _render(result) -> None:
         _render_pairs(result.pairs)
     for note in result.notes:
         err().print(f"note: {note}", markup=False)
-    from planner.simulate_headline import is_baseline, verdict
+    from planner.simulation.headline import is_baseline, verdict
 
     for s in result.strategies:
         if not is_baseline(s) and s.strategy != "oracle" and verdict(s):

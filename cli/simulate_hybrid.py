@@ -1,6 +1,6 @@
 """`planner simulate --hybrid`: money budgets spent on humans only vs the planned humans + judge split.
 
-Only typer-free standard imports at module level; numpy and planner.simulate_hybrid are imported
+Only typer-free standard imports at module level; numpy and planner.workflows.simulate_hybrid are imported
 inside :func:`run_hybrid`, rich inside the renderer.
 """
 
@@ -13,7 +13,7 @@ def run_hybrid(*, money, human_cost, judge_cost, agreement, win_rate, tie_rate, 
                from_study, surrogate, json_out) -> None:
     import numpy as np
 
-    from planner import simulate_hybrid as sh
+    from planner.workflows import simulate_hybrid as sh
     from planner.errors import UsageError
 
     def parse():
@@ -36,7 +36,7 @@ def run_hybrid(*, money, human_cost, judge_cost, agreement, win_rate, tie_rate, 
     call(check_seed, "--seed", seed)
     rng = np.random.default_rng(seed)
     if from_study is not None:
-        from planner.hybrid_report import items_from_study
+        from planner.workflows.hybrid_report import items_from_study
 
         items = call(items_from_study, from_study, surrogate)
         rho, rows = call(sh.replay_money, items, budgets, human_cost=human_cost, judge_cost=judge_cost,

@@ -1,6 +1,6 @@
 """`planner size` (power analysis) and `planner significance` (is a result a win?).
 
-Only typer and the standard library at module level; ``planner.power`` (numpy,
+Only typer and the standard library at module level; ``planner.stats.power`` (numpy,
 scipy) is imported inside the command functions and rich inside the renderers.
 """
 
@@ -97,7 +97,7 @@ def size(
 
     Example: planner size --effect 0.04
     """
-    from planner import power as pw
+    from planner.stats import power as pw
     from planner.errors import UsageError
 
     hybrid_opts = {"--human-cost": human_cost, "--judge-cost": judge_cost, "--rho": rho, "--agreement": agreement,
@@ -231,8 +231,8 @@ def sentence(r) -> str:
 
 def _size_hybrid(effect, win_rate, alpha, power, alternative, tie_rate, systems, design, o: dict,
                  confidence: float, json_: bool) -> None:
-    """`size --hybrid`: planner.hybrid_budget on the options; table + one sentence, or --json."""
-    from planner import hybrid_budget as hb
+    """`size --hybrid`: planner.hybrid.budget on the options; table + one sentence, or --json."""
+    from planner.hybrid import budget as hb
     from planner.errors import UsageError
 
     sources = [k for k in ("--rho", "--agreement", "--pilot") if o[k] is not None]
@@ -250,7 +250,7 @@ def _size_hybrid(effect, win_rate, alpha, power, alternative, tie_rate, systems,
         r = call(hb.rho_from_agreement, o["--agreement"])
         source = f"from agreement {o['--agreement']:.0%} (rho = 2a - 1)"
     else:
-        from planner.hybrid_report import rho_from_study
+        from planner.workflows.hybrid_report import rho_from_study
 
         r, used = call(rho_from_study, o["--pilot"], o["--surrogate"])
         lo, hi = hb.rho_interval(r, used)
@@ -269,7 +269,7 @@ def _size_hybrid(effect, win_rate, alpha, power, alternative, tie_rate, systems,
         if effect is not None and win_rate is not None:
             call(_raise, UsageError("give either --effect or --win-rate, not both"))
         if win_rate is not None:
-            from planner import power as pw
+            from planner.stats import power as pw
 
             effect = call(pw.effect_from_win_rate, win_rate)
         if effect is None:
@@ -357,7 +357,7 @@ def significance(
 
     Example: planner significance --wins 54 --losses 46
     """
-    from planner import power as pw
+    from planner.stats import power as pw
 
     r = call(pw.significance, wins, losses, ties, ties_convention=ties_convention, confidence=confidence,
              alternative=alternative, look=look, looks=looks, boundary=boundary)

@@ -31,7 +31,7 @@ def init_cmd(
 
     Example: planner init my-study --prompts vicuna80/prompts.jsonl --responses vicuna80/responses.jsonl --anchor gpt-4
     """
-    from planner.study import init_study
+    from planner.store.study import init_study
 
     names = [s for s in systems.split(",")] if systems else None
     codes = tuple(r.strip() for r in reasons.split(",") if r.strip())
@@ -84,7 +84,7 @@ def ingest_cmd(
     """
     from rich.table import Table
 
-    from planner.study import ingest
+    from planner.store.study import ingest
 
     bar = progress(None, "ingest")
     tasks: dict[int, object] = {}
@@ -126,7 +126,7 @@ def status_cmd(
     """
     from rich.table import Table
 
-    from planner.study import status
+    from planner.store.study import status
 
     st = call(status, study)
     if json_out:

@@ -5,7 +5,7 @@ is read as a formula by Excel, LibreOffice and Google Sheets (OWASP "CSV
 Injection"); :func:`neutralize_cell` prefixes such a cell with ``'``, which
 spreadsheets show as text and do not evaluate. Used by the batch writers
 (:mod:`planner.formats.writers`) and ``allocate --out``
-(:func:`planner.allocation.write_prompts`).
+(:func:`planner.workflows.allocate.write_prompts`).
 """
 
 from __future__ import annotations

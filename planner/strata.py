@@ -102,7 +102,7 @@ def stratum_weights(prompts: Iterable[Any], strata: Sequence[str] | None = None)
     Parameters
     ----------
     prompts : iterable of records with ``stratum`` and ``weight`` attributes
-        E.g. ``planner.study.Prompt``; ``weight`` None = no weight (counts 1).
+        E.g. ``planner.store.study.Prompt``; ``weight`` None = no weight (counts 1).
     strata : sequence of str, optional
         The strata to weigh (e.g. ``Counts.strata``); default: the prompts'
         strata in first-appearance order (``["all"]`` when there are none).

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from planner.study import BatchItem, Study, ingest, init_study
+from planner.store.study import BatchItem, Study, ingest, init_study
 
 SYSTEMS = ("new", "old", "ref")
 

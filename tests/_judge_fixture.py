@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from planner.study import init_study
+from planner.store.study import init_study
 
 #: BT strengths the fake judge uses (``quality=`` markers): clearly separated, alpha best.
 QUALITY = {"alpha": 3.0, "beta": 1.5, "gamma": 0.0, "delta": -1.5}

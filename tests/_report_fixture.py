@@ -13,8 +13,8 @@ from pathlib import Path
 
 import numpy as np
 
-from planner.bt import outcome_probs
-from planner.study import ingest, init_study
+from planner.model.bt import outcome_probs
+from planner.store.study import ingest, init_study
 
 SYNTH_SYSTEMS = ("sys-a", "sys-b", "sys-c", "sys-d")
 SYNTH_BETA = np.array([0.8, 0.2, -0.3, -0.7])   # true strengths (logit), sum to zero
@@ -33,7 +33,7 @@ def synthetic_study(root: Path, *, n: int = 600, seed: int = 1, anchor: str | No
     """A study with four systems, ``n_prompts`` prompts in two strata and ``n`` judgments.
 
     Judgments follow Davidson's model with SYNTH_BETA, SYNTH_GAMMA and SYNTH_NU
-    (``planner.bt.outcome_probs``); every 50th judgment is invalid. With
+    (``planner.model.bt.outcome_probs``); every 50th judgment is invalid. With
     ``reasons``, decisive judgments carry a reason except every 4th.
     ``acceptable[system] = k`` labels the first k prompts' responses of that
     system acceptable and the rest not.

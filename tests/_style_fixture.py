@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from planner.bt import outcome_probs
+from planner.model.bt import outcome_probs
 
 SYSTEMS = ("s0", "s1", "s2", "s3")
 BETA = np.array([0.45, 0.15, -0.15, -0.45])      # truth: s0 > s1 > s2 > s3
@@ -39,7 +39,7 @@ LENGTH_RMS = length_rms()
 
 
 def synthetic(n: int, coef: float, seed: int):
-    """``(a, b, position, outcome, feat_a, feat_b)`` for :meth:`planner.style.StyleDesign.build`.
+    """``(a, b, position, outcome, feat_a, feat_b)`` for :meth:`planner.model.style.StyleDesign.build`.
 
     ``a`` is shown left; features are ``[words, 0, 0, 0]`` (no markdown).
     """
@@ -75,7 +75,7 @@ def style_study(root, *, n: int = 1500, coef: float = 1.0, seed: int = 0, n_prom
     import json
     from pathlib import Path
 
-    from planner.study import ingest, init_study
+    from planner.store.study import ingest, init_study
 
     root = Path(root)
     rng = np.random.default_rng(seed)

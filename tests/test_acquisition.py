@@ -11,7 +11,7 @@ from scipy import integrate
 from scipy.special import ndtr, owens_t
 
 from planner import acquisition as acq
-from planner import bt
+from planner.model import bt
 from planner.counts import Counts
 from planner.errors import DataError, UsageError
 from planner.jsonable import jsonable

@@ -7,8 +7,8 @@ import pytest
 from scipy.integrate import quad
 from scipy.stats import norm
 
-from planner import bt
-from planner.acquisition_exact import exact_gain, exact_misorder, gaussian_gain
+from planner.model import bt
+from planner.acquisition.exact import exact_gain, exact_misorder, gaussian_gain
 from planner.errors import UsageError
 
 GRID_TOL = 1e-6     # midpoint rule on 4,000 cells over ±10 sd: error ~1e-7 here

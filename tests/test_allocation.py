@@ -1,4 +1,4 @@
-"""Tests of planner.allocation: apportionment, methods, ordering, weights, files."""
+"""Tests of planner.workflows.allocate: apportionment, methods, ordering, weights, files."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from planner.allocation import (
+from planner.workflows.allocate import (
     Allocation,
     allocate,
     apportion,

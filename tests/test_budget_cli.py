@@ -11,8 +11,8 @@ import pytest
 from typer.testing import CliRunner
 
 from cli.main import app
-from planner import hybrid_budget as hb
-from planner.hybrid_report import rho_from_study
+from planner.hybrid import budget as hb
+from planner.workflows.hybrid_report import rho_from_study
 
 runner = CliRunner()
 DATA = Path(__file__).resolve().parent / "data" / "qlora"   # the real Vicuna-80 files, shipped (README there)
@@ -101,7 +101,7 @@ def pilot(tmp_path_factory):
     """All GPT-4 verdicts plus the human votes on prompts q1..q20 (560 items)."""
     if not (DATA / "judgments").is_dir():
         pytest.skip(f"{DATA} absent")
-    from planner.study import ingest, init_study
+    from planner.store.study import ingest, init_study
 
     tmp = tmp_path_factory.mktemp("pilot")
     lines = (DATA / "judgments" / "qlora_vicuna80_human.jsonl").read_text(encoding="utf-8").splitlines()
@@ -114,7 +114,7 @@ def pilot(tmp_path_factory):
 
 
 def test_pilot_rho_matches_the_item_arrays(pilot):
-    from planner.hybrid_report import items_from_verdicts
+    from planner.workflows.hybrid_report import items_from_verdicts
 
     study, first20 = pilot
     rows = []
@@ -123,7 +123,7 @@ def test_pilot_rho_matches_the_item_arrays(pilot):
     rows += [json.loads(ln) for ln in first20]
     systems = ("gpt-4", "gpt-3.5-turbo", "bard", "vicuna-13b", "guanaco-7b", "guanaco-13b", "guanaco-33b",
                "guanaco-65b")
-    from planner.study import Study
+    from planner.store.study import Study
 
     names = tuple(Study.open(study).systems)
     assert set(names) == set(systems)

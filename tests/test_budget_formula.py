@@ -1,4 +1,4 @@
-"""planner.hybrid_budget: the PPI++ cost-optimal split against ppi_py and hand calculations."""
+"""planner.hybrid.budget: the PPI++ cost-optimal split against ppi_py and hand calculations."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from planner import hybrid_budget as hb
-from planner import power as pw
+from planner.hybrid import budget as hb
+from planner.stats import power as pw
 from planner.errors import DataError, UsageError
 
 ppi_py = pytest.importorskip("ppi_py")   # the oracle (test extra: ppi-python)

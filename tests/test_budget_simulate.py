@@ -1,4 +1,4 @@
-"""planner.simulate_hybrid: the money simulation agrees with the budgeting formula."""
+"""planner.workflows.simulate_hybrid: the money simulation agrees with the budgeting formula."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import pytest
 from typer.testing import CliRunner
 
 from cli.main import app
-from planner import hybrid_budget as hb
-from planner import simulate_hybrid as sh
+from planner.hybrid import budget as hb
+from planner.workflows import simulate_hybrid as sh
 from planner.errors import UsageError
 
 DATA = Path(__file__).resolve().parent / "data" / "qlora"   # the real Vicuna-80 files, shipped (README there)
@@ -84,7 +84,7 @@ def test_vicuna_replay_for_money():
     about the planned factor; both cover the full-human strengths at about the 90% level."""
     if not (DATA / "judgments").is_dir():
         pytest.skip(f"{DATA} absent")
-    from planner.hybrid_report import items_from_verdicts
+    from planner.workflows.hybrid_report import items_from_verdicts
 
     rows = []
     for name in ("qlora_vicuna80_gpt4.jsonl", "qlora_vicuna80_human.jsonl"):

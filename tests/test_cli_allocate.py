@@ -130,7 +130,7 @@ def test_neyman_with_pilot(tmp_path):
 
 
 def test_study_input(vicuna_data, tmp_path):
-    from planner.study import init_study
+    from planner.store.study import init_study
 
     path = tmp_path / "study"
     init_study(path, prompts_file=vicuna_data / "vicuna80" / "prompts.jsonl",
@@ -141,7 +141,7 @@ def test_study_input(vicuna_data, tmp_path):
     assert sum(s["allocated"] for s in doc["strata"]) == 18
     assert any("fell back to proportional" in n for n in doc["notes"])  # no judgments yet
 
-    from planner.study import ingest
+    from planner.store.study import ingest
 
     ingest(path, [vicuna_data / "judgments" / "qlora_vicuna80_gpt4.jsonl"])
     r = run("--study", str(path), "--budget", "18", "--method", "neyman", "--json")
@@ -163,7 +163,7 @@ def test_missing_files_and_bad_out(tmp_path, vicuna):
 
 def test_allocate_out_feeds_init(vicuna, tmp_path):
     # issue 13: the chosen prompts are a prompts file `planner init` accepts (id, text, stratum, weight)
-    from planner.study import Study, init_study
+    from planner.store.study import Study, init_study
 
     for name in ("chosen.csv", "chosen.jsonl"):
         out = tmp_path / name

@@ -7,7 +7,7 @@ import json
 from typer.testing import CliRunner
 
 from cli.main import app
-from planner.study import BatchItem, Study
+from planner.store.study import BatchItem, Study
 
 runner = CliRunner()
 

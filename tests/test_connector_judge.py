@@ -20,9 +20,9 @@ from fake_openai_server import FakeOpenAI, judge_text
 
 from planner.connectors.cache import judge_totals
 from planner.errors import DataError, UsageError
-from planner.judge_run import JudgeOptions, judge_batch
-from planner.next_batch import next_batch
-from planner.study import Study, status
+from planner.workflows.judge_run import JudgeOptions, judge_batch
+from planner.workflows.next_batch import next_batch
+from planner.store.study import Study, status
 
 NO_QC = {"attention": 0, "repeat": 0, "overlap": 0, "acceptability": 0}
 
@@ -93,7 +93,7 @@ def test_direct_round_trip_orientation_and_ledger(study, srv):
     assert res.cost_usd == pytest.approx((exp_p * 2.5 + 120 * 10.0) / 1e6, rel=1e-12)  # float sums only
     assert judge_totals(study) == [{"model": "judge-x", "answers": 10, "prompt_tokens": exp_p,
                                     "completion_tokens": 120, "cost_usd": pytest.approx(res.cost_usd)}]
-    from planner.study import status
+    from planner.store.study import status
 
     assert [dict(j) for j in status(study).judge] == judge_totals(study)  # status shows the same totals
     from typer.testing import CliRunner
@@ -390,7 +390,7 @@ def test_v2_study_gets_the_v3_tables_on_open(study):
 def test_first_ctrl_c_sets_the_flag_second_interrupts():
     import signal
 
-    from planner.judge_run import graceful_interrupt
+    from planner.workflows.judge_run import graceful_interrupt
 
     before = signal.getsignal(signal.SIGINT)
     with graceful_interrupt() as stop:

@@ -6,7 +6,7 @@ and acceptability items), ``planner push --per-annotator-projects`` through the
 CLI (twice: no duplicate tasks), annotations posted through the REST API as
 alice and bob with their own Personal Access Tokens, ``pull``, more annotations
 and an edit, ``pull`` again (refused), ``pull --accept-changes``, and
-:func:`planner.push_pull.wait_for_annotations` until the batch is complete.
+:func:`planner.workflows.push_pull.wait_for_annotations` until the batch is complete.
 Every posted verdict derives from the batch KEY (pairwise: the side showing the
 alphabetically first system wins, every fifth item a tie; acceptability: pass),
 so every stored judgment's orientation is checked against the key.
@@ -30,9 +30,9 @@ from typer.testing import CliRunner
 from cli.main import app
 from planner.connectors.label_studio import LabelStudioClient
 from planner.errors import DataError
-from planner.next_batch import next_batch
-from planner.push_pull import ARTIFACT, pull, wait_for_annotations, waiting_items
-from planner.study import DB_NAME, Study, init_study
+from planner.workflows.next_batch import next_batch
+from planner.workflows.push_pull import ARTIFACT, pull, wait_for_annotations, waiting_items
+from planner.store.study import DB_NAME, Study, init_study
 
 pytestmark = [pytest.mark.labelstudio, pytest.mark.slow]
 

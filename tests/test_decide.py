@@ -1,4 +1,4 @@
-"""planner.decide: release gates per stratum, Holm, sequential looks, acceptability gate."""
+"""planner.workflows.decide: release gates per stratum, Holm, sequential looks, acceptability gate."""
 
 from __future__ import annotations
 
@@ -10,13 +10,13 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from planner import power as pw
+from planner.stats import power as pw
 from planner.counts import Counts
-from planner.decide import (EXIT_CODES, conditional_threshold, decide, decide_counts, holm, holm_adjusted,
+from planner.workflows.decide import (EXIT_CODES, conditional_threshold, decide, decide_counts, holm, holm_adjusted,
                             newcombe_difference, _posterior)
 from planner.errors import DataError, UsageError
 from planner.jsonable import jsonable
-from planner.study import Study
+from planner.store.study import Study
 
 from _decide_fixture import SYSTEMS, build_study
 
@@ -220,7 +220,7 @@ def test_ties_trinomial_interval_and_score_test():
     # 50 wins, 30 losses, 20 ties: t = 0.2, S = (50 + 10)/100 = 0.6. Interval and z are the trinomial
     # score procedures (tests/test_honest_decide.py checks them against an independent optimiser);
     # here: decide uses them, and the pass test agrees with the interval's lower end.
-    from planner.proportions import half_tie_interval, half_tie_score_z
+    from planner.stats.proportions import half_tie_interval, half_tie_score_z
 
     c = counts_of({"all": (50, 30, 20)})
     s = decide_counts(c, "new", "old").strata[0]
@@ -318,7 +318,7 @@ def test_deterministic(tmp_path):
 
 
 def test_real_data_vicuna80(vicuna_data, tmp_path):
-    from planner.study import ingest, init_study
+    from planner.store.study import ingest, init_study
 
     path = tmp_path / "v"
     init_study(path, prompts_file=vicuna_data / "vicuna80/prompts.jsonl",

@@ -384,7 +384,7 @@ def test_acceptability_leader_flag():
 
 
 def test_acceptability_from_counts_object():
-    # planner.study.AcceptabilityCounts shape: (n_systems, n_strata) arrays
+    # planner.store.study.AcceptabilityCounts shape: (n_systems, n_strata) arrays
     from types import SimpleNamespace
 
     ac = SimpleNamespace(systems=("m1", "m2", "m3"), strata=("s1", "s2"),

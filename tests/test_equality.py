@@ -7,7 +7,7 @@ import pytest
 
 from planner.counts import Counts
 from planner.equality import values_equal
-from planner.simulate import ReplayPool, Truth
+from planner.workflows.simulate import ReplayPool, Truth
 
 SYSTEMS = ("x", "y", "z")
 

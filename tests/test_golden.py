@@ -7,7 +7,7 @@ so the comparison is ``==``, no tolerance). Regenerate only for a deliberate cha
 numbers, and say which in the commit.
 
 Deliberate changes so far: ``intervals.json`` was regenerated once when the three Wilson
-implementations became one (``planner.proportions``): ``significance``'s Wilson bounds
+implementations became one (``planner.stats.proportions``): ``significance``'s Wilson bounds
 (formerly scipy's ``proportion_ci`` arithmetic) and ``power.wilson_half_width`` at levels
 other than 0.95 (formerly ``z = norm.isf((1-c)/2)``, now ``norm.ppf(0.5 + c/2)`` as the
 report/decide intervals) moved by at most 2e-16 absolute (a few units in the last place);
@@ -32,7 +32,7 @@ import numpy as np
 import pytest
 
 import _report_fixture as fx
-from planner.report import build_report
+from planner.workflows.report import build_report
 
 GOLDEN = Path(__file__).parent / "data" / "golden"
 REGEN = os.environ.get("PLANNER_REGEN_GOLDEN") == "1"
@@ -75,7 +75,9 @@ def test_report_no_weights_golden(tmp_path):
 
 def test_interval_goldens():
     """Wilson bounds, Wilson half-widths, Newcombe differences and significance() intervals."""
-    from planner import decide, diagnostics, power
+    from planner.workflows import decide
+    from planner import diagnostics
+    from planner.stats import power
 
     grid = [(0, 1), (0, 10), (1, 10), (5, 10), (10, 10), (37, 80), (484, 967), (3, 1000)]
     doc: dict = {}
@@ -96,7 +98,7 @@ def test_decide_counts_golden():
     """The release gate's figures on fixed counts with explicit stratum weights."""
     from _decide_fixture import SYSTEMS
     from planner.counts import Counts
-    from planner.decide import decide_counts
+    from planner.workflows.decide import decide_counts
     from planner.jsonable import jsonable
 
     recs = []

@@ -1,7 +1,7 @@
 """Issue 13 item 2: decide's half-tie win-rate interval and tests account for the ties' sampling error.
 
 References: the interval inverts the trinomial score test with the tie share profiled out at its
-restricted maximum-likelihood value (planner.proportions.half_tie_interval). It is checked against
+restricted maximum-likelihood value (planner.stats.proportions.half_tie_interval). It is checked against
 an independent computation (scipy SLSQP on the constrained likelihood, not the closed-form root the
 library uses), against Wilson (scipy's binomtest) when there are no ties, by exact coverage (full
 enumeration of the trinomial: no Monte Carlo error) and the non-inferiority type-I error by exact
@@ -20,8 +20,8 @@ from scipy.special import gammaln
 from types import SimpleNamespace
 
 from planner.counts import Counts
-from planner.decide import decide_counts
-from planner.proportions import half_tie_interval, half_tie_score_z, wilson_interval
+from planner.workflows.decide import decide_counts
+from planner.stats.proportions import half_tie_interval, half_tie_score_z, wilson_interval
 
 
 def _counts(w, l, t, stratum="all"):

@@ -8,7 +8,7 @@ import pytest
 
 import _report_fixture as fx
 from planner.batch import count_words
-from planner.next_batch import LEGACY_DEFAULT_MAX_WORDS, _word_limit, next_batch
+from planner.workflows.next_batch import LEGACY_DEFAULT_MAX_WORDS, _word_limit, next_batch
 
 
 def test_word_limit_default_is_off():

@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 
 import _report_fixture as fx
-from planner import report as rp
-from planner.study import init_study
+from planner.workflows import report as rp
+from planner.store.study import init_study
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -23,7 +23,7 @@ def _py(code: str) -> subprocess.CompletedProcess:
 
 def test_laplace_report_does_not_import_arviz(tmp_path):
     st = fx.synthetic_study(tmp_path / "s", n=200, reasons=False)
-    r = _py(f"import sys; from planner.report import build_report; r = build_report({str(st)!r}); "
+    r = _py(f"import sys; from planner.workflows.report import build_report; r = build_report({str(st)!r}); "
             "print(r.posterior_artifact, 'arviz' in sys.modules, 'pymc' in sys.modules)")
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["None", "False", "False"]
@@ -31,7 +31,7 @@ def test_laplace_report_does_not_import_arviz(tmp_path):
 
 def test_empty_study_fails_before_heavy_imports(tmp_path):
     init_study(tmp_path / "e", systems=["a", "b"])
-    r = _py("import sys\nfrom planner.errors import UsageError\nfrom planner.report import build_report\n"
+    r = _py("import sys\nfrom planner.errors import UsageError\nfrom planner.workflows.report import build_report\n"
             f"try:\n    build_report({str(tmp_path / 'e')!r}, engine='nuts')\nexcept UsageError as e:\n"
             "    print('error', 'arviz' in sys.modules, 'pymc' in sys.modules)")
     assert r.returncode == 0, r.stderr

@@ -10,7 +10,7 @@ from scipy import stats
 from typer.testing import CliRunner
 
 from cli.main import app
-from planner import power as pw
+from planner.stats import power as pw
 
 runner = CliRunner()
 

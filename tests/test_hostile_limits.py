@@ -77,7 +77,7 @@ def test_size_refuses_tiny_effect_fast():
     """--effect 1e-300 used to raise OverflowError; 1e-9 to allocate an impossible array."""
     import time
 
-    from planner.power import size
+    from planner.stats.power import size
 
     t = time.perf_counter()
     for eff in (1e-300, 1e-9, 1e-4):

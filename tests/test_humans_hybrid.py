@@ -14,11 +14,11 @@ import numpy as np
 import pytest
 from scipy.optimize import approx_fprime, minimize
 
-from planner import hybrid_mest as me
+from planner.hybrid import mest as me
 from planner.errors import DataError, UsageError
-from planner.hybrid import (design_matrix, human_only_bradley_terry, ipw_bradley_terry, ppi_bradley_terry,
+from planner.hybrid.ppi import (design_matrix, human_only_bradley_terry, ipw_bradley_terry, ppi_bradley_terry,
                             ppi_davidson)
-from planner.hybrid_select import combined_probability, probabilities, select_for_humans
+from planner.hybrid.select import combined_probability, probabilities, select_for_humans
 
 DATA = Path(__file__).resolve().parent / "data" / "qlora"   # the real Vicuna-80 files, shipped (README there)
 NAMES = ("a", "b", "c", "d")
@@ -310,7 +310,7 @@ def test_vicuna_active_against_uniform_200(model, fraction):
 
 def _write_study(tmp: Path, seed=0, n_prompts=60, pilot=0.15, strata=("x", "y"), weights=None):
     """Four systems, every pair on every prompt judged by 'judge' in both orders, 'h' votes on a pilot."""
-    from planner.study import ingest, init_study
+    from planner.store.study import ingest, init_study
 
     rng = np.random.default_rng(seed)
     with open(tmp / "prompts.jsonl", "w") as f:
@@ -352,9 +352,9 @@ def _write_votes(path, keys, truth, tag):
 
 
 def test_next_batch_for_humans_records_the_design_and_report_uses_it(tmp_path):
-    from planner.hybrid_report import hybrid_report
-    from planner.next_batch import next_batch
-    from planner.study import Study, ingest
+    from planner.workflows.hybrid_report import hybrid_report
+    from planner.workflows.next_batch import next_batch
+    from planner.store.study import Study, ingest
 
     study, truth = _write_study(tmp_path)
     before = hybrid_report(study, surrogate="judge")
@@ -386,13 +386,13 @@ def test_next_batch_for_humans_records_the_design_and_report_uses_it(tmp_path):
 
 
 def test_population_weights_select_a_stratum(tmp_path):
-    from planner.hybrid_report import hybrid_report
+    from planner.workflows.hybrid_report import hybrid_report
     study, _ = _write_study(tmp_path, seed=1, pilot=0.5, weights=(1.0, 0.0))
     rep = hybrid_report(study, surrogate="judge")
     assert rep.strata["weights"] == {"x": 1.0, "y": 0.0}
     # weight 0 on stratum y: the population fit is the IPW fit on stratum x's items alone
-    from planner.hybrid_report import _collect
-    from planner.study import Study
+    from planner.workflows.hybrid_report import _collect
+    from planner.store.study import Study
     st = Study.open(study)
     items, _, _ = _collect(st, study, "judge")
     x_only = np.array([int(p[1:]) % 2 == 0 for p in items.prompts])
@@ -428,7 +428,7 @@ def test_cli_for_humans_errors_and_report_ties(tmp_path):
     r = runner.invoke(app, ["report", str(study), "--surrogate", "judge", "--ties", "thirds"])
     assert r.exit_code == 2 and "--ties" in r.stderr
     with pytest.raises(DataError):
-        from planner.hybrid_report import hybrid_report
+        from planner.workflows.hybrid_report import hybrid_report
         hybrid_report(study, surrogate="nobody")
 
 
@@ -454,9 +454,9 @@ def test_vicuna_davidson_ppi_replay_200(fraction, floor):
 
 def test_qc_answers_are_not_target_votes(tmp_path):
     # attention checks and repeats answered in a for-humans batch must not count as human votes
-    from planner.hybrid_report import hybrid_report
-    from planner.next_batch import next_batch
-    from planner.study import ingest
+    from planner.workflows.hybrid_report import hybrid_report
+    from planner.workflows.next_batch import next_batch
+    from planner.store.study import ingest
 
     study, _ = _write_study(tmp_path, seed=3)
     before = hybrid_report(study, surrogate="judge").target_votes

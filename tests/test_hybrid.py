@@ -1,4 +1,4 @@
-"""planner.hybrid: PPI++ Bradley–Terry, cross-checked against ppi_py and replayed on Vicuna80."""
+"""planner.hybrid.ppi: PPI++ Bradley–Terry, cross-checked against ppi_py and replayed on Vicuna80."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from planner.errors import DataError, UsageError
-from planner.hybrid import (compare_hybrid, design_matrix, human_only_bradley_terry, judge_only_bradley_terry,
+from planner.hybrid.ppi import (compare_hybrid, design_matrix, human_only_bradley_terry, judge_only_bradley_terry,
                             ppi_bradley_terry)
-from planner.hybrid_report import hybrid_report, items_from_verdicts
+from planner.workflows.hybrid_report import hybrid_report, items_from_verdicts
 
 ppi_py = pytest.importorskip("ppi_py")   # the test oracle (test extra: ppi-python)
 pytestmark = [pytest.mark.filterwarnings("ignore::FutureWarning"),          # sklearn, inside ppi_py
@@ -189,7 +189,7 @@ def vicuna10(tmp_path_factory):
     """A study with all GPT-4 verdicts and the human votes of a random 10% of the items."""
     if not (DATA / "judgments").is_dir():
         pytest.skip(f"{DATA} absent")
-    from planner.study import ingest, init_study
+    from planner.store.study import ingest, init_study
     tmp = tmp_path_factory.mktemp("hybrid")
     sub = tmp / "human10.jsonl"
     rng = np.random.default_rng(3)

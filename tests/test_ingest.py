@@ -1,4 +1,4 @@
-"""planner.study.ingest: accounting, refusals, all-or-nothing, concurrency, crashes, streaming."""
+"""planner.store.study.ingest: accounting, refusals, all-or-nothing, concurrency, crashes, streaming."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as hst
 
 from planner.errors import DataError
-from planner.study import BatchItem, Study, ingest, init_study
+from planner.store.study import BatchItem, Study, ingest, init_study
 
 ROOT = Path(__file__).resolve().parents[1]
 SYSTEMS = ["s0", "s1", "s2", "s3"]
@@ -224,7 +224,7 @@ def test_left_right_translation_round_trips(tmp_path_factory, keys):
 # ------------------------------------------------------------------ reliability
 _CHILD = textwrap.dedent("""
     import sys
-    from planner.study import ingest
+    from planner.store.study import ingest
     def tick(k, done, total):
         print("progress", done, total, flush=True)
     ingest(sys.argv[1], sys.argv[2:], progress=tick)

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from planner.next_batch import next_batch
-from planner.reissue import retry_failed
-from planner.study import Study, ingest, init_study, status
+from planner.workflows.next_batch import next_batch
+from planner.workflows.reissue import retry_failed
+from planner.store.study import Study, ingest, init_study, status
 
 SYSTEMS = ["alpha", "beta", "gamma", "delta"]
 

@@ -30,8 +30,8 @@ import pytest
 from ls_server import ANNOTATORS
 
 from planner.errors import DataError
-from planner.next_batch import next_batch
-from planner.study import DB_NAME, Study, ingest, init_study
+from planner.workflows.next_batch import next_batch
+from planner.store.study import DB_NAME, Study, ingest, init_study
 
 pytestmark = [pytest.mark.labelstudio, pytest.mark.slow]
 

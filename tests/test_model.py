@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from planner import bt
+from planner.model import bt
 from planner.counts import Counts
 from planner.errors import UsageError
 from planner.model import Fit, Prior, fit
@@ -298,7 +298,7 @@ def test_laplace_agrees_with_nuts(capfd):
 
 def test_nuts_diagnostics_warn_on_too_short_runs():
     pytest.importorskip("pymc")
-    from planner.model_nuts import diagnose
+    from planner.model.nuts import diagnose
 
     # 1 chain of 20 draws: r-hat cannot be checked and ESS is far below 100 per chain
     c = _nuts_fixture()
@@ -342,7 +342,7 @@ def test_by_stratum_nuts_matches_laplace():
 
 def test_nuts_parameterisation_choice():
     pytest.importorskip("pymc")
-    from planner.model_nuts import choose_centred
+    from planner.model.nuts import choose_centred
 
     # fixture: 1500 judgments on 5 systems, posterior sd ~0.07 << sigma/2 ~0.25 -> centred;
     # no data: posterior sd = prior sd > sigma/2 -> non-centred (no funnel)

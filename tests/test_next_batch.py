@@ -11,11 +11,11 @@ import pytest
 from typer.testing import CliRunner
 
 from cli.main import app
-from planner import bt
-from planner.demo import answer_batch
+from planner.model import bt
+from planner.workflows.demo import answer_batch
 from planner.errors import DataError, UsageError
-from planner.next_batch import next_batch
-from planner.study import Study, ingest, init_study
+from planner.workflows.next_batch import next_batch
+from planner.store.study import Study, ingest, init_study
 
 SYSTEMS = ["alpha-model", "beta-model", "gamma-model", "delta-model", "epsilon-model", "zeta-model"]
 
@@ -221,7 +221,7 @@ def test_max_words_skips_and_says_so(study):
 
 
 def test_acceptability_items_round_trip_to_report_and_decide(study, tmp_path):
-    from planner.report import build_report
+    from planner.workflows.report import build_report
 
     res = next_batch(study, size=30, acceptability=0.25, attention=0, repeat=0, overlap=0,
                      out=tmp_path / "acc.jsonl")

@@ -11,8 +11,8 @@ from typer.testing import CliRunner
 from cli.main import app
 from planner.blinding import REDACTION, name_mentions, name_pattern, redact
 from planner.errors import DataError, UsageError
-from planner.next_batch import MAX_SIZE, next_batch
-from planner.study import Study, init_study
+from planner.workflows.next_batch import MAX_SIZE, next_batch
+from planner.store.study import Study, init_study
 
 
 def _study(tmp: Path, systems, n_prompts: int, text=None) -> Path:

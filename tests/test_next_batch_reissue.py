@@ -16,9 +16,9 @@ from typer.testing import CliRunner
 from cli.main import app
 from planner.errors import DataError, UsageError
 from planner.formats import staging
-from planner.next_batch import next_batch
-from planner.reissue import retry_failed, rewrite_batch
-from planner.study import Study, init_study
+from planner.workflows.next_batch import next_batch
+from planner.workflows.reissue import retry_failed, rewrite_batch
+from planner.store.study import Study, init_study
 
 ROOT = Path(__file__).resolve().parents[1]
 SYSTEMS = ["alpha-model", "beta-model", "gamma-model", "delta-model"]
@@ -231,8 +231,8 @@ def _run_killed(study: Path, out: Path, when: str) -> int:
     code = textwrap.dedent(f"""
         import os, signal, sys
         sys.path.insert(0, {str(ROOT)!r})
-        from planner.study import Study
-        from planner.next_batch import next_batch
+        from planner.store.study import Study
+        from planner.workflows.next_batch import next_batch
         real = Study.record_batch
         def record(self, manifest, items):
             if {when!r} == "before":
@@ -339,7 +339,7 @@ def test_retry_failed_against_the_store_after_ingesting_transport_failures(study
     readers = pytest.importorskip("planner.formats.readers")
     if not hasattr(Study, "unanswered_items") or not hasattr(readers, "register"):
         pytest.skip("the store does not track transport failures in this build")
-    from planner.study import ingest
+    from planner.store.study import ingest
 
     def read(path, **_):
         for n, line in enumerate(Path(path).read_text().splitlines(), start=1):

@@ -12,10 +12,10 @@ import json
 import numpy as np
 import pytest
 
-from planner.allocation import allocate_files, read_pilot
+from planner.workflows.allocate import allocate_files, read_pilot
 from planner.errors import DataError, UsageError
-from planner.simulate import read_replay
-from planner.study import Study, ingest, init_study
+from planner.workflows.simulate import read_replay
+from planner.store.study import Study, ingest, init_study
 
 PROMPTS = [{"id": f"{h}{i}", "text": f"question {h}{i}", "stratum": h} for h in "xy" for i in range(4)]
 # every label spelling the normalized reader accepts; a_position right swaps who was shown first
@@ -104,7 +104,7 @@ def _prompts_csv(path, frozen_cells):
 
 
 def _read_both(tmp_path, f):
-    from planner.allocation import read_prompts
+    from planner.workflows.allocate import read_prompts
 
     got_alloc = [p.frozen for p in read_prompts(f)]
     root = tmp_path / f"study-{f.stem}"
@@ -127,7 +127,7 @@ def test_frozen_spellings_are_the_same_for_init_and_allocate(tmp_path):
 
 @pytest.mark.parametrize("cell", ["pass", "fail", "maybe", "2"])
 def test_bad_frozen_gets_one_message_from_both(tmp_path, cell):
-    from planner.allocation import read_prompts
+    from planner.workflows.allocate import read_prompts
 
     f = _prompts_csv(tmp_path / "p.csv", ["true", cell])
     want = f"p.csv:3: frozen '{cell}'; expected true or false (or t/f, yes/no, y/n, 1/0)"
@@ -155,7 +155,7 @@ def test_acceptable_keeps_pass_fail(tmp_path):
 
 
 def test_other_prompt_fields_read_alike(tmp_path):
-    from planner.allocation import read_prompts
+    from planner.workflows.allocate import read_prompts
 
     f = tmp_path / "p.jsonl"
     f.write_text("".join(json.dumps(r) + "\n" for r in [

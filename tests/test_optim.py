@@ -1,6 +1,6 @@
-"""planner.optim against scipy.optimize itself: the same floats (``==``, no tolerance).
+"""planner.stats.optim against scipy.optimize itself: the same floats (``==``, no tolerance).
 
-planner.optim transcribes SciPy 1.17's brentq (C), bounded Brent and bounded
+planner.stats.optim transcribes SciPy 1.17's brentq (C), bounded Brent and bounded
 Nelder–Mead so the everyday commands need not import ``scipy.optimize``
 (0.35–0.5 s). A transcription is right only if it takes the same steps, so every
 case compares the returned float exactly; the golden report/decide outputs
@@ -16,9 +16,9 @@ import pytest
 import scipy
 from scipy import optimize
 
-from planner import optim
+from planner.stats import optim
 
-#: planner.optim was transcribed from, and checked against, SciPy 1.17.1: there the results must be
+#: planner.stats.optim was transcribed from, and checked against, SciPy 1.17.1: there the results must be
 #: the same floats. Another SciPy may have changed its arithmetic (brentq's sign test did once), so
 #: elsewhere the comparisons allow 1e-9 (the tolerances asked of the solvers are 1e-12 to 1e-3, and
 #: the goldens still pin planner's own numbers exactly).
@@ -113,7 +113,8 @@ def test_everyday_commands_do_not_import_scipy_optimize(tmp_path):
     import subprocess
     import sys
 
-    code = ("import sys; import planner.model, planner.proportions, planner.decide, planner.report; "
+    code = ("import sys; import planner.model, planner.stats.proportions, planner.workflows.decide, "
+            "planner.workflows.report; "
             "print('scipy.optimize' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

@@ -1,4 +1,4 @@
-"""Tests for planner.power: seed figures, statsmodels/scipy oracles, published constants."""
+"""Tests for planner.stats.power: seed figures, statsmodels/scipy oracles, published constants."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from planner import power as pw
+from planner.stats import power as pw
 from planner.errors import UsageError
 
 D0 = pw.Design()

@@ -1,4 +1,4 @@
-"""planner.proportions: the one Wilson interval and the one Newcombe difference.
+"""planner.stats.proportions: the one Wilson interval and the one Newcombe difference.
 
 Independent references: statsmodels ``proportion_confint(method="wilson")`` and
 Newcombe (1998) Stat. Med. 17:873-890, Table II, method 10 (four decimals).
@@ -13,8 +13,10 @@ import numpy as np
 import pytest
 from statsmodels.stats.proportion import proportion_confint
 
-from planner import decide, diagnostics, power
-from planner.proportions import newcombe_difference, proportion, wilson_half_width, wilson_interval
+from planner.workflows import decide
+from planner import diagnostics
+from planner.stats import power
+from planner.stats.proportions import newcombe_difference, proportion, wilson_half_width, wilson_interval
 
 # same closed form, different arithmetic order: observed differences <= 2e-16; 1e-12 leaves room
 # for other BLAS/libm builds while still catching any formula slip (those are >= 1e-4 here)

@@ -1,4 +1,4 @@
-"""planner.push_pull without a server: an in-memory stand-in for the Label Studio client.
+"""planner.workflows.push_pull without a server: an in-memory stand-in for the Label Studio client.
 
 ``FakeLS`` implements the client methods push/pull/wait call and produces
 exports shaped like Label Studio 1.23.2's full JSON export (the shape of
@@ -17,9 +17,9 @@ from typer.testing import CliRunner
 
 from cli.main import app
 from planner.errors import DataError, UsageError
-from planner.next_batch import next_batch
-from planner.push_pull import ARTIFACT, pull, push, wait_for_annotations, waiting_items
-from planner.study import Study, init_study
+from planner.workflows.next_batch import next_batch
+from planner.workflows.push_pull import ARTIFACT, pull, push, wait_for_annotations, waiting_items
+from planner.store.study import Study, init_study
 
 SYSTEMS = ("alpha", "beta", "gamma", "delta")
 

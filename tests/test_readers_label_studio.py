@@ -192,12 +192,12 @@ def test_real_exports_round_trip_through_the_store(tmp_path):
     """Real LS exports through ``ingest``: round 1 in all three types (the later two all already stored), then
     the cumulative round-2 export (5 new, the edit refused, then applied), every judgment's orientation
     checked against the batch key. Needs the issue-11 store (lead's branch)."""
-    from planner.study import BatchItem, Study, init_study
+    from planner.store.study import BatchItem, Study, init_study
 
     if not hasattr(Study, "unanswered_items"):
         pytest.skip("needs the issue-11 store (already stored / changed / skipped counts)")
     from planner.errors import DataError
-    from planner.study import ingest
+    from planner.store.study import ingest
 
     key = json.loads((REAL / "key.json").read_text(encoding="utf-8"))
     expected = json.loads((REAL / "expected.json").read_text(encoding="utf-8"))

@@ -1,4 +1,4 @@
-"""planner.report: build_report, render_markdown, write_plots.
+"""planner.workflows.report: build_report, render_markdown, write_plots.
 
 Real data: ../shared/data (README there is the source of every quoted figure):
 vicuna80 prompts + responses, GPT-4 judgments ingested through the library.
@@ -16,8 +16,8 @@ import pytest
 from scipy.stats import binomtest, spearmanr
 
 from planner.errors import DataError, UsageError
-from planner.report import build_report, render_markdown, write_markdown, write_plots
-from planner.study import Study, init_study
+from planner.workflows.report import build_report, render_markdown, write_markdown, write_plots
+from planner.store.study import Study, init_study
 import _report_fixture as fx
 
 # Reference ranking, ../shared/data/README.md "Reference ranking (full pool)", Elo, mean 0
@@ -319,7 +319,7 @@ def test_close_systems_form_one_group(tmp_path):
     f = tmp_path / "flat.jsonl"
     f.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     init_study(root, systems=["w", "x", "y", "z"])
-    from planner.study import ingest
+    from planner.store.study import ingest
 
     ingest(root, [f])
     r = build_report(root, save_posterior=False)
@@ -375,8 +375,8 @@ def test_vicuna_nuts_report(v80, v80_report):
 # ------------------------------------------------- end to end with next-batch
 def test_batch_round_trip_attention_acceptability_reasons(tmp_path):
     """next-batch (attention + acceptability items, 2 annotators) -> answers -> ingest -> report."""
-    from planner.next_batch import next_batch
-    from planner.study import ingest
+    from planner.workflows.next_batch import next_batch
+    from planner.store.study import ingest
 
     st = fx.synthetic_study(tmp_path / "rt", n=200, reasons=False)
     res = next_batch(st, size=40, seed=7, attention=0.1, acceptability=0.1, repeat=0.0, overlap=0.0,

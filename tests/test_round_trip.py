@@ -12,8 +12,8 @@ import pytest
 
 from planner.errors import DataError, UsageError
 from planner.formats import readers as R
-from planner.lifecycle import retract_file, void_batches
-from planner.study import SCHEMA_VERSION, BatchItem, Study, ingest, init_study, status
+from planner.store.lifecycle import retract_file, void_batches
+from planner.store.study import SCHEMA_VERSION, BatchItem, Study, ingest, init_study, status
 
 SYSTEMS = ["s0", "s1", "s2"]
 

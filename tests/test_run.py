@@ -14,9 +14,9 @@ from _judge_fixture import QUALITY, make_study
 from fake_openai_server import FakeOpenAI
 
 from planner.errors import UsageError
-from planner.judge_run import JudgeOptions
-from planner.run import RunOptions, run_loop
-from planner.study import Study, status
+from planner.workflows.judge_run import JudgeOptions
+from planner.workflows.run import RunOptions, run_loop
+from planner.store.study import Study, status
 
 TRUE_ORDER = tuple(sorted(QUALITY, key=lambda s: -QUALITY[s]))
 
@@ -119,7 +119,7 @@ def test_cli_run_json_and_progress(tmp_path, srv):
 
 
 def test_demo_loop_through_a_local_judge_server(tmp_path):
-    from planner.judge_demo import run_demo_live
+    from planner.workflows.judge_demo import run_demo_live
 
     res = run_demo_live(tmp_path / "demo", n_systems=4, n_prompts=16, budget=40, batch_size=20, seed=3)
     assert res.run.stopped in ("budget", "settled") and res.run.judgments_used <= 40

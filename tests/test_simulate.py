@@ -10,9 +10,9 @@ from scipy.stats import norm
 from typer.testing import CliRunner
 
 from cli.main import app
-from planner import bt
+from planner.model import bt
 from planner.errors import DataError, UsageError
-from planner.simulate import (
+from planner.workflows.simulate import (
     Judge,
     SimulationSpec,
     _run_one,
@@ -49,7 +49,7 @@ def test_asap_observer_is_thurstone_with_sigma_1_4865():
     truth = make_truth("asap", 2, np.random.default_rng(2))
     assert truth.observer == "thurstone"
     assert np.all((truth.scores >= 0) & (truth.scores <= 5))
-    from planner.simulate import Truth
+    from planner.workflows.simulate import Truth
 
     t = Truth(("x", "y"), np.array([0.5, -0.5]), "thurstone", np.array([3.0, 2.0]))
     n = 200_000
@@ -103,7 +103,7 @@ def test_reps_are_averaged_on_common_checkpoints():
     # the multiples of the batch: run A spent 4, 7, 11; run B 4, 8, 12 (batch 4, budget 12).
     # On the grid 4, 8, 12 run A counts its value after the last refit with <= c spent:
     # 0.1, 0.2 (at 7), 0.3 (at 11); mean with B's 0.5, 0.6, 0.7 -> 0.3, 0.4, 0.5 (hand calculation)
-    from planner.simulate import METRICS, Trace, _summarise
+    from planner.workflows.simulate import METRICS, Trace, _summarise
 
     def trace(spent, tau):
         vals = {k: np.asarray(tau, dtype=float) for k in METRICS}

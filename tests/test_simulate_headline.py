@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from planner.simulate import METRICS, Trace, _summarise, parse_strategies
-from planner.simulate_headline import add_ratios, is_baseline, ratio_band, verdict
+from planner.workflows.simulate import METRICS, Trace, _summarise, parse_strategies
+from planner.simulation.headline import add_ratios, is_baseline, ratio_band, verdict
 
 
 def _result(name, taus):

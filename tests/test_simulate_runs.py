@@ -9,10 +9,10 @@ import pytest
 from typer.testing import CliRunner
 
 import planner.acquisition as acq
-import planner.simulate_runs as runs
+import planner.workflows.simulate_runs as runs
 from cli.main import app
 from planner.errors import DataError, UsageError
-from planner.simulate import SimulationSpec, _run_one, parse_strategies, read_replay, replay_truth, simulate
+from planner.workflows.simulate import SimulationSpec, _run_one, parse_strategies, read_replay, replay_truth, simulate
 
 
 def _spec(strategies="active,round-robin,swiss", reps=3, seed=11):

@@ -10,7 +10,7 @@ from scipy.stats import norm
 from typer.testing import CliRunner
 
 from cli.main import app
-from planner.simulate import (
+from planner.workflows.simulate import (
     METRICS,
     Trace,
     Truth,

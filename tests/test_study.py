@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from planner.errors import DataError, UsageError
-from planner.study import (BatchItem, SCHEMA_VERSION, Study, half_tie_score, ingest, init_study, status)
+from planner.store.study import (BatchItem, SCHEMA_VERSION, Study, half_tie_score, ingest, init_study, status)
 
 
 def write_jsonl(path, rows):
@@ -179,7 +179,7 @@ def test_artifacts_and_schema_version(small):
 
 def test_migration_path(small, monkeypatch):
     # a study at version SCHEMA_VERSION - 1 is lifted by MIGRATIONS on open
-    import planner.study as ps
+    import planner.store.study as ps
 
     monkeypatch.setattr(ps, "SCHEMA_VERSION", SCHEMA_VERSION + 1)
     monkeypatch.setitem(ps.MIGRATIONS, SCHEMA_VERSION, "CREATE TABLE extra (x INTEGER)")

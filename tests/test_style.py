@@ -14,7 +14,7 @@ import pytest
 
 import _style_fixture as F
 from planner.model import Prior, fit
-from planner.style import StyleDesign, fit_style, normalized_difference, style_features
+from planner.model.style import StyleDesign, fit_style, normalized_difference, style_features
 
 
 # ------------------------------------------------------------------ (e) features

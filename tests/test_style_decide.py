@@ -9,9 +9,9 @@ from typer.testing import CliRunner
 
 import _style_fixture as F
 from cli.main import app
-from planner.decide import decide
-from planner.next_batch import next_batch
-from planner.style_report import STYLE_DECIDE_NOTE
+from planner.workflows.decide import decide
+from planner.workflows.next_batch import next_batch
+from planner.workflows.style_report import STYLE_DECIDE_NOTE
 
 
 @pytest.fixture(scope="module")

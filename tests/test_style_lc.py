@@ -1,4 +1,4 @@
-"""AlpacaEval's length-controlled win rate (planner.style_lc) against hand calculation and statsmodels."""
+"""AlpacaEval's length-controlled win rate (planner.model.style_lc) against hand calculation and statsmodels."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from planner.style_lc import fit_fractional_logit, is_extreme_change, lc_win_rate
+from planner.model.style_lc import fit_fractional_logit, is_extreme_change, lc_win_rate
 
 
 def _logit(p):

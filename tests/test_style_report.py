@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 import _style_fixture as F
-from planner.report import build_report, render_markdown
+from planner.workflows.report import build_report, render_markdown
 
 
 
@@ -117,8 +117,8 @@ def test_cli_json_has_style_control_key(synth):
 def test_vicuna80_gpt4_length_preference(tmp_path, vicuna_data):
     import _report_fixture
 
-    from planner.study import Study
-    from planner.style_report import controlled_fit
+    from planner.store.study import Study
+    from planner.workflows.style_report import controlled_fit
 
     path = _report_fixture.vicuna_study(vicuna_data, tmp_path)
     with Study.open(path) as st:

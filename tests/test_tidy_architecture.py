@@ -81,8 +81,8 @@ def test_the_core_imports_only_the_core():
 
 def test_the_checker_resolves_relative_lazy_and_type_checking_imports(tmp_path):
     probe = tmp_path / "probe.py"
-    probe.write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from planner.study import Study\n"
+    probe.write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from planner.store.study import Study\n"
                      "def g():\n    from . import writers\n    from ..model import fit\n")
     got = _runtime_imports(probe, _package("planner/formats/probe.py"))
     assert "planner.formats.writers" in got and "planner.model.fit" in got and "planner.model" in got
-    assert not any(m.startswith("planner.study") for m in got)
+    assert not any(m.startswith("planner.store.study") for m in got)

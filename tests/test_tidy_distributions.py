@@ -1,4 +1,4 @@
-"""planner.distributions against scipy.stats itself: bit-for-bit on grids including the support's edges.
+"""planner.stats.distributions against scipy.stats itself: bit-for-bit on grids including the support's edges.
 
 The module exists so that ``decide``, ``size`` and the reports never import
 ``scipy.stats`` (issue 13); the existing tests pin figures that were computed
@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from planner.distributions import binom, norm
+from planner.stats.distributions import binom, norm
 
 X = np.concatenate([np.linspace(-40, 40, 4001), [-np.inf, np.inf, 0.0, -0.0, 1e-300, -1e-300, np.nan]])
 Q = np.concatenate([np.linspace(0, 1, 2001), [1e-300, 1e-17, 1 - 1e-16, 0.025, 0.05 / 56, 0.8]])
@@ -52,7 +52,7 @@ def test_binom_large_n_as_power_uses_it():
 
 
 def test_decide_size_and_power_never_import_scipy_stats():
-    code = ("import sys, planner.decide, planner.power, planner.distributions; "
+    code = ("import sys, planner.workflows.decide, planner.stats.power, planner.stats.distributions; "
             "print('scipy.stats' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"

@@ -29,7 +29,7 @@ def _needed_curve(r) -> list:
 
 
 def test_anchor_by_name_is_the_index_of_that_name():
-    from planner import simulate as sim
+    from planner.workflows import simulate as sim
 
     by_name = _needed_curve(run("simulate", "--systems", "5", "--anchor", "sys04", *SMALL))
     spec = sim.SimulationSpec("linear", sim.parse_strategies("anchor"), n_systems=5, budget=40, batch=10, reps=1,

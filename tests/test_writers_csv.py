@@ -1,7 +1,7 @@
 """Every CSV planner writes neutralises formula cells; every written file respects the umask.
 
 CSV writers: batch files (``next-batch --format csv``, planner/formats/writers.py)
-and ``allocate --out x.csv`` (planner/allocation.py ``write_prompts``). The rule
+and ``allocate --out x.csv`` (planner/workflows/allocate.py ``write_prompts``). The rule
 (OWASP "CSV Injection"): a cell beginning with ``=``, ``+``, ``-``, ``@``, tab or
 carriage return gets a leading ``'``.
 """
@@ -20,7 +20,7 @@ import pytest
 from typer.testing import CliRunner
 
 from cli.main import app
-from planner.allocation import allocate_files
+from planner.workflows.allocate import allocate_files
 from planner.batch import assemble_batch
 from planner.csvcell import CSV_DANGEROUS
 from planner.formats.writers import FORMATS, write_batch

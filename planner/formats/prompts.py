@@ -37,7 +37,7 @@ FLAG_HELP = "true or false (or t/f, yes/no, y/n, 1/0)"
 
 @dataclass(frozen=True)
 class PromptRow:
-    """One prompt as read from a file (same attributes as ``planner.study.Prompt``, plus ``where``)."""
+    """One prompt as read from a file (same attributes as ``planner.store.study.Prompt``, plus ``where``)."""
 
     id: str
     text: str
@@ -105,7 +105,7 @@ def _difficulty(value: Any, where: str) -> tuple[float | str | None, str | None]
 
 
 def _row(rec: dict, where: str, seen: dict[str, str], problems: list[str]) -> PromptRow | None:
-    from planner.study_check import id_problem, text_problem
+    from planner.store.check import id_problem, text_problem
 
     pid = rec.get("id")
     why = id_problem(pid)

@@ -41,7 +41,7 @@ Studio annotation, task without annotation, draft Argilla response)::
 Any record may carry ``"where"``: the label the store uses in its messages
 instead of ``file:line`` (``export.json:task 17``, ``sheet.csv:row 3``).
 
-The study (:func:`planner.study.ingest`) validates names against its store and
+The study (:func:`planner.store.study.ingest`) validates names against its store and
 translates positional rows back to systems with the batch key.
 
 Extending: register a :class:`Reader` in :data:`READERS` (name → reader). Its

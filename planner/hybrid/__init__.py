@@ -1,0 +1,1 @@
+"""planner.hybrid.ppi: see docs/architecture.md."""

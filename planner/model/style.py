@@ -1,0 +1,331 @@
+"""Style- and length-controlled Bradley–Terry–Davidson model (core, pure).
+
+Chatbot Arena's *style control* (lmsys.org/blog/2024-08-28-style-control) adds
+to the Bradley–Terry logit a linear term in the style differences of the two
+responses: length and markdown elements (headers, list items, bold spans). The
+strengths are then "what is left" once the judge's taste for long or heavily
+formatted answers is accounted for.
+
+Features are counted the way upstream counts them — FastChat
+(github.com/lm-sys/FastChat, commit 0e6d3e4beaab66f4d3f93db72541a4abab8af28d):
+
+* ``fastchat/serve/monitor/add_markdown_info.py`` ``count_markdown_elements``
+  and ``remove_pattern``: fenced code blocks are removed first, then headers
+  ``^#{1..6}\\s``, ordered ``^\\s*\\d+\\.\\s`` and unordered ``^\\s*[-*+]\\s``
+  list items and bold spans ``**…**`` / ``__…__`` are counted;
+* ``fastchat/serve/monitor/rating_systems.py`` ``preprocess_for_style``: the
+  covariate of a feature is ``(f_a - f_b) / (f_a + f_b + 1)`` (``add_one=True``),
+  then standardised.
+
+Two departures, both documented in docs/methods.md: the length is the number
+of whitespace-separated words (upstream counts gpt-3.5 tokens with tiktoken,
+which needs a network download; the normalised difference is a ratio, so the
+unit matters little), and each covariate is divided by its root mean square
+without being centred, so swapping the two responses flips its sign exactly
+(the left/right asymmetry is the model's separate position term).
+
+The model, per judgment with ``a`` shown first (left)::
+
+    delta = beta[a] - beta[b] + gamma_pos * p + sum_f coef[f] * x[f]
+    P(A), P(B), P(tie) = planner.model.bt.outcome_probs(delta, nu)
+
+with ``p = 1`` when the position is known (the row is oriented so that ``a``
+is the left response) and ``p = 0`` when it is unknown. Priors: ``beta ~ ZeroSumNormal(3)`` (sd fixed,
+:data:`STRENGTH_SD`), ``coef[f] ~ Normal(0, 1)`` (logit per root-mean-square
+unit of covariate, :data:`COEF_SD`), and the raw model's priors on the
+position shift and the tie parameter (:class:`planner.model.Prior`).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from planner.model import bt
+from planner.errors import UsageError
+
+FEATURES = ("length", "headers", "lists", "bold")
+FEATURE_LABELS = {"length": "length (words)", "headers": "markdown headers",
+                  "lists": "markdown list items", "bold": "bold spans"}
+COEF_SD = 1.0  # prior sd of a style coefficient (logit per rms unit of covariate)
+#: prior sd of each strength (logit), fixed: a weak N(0, 3^2) like Arena's L2 penalty (reg 0.5 on
+#: ratings scaled by ln 10, i.e. sd 3.3 logits). Not the raw model's type-II MAP of sigma: when length
+#: is nearly a proxy for system identity, the marginal likelihood prefers one coefficient to M spread-out
+#: strengths and sigma collapses (measured on tests/_style_fixture.py, 20 seeds, true coefficient 1.0:
+#: type-II sigma mean estimate 0.77, sigma fixed at the raw model's mode 0.81 with 15/20 intervals
+#: covering; sigma = 3: 0.94 with 20/20 covering).
+STRENGTH_SD = 3.0
+
+_CODE = re.compile("```([^`]*)```")
+_HEADER = re.compile(r"^#{1,6}\s", re.MULTILINE)
+_ORDERED = re.compile(r"^\s*\d+\.\s", re.MULTILINE)
+_UNORDERED = re.compile(r"^\s*[-*+]\s", re.MULTILINE)
+_BOLD_STARS = re.compile(r"\*\*[^*\n]+\*\*")
+_BOLD_UNDERSCORES = re.compile(r"__[^_\n]+__")
+
+
+def style_features(text: str) -> np.ndarray:
+    """Style features of one response: ``[words, headers, list items, bold spans]``.
+
+    ``words`` counts whitespace-separated words of the whole text; the markdown
+    elements are counted after removing fenced code blocks, as FastChat's
+    ``count_markdown_elements`` does. A header line ``## x`` counts once
+    (upstream's six per-level patterns ``^#{k}\\s`` are disjoint, so their sum
+    is the one pattern ``^#{1,6}\\s``).
+    """
+    words = len(text.split())
+    for block in _CODE.findall(text):
+        text = text.replace(block, "")
+    lists = len(_ORDERED.findall(text)) + len(_UNORDERED.findall(text))
+    bold = len(_BOLD_STARS.findall(text)) + len(_BOLD_UNDERSCORES.findall(text))
+    return np.array([words, len(_HEADER.findall(text)), lists, bold], dtype=float)
+
+
+def normalized_difference(fa, fb) -> np.ndarray:
+    """Arena's per-feature covariate ``(f_a - f_b) / (f_a + f_b + 1)`` (0 when both are 0)."""
+    fa = np.asarray(fa, dtype=float)
+    fb = np.asarray(fb, dtype=float)
+    return (fa - fb) / (fa + fb + 1.0)
+
+
+# ----------------------------------------------------------------- design
+@dataclass(frozen=True)
+class StyleDesign:
+    """Per-judgment design of the style-controlled model, grouped into rows.
+
+    Attributes
+    ----------
+    systems : tuple of str
+    features : tuple of str
+        Covariate names (columns of ``x``).
+    a, b : ndarray of int (n_rows,)
+        ``a`` is the left/first response when ``position == 1``; the stored
+        orientation when ``position == 0`` (unknown).
+    position : ndarray of float (n_rows,)
+        1 = position known (``a`` left), 0 = unknown.
+    x : ndarray (n_rows, F)
+        Scaled covariates (normalised difference a - b divided by ``scale``).
+    scale : ndarray (F,)
+        Root mean square of each normalised difference over the usable
+        judgments (1 where it is 0: a feature that never differs).
+    a_wins, b_wins, ties : ndarray of int (n_rows,)
+        Judgments per identical (a, b, position, x) row.
+    """
+
+    systems: tuple[str, ...]
+    features: tuple[str, ...]
+    a: np.ndarray
+    b: np.ndarray
+    position: np.ndarray
+    x: np.ndarray
+    scale: np.ndarray
+    a_wins: np.ndarray
+    b_wins: np.ndarray
+    ties: np.ndarray
+
+    @property
+    def n_judgments(self) -> int:
+        return int(self.a_wins.sum() + self.b_wins.sum() + self.ties.sum())
+
+    @classmethod
+    def build(cls, systems, a, b, position, outcome, feat_a, feat_b,
+              features: tuple[str, ...] = FEATURES) -> "StyleDesign":
+        """Group usable judgments into design rows.
+
+        Parameters
+        ----------
+        systems : sequence of str
+        a, b : int arrays (n,)
+            System indices; ``a`` shown left when ``position`` is 1.
+        position : array (n,) of 1 (known, a left) or 0 (unknown)
+        outcome : int array (n,)
+            0 = a won, 1 = b won, 2 = tie (invalid judgments are left out by the caller).
+        feat_a, feat_b : arrays (n, F)
+            Style features of a's and b's responses (:func:`style_features`).
+        """
+        a = np.asarray(a, dtype=np.int64)
+        b = np.asarray(b, dtype=np.int64)
+        outcome = np.asarray(outcome, dtype=np.int64)
+        position = np.asarray(position, dtype=float)
+        if not (a.size == b.size == outcome.size == position.size):
+            raise UsageError("style design: a, b, position and outcome must have the same length")
+        if outcome.size and (outcome.min() < 0 or outcome.max() > 2):
+            raise UsageError("style design: outcome codes must be 0 (A), 1 (B) or 2 (tie)")
+        raw = normalized_difference(feat_a, feat_b).reshape(a.size, len(features))
+        rms = np.sqrt(np.mean(raw**2, axis=0)) if a.size else np.ones(len(features))
+        scale = np.where(rms > 0, rms, 1.0)
+        x = raw / scale
+        key = np.column_stack([a, b, position, x])
+        uniq, inv = np.unique(key, axis=0, return_inverse=True)
+        inv = inv.reshape(-1)
+        tab = np.zeros((uniq.shape[0], 3), dtype=np.int64)
+        np.add.at(tab, (inv, outcome), 1)
+        return cls(tuple(systems), tuple(features), uniq[:, 0].astype(np.int64), uniq[:, 1].astype(np.int64),
+                   uniq[:, 2].copy(), uniq[:, 3:].copy(), scale, tab[:, 0], tab[:, 1], tab[:, 2])
+
+
+# ----------------------------------------------------------------- result
+@dataclass(frozen=True, eq=False)
+class StyleFit:
+    """A style-controlled fit.
+
+    Attributes
+    ----------
+    fit : planner.model.Fit
+        The controlled strengths (sum to zero, logit) in the raw model's
+        result type, so rank intervals, letters and P(best) reuse the same code;
+        ``fit.gamma`` is the position effect, ``fit.nu`` the tie parameter.
+    features : tuple of str
+    coef : tuple of planner.model.Summary
+        Posterior mean, sd and 95% interval of each style coefficient, in logit
+        per root-mean-square unit of its covariate.
+    scale : ndarray (F,)
+        The root mean square of each normalised difference (the unit above).
+    coef_draws : ndarray (S, F)
+    coef_sd : float
+        Prior sd of the coefficients.
+    """
+
+    fit: object
+    features: tuple[str, ...]
+    coef: tuple
+    scale: np.ndarray
+    coef_draws: np.ndarray = field(repr=False)
+    coef_sd: float = COEF_SD
+
+    def odds_ratio(self, feature: str) -> tuple[float, float, float]:
+        """``exp(coef)`` of a feature: mean-coefficient value and its 95% interval.
+
+        The factor by which one root-mean-square unit of covariate in favour of
+        a response multiplies its odds of winning rather than losing
+        (``P(A)/P(B) = exp(delta)`` in Davidson's model, ties or not).
+        """
+        c = self.coef[self.features.index(feature)]
+        return math.exp(c.mean), math.exp(c.lo), math.exp(c.hi)
+
+    def to_dict(self) -> dict:
+        return {"features": list(self.features), "scale": self.scale, "coef_sd": self.coef_sd,
+                "coefficients": {f: c for f, c in zip(self.features, self.coef)}}
+
+
+# ----------------------------------------------------------------- fitting
+def fit_style(design: StyleDesign, *, engine: str = "laplace", prior=None, coef_sd: float = COEF_SD,
+              sigma: float | None = STRENGTH_SD, seed: int = 0, draws: int = 1000, tune: int = 1000,
+              chains: int = 2, cores: int | None = None, progressbar: bool = False) -> StyleFit:
+    """Fit strengths, style coefficients, position effect and tie parameter jointly.
+
+    Parameters
+    ----------
+    design : StyleDesign
+    engine : {"laplace", "nuts"}
+        ``"laplace"``: Newton to the posterior mode of
+        ``(beta, coef, gamma_pos, log_nu)`` with sigma at its type-II MAP (the
+        raw model's treatment), Gaussian at the mode, draws seeded by ``seed``;
+        ``"nuts"``: the same model in pymc.
+    prior : planner.model.Prior, optional
+    coef_sd : float
+        Prior sd of each style coefficient (logit per rms unit).
+    sigma : float or None
+        Prior sd of the strengths, fixed (default :data:`STRENGTH_SD`, see
+        there why); a large value gives the maximum-likelihood strengths.
+        ``None``: the raw model's type-II MAP of sigma (Laplace only).
+    seed, draws, tune, chains, cores, progressbar
+        As in :func:`planner.model.fit`.
+    """
+    from planner.model import ENGINES, Prior
+
+    if engine not in ENGINES:
+        raise UsageError(f"--engine ({engine!r}) must be one of 'laplace' or 'nuts'")
+    if not (isinstance(coef_sd, (int, float)) and math.isfinite(coef_sd) and coef_sd > 0):
+        raise UsageError(f"coef_sd ({coef_sd!r}) must be a finite number > 0")
+    if design.n_judgments == 0:
+        raise UsageError("style control needs at least one usable judgment with both response texts")
+    prior = (prior or Prior()).check()
+    if sigma is not None and not (isinstance(sigma, (int, float)) and math.isfinite(sigma) and sigma > 0):
+        raise UsageError(f"sigma ({sigma!r}) must be a finite number > 0")
+    if engine == "laplace":
+        return _laplace_style(design, prior, coef_sd, seed, draws, sigma)
+    if sigma is None:
+        raise UsageError("the type-II MAP of sigma (sigma=None) is a Laplace-engine option")
+    from planner.model.style_nuts import fit_style_nuts
+
+    return fit_style_nuts(design, prior=prior, coef_sd=coef_sd, sigma=sigma, seed=seed, draws=draws, tune=tune,
+                          chains=chains, cores=cores, progressbar=progressbar)
+
+
+def _problem(design: StyleDesign, prior, coef_sd: float):
+    """The raw model's Newton problem with the style columns added to its design matrix."""
+    from scipy import sparse
+
+    from planner.model import _Problem
+
+    class _StyleProblem(_Problem):
+        def __init__(self):
+            m, f = len(design.systems), len(design.features)
+            self.m, self.k, self.f, self.by_stratum, self.prior = m, 0, f, False, prior
+            self.n_a, self.n_b, self.n_t = (v.astype(float) for v in (design.a_wins, design.b_wins, design.ties))
+            self.n = self.n_a + self.n_b + self.n_t
+            self.p = m + f + 2
+            self.ig, self.il = self.p - 2, self.p - 1
+            nc = design.a.size
+            dense = np.zeros((nc, self.p))
+            dense[np.arange(nc), design.a] += 1.0
+            dense[np.arange(nc), design.b] -= 1.0
+            dense[:, m: m + f] = design.x
+            dense[:, self.ig] = design.position
+            self.x = sparse.csr_matrix(dense)
+            self.xt = self.x.T.tocsr()
+            self.mu = np.zeros(self.p)
+            self.mu[self.ig] = prior.gamma_mean
+            self.mu[self.il] = prior.log_nu_mean
+
+        def precision(self, sigma, tau=None):
+            prec = np.empty(self.p)
+            prec[: self.m] = 1.0 / sigma**2
+            prec[self.m: self.m + self.f] = 1.0 / coef_sd**2
+            prec[self.ig] = 1.0 / self.prior.gamma_sd**2
+            prec[self.il] = 1.0 / self.prior.log_nu_sd**2
+            return prec
+
+    return _StyleProblem()
+
+
+def _laplace_style(design: StyleDesign, prior, coef_sd: float, seed: int, draws: int,
+                   sigma: float | None) -> StyleFit:
+    from planner.model import (Diagnostics, Fit, Summary, _half_normal_log_scale, _newton, gaussian_at_mode,
+                               laplace_log_marginal, lognormal_summary, normal_summary, type2_log_sigma)
+
+    prob = _problem(design, prior, coef_sd)
+    m, f = prob.m, prob.f
+    state = {"theta": prob.mu.copy(), "iters": 0, "ok": True}
+
+    def inner(log_sigma: float):
+        prec = prob.precision(math.exp(log_sigma))
+        theta, fval, c, it, ok = _newton(prob, prec, state["theta"])
+        state.update(theta=theta, iters=state["iters"] + it, ok=state["ok"] and ok)
+        lml = laplace_log_marginal(prob, prec, fval, c)
+        return -(lml + _half_normal_log_scale(log_sigma, prior.sigma_scale)), theta, c
+
+    log_sigma = type2_log_sigma(lambda s: inner(s)[0]) if sigma is None else math.log(sigma)
+    _, theta, c = inner(log_sigma)
+    cov, theta_draws = gaussian_at_mode(theta, c, seed, draws)
+    proj = np.eye(m) - 1.0 / m
+    mean = proj @ theta[:m]
+    bcov = proj @ cov[:m, :m] @ proj.T
+    beta_draws = theta_draws[:, :m] @ proj.T
+
+    nu = lognormal_summary(theta, cov, prob.il)
+    nan = float("nan")
+    warnings = () if state["ok"] else (
+        "The Laplace optimiser did not converge for the style-controlled model; use --engine nuts.",)
+    post = bt.GaussianPosterior(design.systems, mean, 0.5 * (bcov + bcov.T), gamma=float(theta[prob.ig]),
+                                nu=nu.mean)
+    fit = Fit(design.systems, ("all",), "laplace", post, beta_draws, normal_summary(theta, cov, prob.ig), nu,
+              Summary(math.exp(log_sigma), nan, nan, nan), None, None, None, None, None,
+              design.n_judgments, 0, Diagnostics(iterations=state["iters"], converged=state["ok"],
+                                                 warnings=warnings), prior, seed)
+    coef = tuple(normal_summary(theta, cov, m + j) for j in range(f))
+    return StyleFit(fit, design.features, coef, design.scale, theta_draws[:, m: m + f], coef_sd)

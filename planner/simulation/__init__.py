@@ -1,0 +1,1 @@
+"""planner.simulation: see docs/architecture.md."""

@@ -1,0 +1,1 @@
+"""planner.stats: see docs/architecture.md."""

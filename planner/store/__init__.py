@@ -1,0 +1,1 @@
+"""planner.store: see docs/architecture.md."""

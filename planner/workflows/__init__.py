@@ -1,0 +1,1 @@
+"""planner.workflows: see docs/architecture.md."""

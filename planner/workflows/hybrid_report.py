@@ -1,0 +1,341 @@
+"""`report --target humans --surrogate JUDGE`: open a study and run the prediction-powered fit.
+
+The workflow around :mod:`planner.hybrid.ppi`: judgments → items (prompt, unordered pair) → arrays.
+
+* Human outcome of an item: the mean half-tie score (win 1, tie 1/2, loss 0) of the first system of
+  the pair (study system order) over the item's target votes, ``invalid`` dropped.
+* Judge prediction: the same mean over the surrogate's verdicts on the item, *both presentation
+  orders pooled*: when the judge saw each order once, its first-position bias cancels in the
+  prediction. (PPI stays valid for any fixed prediction — bias only costs width — so an item the
+  judge never answered validly gets the uninformative prediction 1/2, counted in the notes.)
+* Labelled items: those with at least one valid target vote; unlabelled: the other items the judge
+  answered. The guarantee needs the labelled items to be a uniform random sample of all items.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from planner.errors import DataError, UsageError
+from planner.hybrid.ppi import HybridComparison, compare_hybrid, human_only_bradley_terry, judge_only_bradley_terry
+
+__all__ = ["HybridItems", "HybridReport", "items_from_verdicts", "hybrid_report", "recorded_design", "TARGETS", "TIES"]
+
+TARGETS = ("humans",)
+_SCORE = {"A": 1.0, "B": 0.0, "tie": 0.5}
+
+
+@dataclass(frozen=True)
+class HybridItems:
+    """Items as arrays: ``pairs`` (m, 2) system indices (first < second), ``y`` the target score
+    (NaN where unlabelled), ``yhat`` the judge prediction, ``prompts`` the item prompts."""
+
+    names: tuple[str, ...]
+    pairs: np.ndarray
+    prompts: tuple[str, ...]
+    y: np.ndarray
+    yhat: np.ndarray
+    judge_missing: int
+    y3: np.ndarray | None = None          # (m, 3) human win/tie/loss shares (NaN rows: unlabelled)
+    yhat3: np.ndarray | None = None       # (m, 3) judge shares (1/2, 0, 1/2 where it has none)
+    spread: np.ndarray | None = None      # (m,) max − min of the judge's scores on the item (order disagreement)
+
+    @property
+    def labelled(self) -> np.ndarray:
+        return ~np.isnan(self.y)
+
+
+@dataclass(frozen=True)
+class HybridReport:
+    study: str
+    surrogate: str
+    target: str
+    comparison: HybridComparison
+    n_labelled: int
+    n_unlabelled: int
+    target_votes: int
+    surrogate_verdicts: int
+    notes: tuple[str, ...]
+    ties: str = "half"
+    design: str = "uniform"
+    population: object = None          # BTInterval: population-weighted (stratum weights), or None
+    strata: dict | None = None         # {"weights": {stratum: w}, "source": ..., "note": ...}
+
+
+def items_from_verdicts(names, rows, surrogate: str) -> HybridItems:
+    """``rows``: iterable of (prompt, a, b, verdict, annotator) with ``a`` shown first.
+
+    Rows by ``surrogate`` are judge verdicts; every other row (any annotator) is a target vote
+    (:func:`hybrid_report` has already left out other ``planner judge`` models' verdicts).
+    """
+    index = {s: i for i, s in enumerate(names)}
+    target, judge = defaultdict(list), defaultdict(list)
+    for prompt, a, b, verdict, annotator in rows:
+        if b is None or a not in index or b not in index:
+            continue
+        i, j = index[a], index[b]
+        key = (prompt, min(i, j), max(i, j))
+        sink = judge if annotator == surrogate else target
+        if verdict in _SCORE:
+            s = _SCORE[verdict]
+            sink[key].append(s if i < j else 1.0 - s)
+        else:
+            sink.setdefault(key, [])                 # invalid: the item exists, no score
+    keys = sorted(set(target) | set(judge))
+    y = np.array([np.mean(target[k]) if target.get(k) else np.nan for k in keys])
+    yhat = np.array([np.mean(judge[k]) if judge.get(k) else 0.5 for k in keys])
+    missing = sum(1 for k in keys if not judge.get(k))
+    pairs = np.array([[k[1], k[2]] for k in keys], dtype=np.int64).reshape(-1, 2)
+    y3 = np.array([_shares(target.get(k)) for k in keys]).reshape(-1, 3)
+    yhat3 = np.array([_shares(judge.get(k)) if judge.get(k) else (0.5, 0.0, 0.5) for k in keys]).reshape(-1, 3)
+    spread = np.array([np.ptp(judge[k]) if judge.get(k) else 0.0 for k in keys])
+    return HybridItems(tuple(names), pairs, tuple(k[0] for k in keys), y, yhat, missing, y3, yhat3, spread)
+
+
+def _shares(scores) -> tuple[float, float, float]:
+    """(win, tie, loss) shares of the first system from half-tie scores; NaN when there are none."""
+    if not scores:
+        return (np.nan, np.nan, np.nan)
+    s = np.asarray(scores)
+    return (float(np.mean(s == 1.0)), float(np.mean(s == 0.5)), float(np.mean(s == 0.0)))
+
+
+TIES = ("half", "davidson")
+
+
+def _collect(study, study_path, surrogate: str):
+    """Items from the study's judgments: ``(items, votes per annotator, verdicts of other judges)``."""
+    from planner.store.study import COUNTED_KINDS
+
+    rows, annotators, other_judges = [], defaultdict(int), defaultdict(int)
+    for j in study.judgments():
+        if j.kind not in COUNTED_KINDS:        # attention checks, repeats and acceptability are QC, not votes
+            continue
+        if j.annotator != surrogate and j.id.startswith("judge:"):      # another `planner judge` model
+            other_judges[j.annotator] += 1
+            continue
+        annotators[j.annotator] += 1
+        rows.append((j.prompt, j.a, j.b, j.verdict, j.annotator))
+    if surrogate not in annotators:
+        known = ", ".join(sorted(a for a in annotators if a)) or "none"
+        raise DataError(f"--surrogate: no judgments by {str(surrogate)[:80]!r} in {study_path}; "
+                        f"annotators: {known[:200]}")
+    return items_from_verdicts(tuple(study.systems), rows, surrogate), annotators, other_judges
+
+
+def items_from_study(study_path, surrogate: str) -> HybridItems:
+    """A study's items and scores exactly as ``report --surrogate`` builds them (counted kinds only,
+    other ``planner judge`` models left out); used by ``size --hybrid --pilot`` and ``simulate --hybrid``."""
+    from planner.store.study import Study
+
+    study = Study.open(study_path)
+    return _collect(study, study_path, surrogate)[0]
+
+
+def rho_from_study(study_path, surrogate: str) -> tuple[float, int]:
+    """ρ̂ (human–judge score correlation within pairs) from a pilot study's items that carry human
+    votes: :func:`planner.hybrid.budget.rho_from_items` on :func:`items_from_study`."""
+    from planner.hybrid.budget import rho_from_items
+
+    items = items_from_study(study_path, surrogate)
+    return rho_from_items(items.pairs, items.y, items.yhat)
+
+
+def plan_for_humans(study, *, surrogate: str | None, size: int, rng, floor: float = 0.2,
+                    objective: str = "strengths"):
+    """``next-batch --for humans``: the (prompt, pair) items where a human label is worth most.
+
+    Candidates: items the surrogate judged that carry no human vote and were not chosen by an
+    earlier live round. :func:`planner.hybrid.select.select_for_humans` gives every item its
+    probability (``size`` = expected labels) and draws; the design (every item's probability and
+    the chosen ones) goes into the batch manifest as ``for_humans`` for :func:`recorded_design`.
+    Returns ``(planned, selection, design, notes)``.
+    """
+    from planner.batch import PlannedComparison
+    from planner.hybrid.select import select_for_humans
+    from planner.strata import stratum_of
+
+    if not surrogate:
+        raise UsageError("--for humans needs --surrogate JUDGE (the annotator whose verdicts predict the humans)")
+    items, _, _ = _collect(study, study.path, surrogate)
+    names = items.names
+    keyed = {(p, int(a), int(b)): k for k, (p, (a, b)) in enumerate(zip(items.prompts, items.pairs))}
+    pending = np.zeros(len(items.y), dtype=bool)
+    for b in study.batches():
+        if b.voided or not b.manifest.get("for_humans") or not b.pending:
+            continue
+        for prompt, a, c in b.manifest["for_humans"]["chosen"]:
+            k = keyed.get((prompt, names.index(a), names.index(c)) if a in names and c in names else None)
+            if k is not None and not items.labelled[k]:
+                pending[k] = True
+    sel = select_for_humans(items, size, rng, floor=floor, objective=objective, exclude=pending)
+    of = {p.id: stratum_of(p) for p in study.prompts()}
+    planned = [PlannedComparison(items.prompts[k], names[items.pairs[k, 0]], names[items.pairs[k, 1]],
+                                 of.get(items.prompts[k]))
+               for k in np.flatnonzero(sel.chosen)]
+    notes = [f"--for humans: {len(planned)} item(s) drawn (expected {size}) from {int(sel.candidate.sum()):,} "
+             f"candidates; π from {sel.source}; π ranges {sel.prob[sel.candidate].min():.4f}–"
+             f"{sel.prob[sel.candidate].max():.4f} (floor share {floor:g})"]
+    if pending.any():
+        notes.append(f"{int(pending.sum())} item(s) chosen by an earlier round still wait for votes: not drawn again")
+    if not planned:
+        raise DataError(f"--for humans: the draw chose no item (expected {size}); raise --size")
+    design = {"surrogate": surrogate, "objective": objective, "floor": float(floor), "expected_labels": float(size),
+              "source": sel.source,
+              "probabilities": [[items.prompts[k], names[a], names[b], float(sel.prob[k])]
+                                for k, (a, b) in enumerate(items.pairs)],
+              "chosen": [[c.prompt_id, c.system_i, c.system_j] for c in planned]}
+    return planned, sel, design, notes
+
+
+def _compare(names, items: HybridItems, lab, ties: str, level: float, pi=None) -> HybridComparison:
+    """PPI (PPI++ for a uniform sample, IPW with ``pi``), target-only and judge-only fits, one model."""
+    from planner.hybrid.ppi import ipw_bradley_terry, ppi_davidson
+
+    dav = ties == "davidson"
+    y, yh = (items.y3, items.yhat3) if dav else (items.y, items.yhat)
+    model = "davidson" if dav else "logistic"
+    if pi is not None:
+        ppi = ipw_bradley_terry(names, items.pairs, y, yh, lab, pi, model=model, confidence_level=level)
+        human = ipw_bradley_terry(names, items.pairs, y, yh, lab, pi, model=model, confidence_level=level, lam=0.0)
+    elif dav and (~lab).sum() >= 2:
+        ppi = ppi_davidson(names, items.pairs[lab], y[lab], yh[lab], items.pairs[~lab], yh[~lab],
+                           confidence_level=level)
+        human = ppi_davidson(names, items.pairs[lab], y[lab], yh[lab], items.pairs[:0], yh[:0],
+                             confidence_level=level, lam=0.0)
+    elif (~lab).sum() >= 2:
+        return compare_hybrid(names, items.pairs[lab], y[lab], yh[lab], items.pairs[~lab], yh[~lab],
+                              confidence_level=level)
+    else:
+        human = (ppi_davidson(names, items.pairs, y, yh, items.pairs[:0], yh[:0], confidence_level=level, lam=0.0)
+                 if dav else human_only_bradley_terry(names, items.pairs, y, confidence_level=level))
+        ppi = human
+    judge = (ppi_davidson(names, items.pairs, yh, yh, items.pairs[:0], yh[:0], confidence_level=level, lam=0.0)
+             if dav else judge_only_bradley_terry(names, items.pairs, yh, confidence_level=level))
+    if dav:
+        from dataclasses import replace
+        judge = replace(judge, method="judge only davidson")
+    ratio = float(np.trace(human.cov) / np.trace(ppi.cov)) if np.trace(ppi.cov) > 0 else float("nan")
+    n = int(lab.sum())
+    return HybridComparison(ppi, human, judge, n * ratio, n * ratio - n)
+
+
+def recorded_design(study, items: HybridItems):
+    """Inclusion probabilities from ``next-batch --for humans`` rounds recorded in the study.
+
+    Returns ``(pi, notes)``; ``pi`` None when no round is recorded (then the labelled items are
+    taken as a uniform sample). See :func:`planner.hybrid.select.combined_probability`.
+    """
+    from planner.hybrid.select import combined_probability
+
+    index = {s: i for i, s in enumerate(items.names)}
+    pos = {(p, int(a), int(b)): k for k, (p, (a, b)) in enumerate(zip(items.prompts, items.pairs))}
+    rounds, chosen = [], np.zeros(len(items.y), dtype=bool)
+    for b in study.batches():
+        design = b.manifest.get("for_humans") if not b.voided else None
+        if not design:
+            continue
+        pr = np.zeros(len(items.y))
+        for prompt, a, c, p in design["probabilities"]:
+            k = pos.get((prompt, index.get(a, -1), index.get(c, -1)))
+            if k is not None:
+                pr[k] = p
+        for prompt, a, c in design["chosen"]:
+            k = pos.get((prompt, index.get(a, -1), index.get(c, -1)))
+            if k is not None:
+                chosen[k] = True
+        rounds.append(pr)
+    if not rounds:
+        return None, []
+    lab = items.labelled
+    pi, unrecorded = combined_probability(len(items.y), rounds, lab, chosen)
+    notes = [f"labelled items weighted by 1/π from {len(rounds)} recorded next-batch --for humans round(s) (IPW-PPI)"]
+    if unrecorded:
+        notes.append(f"{unrecorded} labelled item(s) were not chosen by a recorded round: treated as a uniform "
+                     f"pilot at rate {unrecorded / len(items.y):.3f}")
+    waiting = int((chosen & ~lab).sum())
+    if waiting:
+        notes.append(f"{waiting} chosen item(s) have no {'human'} vote yet: the estimate assumes the missing "
+                     "ones are missing at random")
+    return pi, notes
+
+
+def _population(study, names, items: HybridItems, lab, ties: str, level: float, pi):
+    """Population-weighted strengths: items weighted by stratum weight ÷ stratum share of the items.
+
+    Stratum weights by the one rule (:func:`planner.strata.stratum_weights`). Without recorded
+    probabilities the labels are taken as uniform within each stratum (π_i = n_h / N_h).
+    """
+    from planner.hybrid.ppi import ipw_bradley_terry
+    from planner.strata import stratum_of, stratum_weights
+
+    prompts = list(study.prompts())
+    of = {p.id: stratum_of(p) for p in prompts}
+    st = np.array([of.get(p, "all") for p in items.prompts])
+    strata = tuple(dict.fromkeys(of.values()))
+    if len(set(st)) < 2:
+        return None, None
+    sw = stratum_weights(prompts, strata)
+    c, pi_h = np.zeros(len(st)), np.zeros(len(st))
+    for h in set(st):
+        here = st == h
+        c[here] = sw.weights.get(h, 0.0) * len(st) / here.sum()
+        pi_h[here] = max(lab[here].sum(), 1) / here.sum()
+    empty = sorted(h for h in set(st) if sw.weights.get(h, 0.0) > 0 and not lab[st == h].any())
+    if empty:
+        raise DataError(f"population estimate: stratum {empty[0][:40]!r} has population weight but no "
+                        "human-labelled item; label some of its items")
+    dav = ties == "davidson"
+    y, yh = (items.y3, items.yhat3) if dav else (items.y, items.yhat)
+    pop = ipw_bradley_terry(names, items.pairs, y, yh, lab, pi_h if pi is None else pi, weights=c,
+                            model="davidson" if dav else "logistic", confidence_level=level)
+    same = bool(np.allclose(c, 1.0))
+    return pop, {"weights": {h: round(sw.weights[h], 6) for h in strata}, "source": sw.source, "note": sw.note,
+                 "same_as_pooled": same}
+
+
+def hybrid_report(study_path, surrogate: str, target: str = "humans", confidence_level: float = 0.9,
+                  ties: str = "half") -> HybridReport:
+    """PPI++ Bradley–Terry for the target (humans) with ``surrogate``'s verdicts as predictions.
+
+    ``ties``: ``"half"`` (a tie is half a win, logistic) or ``"davidson"`` (win/tie/loss likelihood).
+    When ``next-batch --for humans`` rounds are recorded, the labelled items are weighted by their
+    inclusion probabilities (IPW-PPI); when the prompts fall in several strata, a population
+    estimate with the stratum weights is added (``population``).
+    """
+    from planner.store.study import Study
+
+    if target not in TARGETS:
+        raise UsageError(f"--target: {str(target)[:80]!r} is not supported; allowed: {', '.join(TARGETS)}")
+    if ties not in TIES:
+        raise UsageError(f"--ties: {str(ties)[:80]!r} is not supported; allowed: {', '.join(TIES)}")
+    study = Study.open(study_path)
+    names = tuple(study.systems)
+    items, annotators, other_judges = _collect(study, study_path, surrogate)
+    lab = items.labelled
+    if lab.sum() < len(names):
+        raise DataError(f"{study_path}: {int(lab.sum())} items carry target (non-{surrogate[:40]}) votes; "
+                        f"need at least {len(names)} for {len(names)} systems")
+    notes = [f"{v:,} verdicts of judge {str(a)[:40]} left out of the target" for a, v in other_judges.items()]
+    if items.judge_missing:
+        notes.append(f"{items.judge_missing} items have no valid {surrogate} verdict: prediction 1/2 there")
+    pi, design_notes = recorded_design(study, items)
+    notes.extend(design_notes)
+    if (~lab).sum() < 2:
+        notes.append(f"every item has target votes, so {surrogate} adds nothing: the PPI fit is the human-only fit")
+    comp = _compare(names, items, lab, ties, confidence_level, pi)
+    population, strata = _population(study, names, items, lab, ties, confidence_level, pi)
+    if strata and strata["same_as_pooled"]:
+        notes.append("the stratum weights equal the strata's shares of the items: the population estimate is the "
+                     "pooled one (give prompts weights to change that)")
+    if pi is None:
+        notes.append("validity assumes the human-labelled items are a uniform random sample of the items"
+                     + (" (within each stratum)" if population is not None else ""))
+    return HybridReport(str(Path(study_path)), surrogate, target, comp, int(lab.sum()), int((~lab).sum()),
+                        sum(v for a, v in annotators.items() if a != surrogate), annotators[surrogate],
+                        tuple(notes), ties, "recorded probabilities (IPW)" if pi is not None else "uniform",
+                        population, strata)

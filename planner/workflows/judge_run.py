@@ -1,0 +1,457 @@
+"""`planner judge`: send a recorded judge batch to an OpenAI-compatible endpoint and ingest the answers.
+
+The pipeline (one function each)::
+
+    study ──► requests (re-rendered byte-identically from the study: planner.workflows.reissue)
+          ──► skip items already judged, answers already cached (planner.connectors.cache)
+          ──► cost cap (planner.connectors.pricing) ──► send: direct or Batch API
+              (planner.connectors.openai_judge), each answer cached as it arrives
+          ──► one OpenAI-batch-output file with every line (cached + new, failures too)
+          ──► planner.store.study.ingest (answers → judgments; failures → unanswered items)
+
+Rerunning is safe and free for what was answered: cached answers are not sent
+again, and ingest skips judgments already stored. Transport failures are not
+cached: the next run asks again and a late answer lands normally.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import json
+import math
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from planner.errors import DataError, UsageError, quote
+
+TRANSPORTS = ("direct", "batch")
+MAX_CONCURRENCY = 256
+
+
+@dataclass(frozen=True)
+class JudgeOptions:
+    """How to judge. ``transport`` ``direct`` (``concurrency`` requests in flight) or ``batch`` (Batch API).
+
+    Prices in USD per 1M prompt (``price_in``) and completion (``price_out``)
+    tokens; ``max_cost`` USD for this study and model (the ledger's spend counts);
+    ``timeout`` seconds per HTTP request; ``poll_interval`` the longest pause
+    between Batch API polls; ``seed`` seeds the retry jitter.
+    """
+
+    model: str
+    base_url: str | None = None
+    api_key_env: str = "OPENAI_API_KEY"
+    transport: str = "direct"
+    concurrency: int = 4
+    both_orders: bool = False
+    price_in: float | None = None
+    price_out: float | None = None
+    max_cost: float | None = None
+    timeout: float = 120.0
+    max_attempts: int = 6
+    poll_interval: float = 30.0
+    seed: int = 0
+    dry_run: bool = False
+    sleep: Callable[[float], None] | None = field(default=None, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class JudgeResult:
+    """What one ``judge`` call did.
+
+    ``requests`` in the batch; ``judged_before`` items skipped because the
+    study already holds their judge verdict; ``cached`` answered from the
+    cache (no HTTP call); ``sent`` requests sent now; ``answered``/``failed``
+    of those; ``not_sent`` held back by the cost cap or Ctrl-C; tokens and
+    ``cost_usd`` of the answers received now; ``spent_usd`` the ledger's total
+    for this model in the study (None without prices); ``output`` the
+    batch-output file ingested; ``ingest`` its ingest summary sentence.
+    """
+
+    batch_id: int
+    model: str
+    base_url: str
+    transport: str
+    requests: int
+    judged_before: int
+    cached: int
+    sent: int
+    answered: int
+    failed: int
+    not_sent: int
+    prompt_tokens: int
+    completion_tokens: int
+    cost_usd: float | None
+    spent_usd: float | None
+    estimated_usd: float | None
+    stopped_by_cost: bool
+    interrupted: bool
+    dry_run: bool
+    output: str | None
+    new_judgments: int
+    unanswered: int
+    ingest: str
+    notes: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict:
+        from dataclasses import asdict
+
+        d = asdict(self)
+        d["notes"] = list(self.notes)
+        return d
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.UTC).replace(microsecond=0).isoformat()
+
+
+def check_options(o: JudgeOptions):
+    """Validate the options (one-line :class:`UsageError`); returns the :class:`Prices`."""
+    from planner.connectors.pricing import check_prices
+
+    if not isinstance(o.model, str) or not o.model.strip():
+        raise UsageError("--model is required (the judge's model name, e.g. gpt-4o)")
+    if o.transport not in TRANSPORTS:
+        raise UsageError(f"transport ({quote(o.transport)}) must be one of {', '.join(TRANSPORTS)}")
+    if isinstance(o.concurrency, bool) or not isinstance(o.concurrency, int) or \
+            not 1 <= o.concurrency <= MAX_CONCURRENCY:
+        raise UsageError(f"--concurrency ({quote(o.concurrency)}) must be a whole number from 1 to {MAX_CONCURRENCY}")
+    for flag, v in (("--timeout", o.timeout), ("poll interval", o.poll_interval)):
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
+            raise UsageError(f"{flag} ({quote(v)}) must be a number of seconds > 0")
+    if o.base_url is not None and not str(o.base_url).startswith(("http://", "https://")):
+        raise UsageError(f"--base-url ({quote(o.base_url)}) must start with http:// or https://")
+    if not isinstance(o.api_key_env, str) or not o.api_key_env.strip():
+        raise UsageError("--api-key-env must name an environment variable")
+    return check_prices(o.price_in, o.price_out, o.max_cost)
+
+
+def _endpoint(o: JudgeOptions):
+    from planner.connectors.openai_judge import Endpoint
+
+    kw = {} if o.sleep is None else {"sleep": o.sleep}
+    return Endpoint(base_url=o.base_url, api_key_env=o.api_key_env, timeout=float(o.timeout),
+                    max_attempts=o.max_attempts, poll_interval=float(o.poll_interval), seed=o.seed, **kw)
+
+
+# ------------------------------------------------------------------ the requests
+def pick_batch(study, batch: int | None):
+    """The batch to judge: ``batch``, else the newest batch that is not voided."""
+    infos = study.batches()
+    if batch is None:
+        live = [b for b in infos if not b.voided]
+        if not live:
+            raise UsageError("the study has no batch to judge yet; write one with "
+                             "`planner next-batch STUDY --format judge --judge-model NAME`")
+        return live[-1]
+    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
+        raise UsageError(f"--batch ({quote(batch)}) must be a batch id (a whole number >= 1)")
+    by_id = {b.id: b for b in infos}
+    if batch not in by_id:
+        raise UsageError(f"--batch ({batch}): the study has no such batch")
+    if by_id[batch].voided:
+        raise UsageError(f"--batch ({batch}): the batch was voided; its items no longer count")
+    return by_id[batch]
+
+
+def batch_requests(study, info, model: str) -> list[dict]:
+    """The batch's judge requests, re-rendered from the study, with ``body.model`` = ``model``.
+
+    A batch written for another model gets that model's name and temperature
+    rule (none for o-series/gpt-5 families).
+    """
+    from planner.formats.writers import judge_temperature
+    from planner.workflows.reissue import render_recorded
+
+    rendering = info.manifest.get("rendering") or {}
+    if rendering.get("format") != "judge":
+        raise UsageError(f"batch {info.id} was written as {quote(rendering.get('format'))}; planner judge sends "
+                         "judge batches (write one with next-batch --format judge --judge-model NAME)")
+    files, _ = render_recorded(study, info.id)
+    out = []
+    for _path, data in files:
+        for ln in data.decode("utf-8").splitlines():
+            if ln.strip():
+                out.append(json.loads(ln))
+    if model != rendering.get("judge_model"):
+        temp = judge_temperature(model, rendering.get("temperature"))
+        for r in out:
+            r["body"]["model"] = model
+            r["body"].pop("temperature", None)
+            if temp is not None:
+                r["body"]["temperature"] = temp
+    return out
+
+
+def check_both_orders(study, batch_id: int) -> None:
+    """Every pairwise comparison of the batch must also be issued swapped (``next-batch --both-orders``)."""
+    items = study.items(batch_id)
+    swapped = {it.link for it in items if it.kind == "swap"}
+    lone = [it.item_id for it in items if it.kind in ("regular", "overlap") and it.right is not None
+            and it.item_id not in swapped]
+    if lone:
+        raise UsageError(f"--both-orders: batch {batch_id} has {len(lone)} comparison(s) without their swapped "
+                         f"order (e.g. item {lone[0]}); write the batch with `planner next-batch --both-orders` "
+                         "(planner run --both-orders does) so each order is an item of its own")
+
+
+def _judged_items(study, batch_id: int) -> set[str]:
+    return {j.item for j in study.judgments() if j.batch == batch_id and j.id.startswith("judge:")}
+
+
+# ------------------------------------------------------------------ sending
+class _Spend:
+    """Running spend for the cost cap (used from the calling thread only).
+
+    A request is admitted when the spend so far, plus the estimates of the
+    requests in flight, plus its own estimate stay within the cap.
+    """
+
+    def __init__(self, prices, cap: float | None, spent_before: float):
+        self.prices, self.cap, self.spent = prices, cap, spent_before
+        self.max_completion: int | None = None
+        self.in_flight: dict[str, float] = {}
+        self.refused = False
+
+    def admit(self, request: dict) -> bool:
+        if self.cap is None:
+            return True
+        est = self.prices.estimate(request["body"], self.max_completion)
+        if self.spent + sum(self.in_flight.values()) + est > self.cap + 1e-12:
+            return False
+        self.in_flight[request["custom_id"]] = est
+        return True
+
+    def settle(self, custom_id: str, cost: float | None, completion: int | None) -> None:
+        self.in_flight.pop(custom_id, None)
+        if completion is not None:
+            self.max_completion = max(self.max_completion or 0, completion)
+        self.spent += cost or 0.0
+
+
+@dataclass
+class _Tally:
+    answered: int = 0
+    failed: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost: float = 0.0
+
+
+def _record(ledger, spend: _Spend, tally: _Tally, line: dict, *, key: str, batch: int,
+            base_url: str, model: str, transport: str, answered: bool, on_answer) -> None:
+    """Cache an answer the moment it arrives (own commit); count tokens and cost."""
+    from planner.connectors.pricing import usage_tokens
+
+    if not answered:
+        tally.failed += 1
+        spend.settle(line["custom_id"], 0.0, None)
+        return
+    p, c = usage_tokens(line["response"]["body"])
+    cost = spend.prices.cost(p, c)
+    ledger.put(key, line, batch=batch, base_url=base_url, model=model, transport=transport, prompt_tokens=p,
+               completion_tokens=c, cost_usd=cost, at=_now())
+    tally.answered += 1
+    tally.prompt_tokens += p or 0
+    tally.completion_tokens += c or 0
+    tally.cost += cost or 0.0
+    spend.settle(line["custom_id"], cost, c)
+    if on_answer is not None:
+        on_answer(line)
+
+
+def _send_direct(client, ep, todo, keys, lines, ctx, o: JudgeOptions, progress, stop, on_answer) -> int:
+    from planner.connectors.openai_judge import send_direct
+
+    done = [0]
+
+    def on_result(sent):
+        lines[sent.custom_id] = sent.line
+        _record(ctx["ledger"], ctx["spend"], ctx["tally"], sent.line, key=keys[sent.custom_id],
+                answered=sent.answered, transport="direct", on_answer=on_answer,
+                **ctx["where"])
+        done[0] += 1
+        if progress is not None:
+            progress({"phase": "direct", "done": done[0], "total": len(todo), "spent": ctx["spend"].spent,
+                      "answered": ctx["tally"].answered, "failed": ctx["tally"].failed})
+
+    sent, refused = send_direct(client, ep, todo, concurrency=o.concurrency, admit=ctx["spend"].admit,
+                                on_result=on_result, stop=stop)
+    ctx["spend"].refused = refused
+    return sent
+
+
+def _send_batch(client, ep, todo, keys, lines, ctx, progress, stop, on_answer) -> tuple[int, list[str]]:
+    """Submit (or resume) a Batch API job; returns ``(sent, notes)``. Nothing is collected when ``stop`` is set."""
+    from planner.connectors.openai_judge import (
+        collect_job,
+        file_lines,
+        is_answer,
+        poll_job,
+        submit_job,
+    )
+
+    ledger, where, notes = ctx["ledger"], ctx["where"], []
+    jobs = ledger.open_jobs(batch=where["batch"], base_url=where["base_url"], model=where["model"])
+    bodies = {r["custom_id"]: r["body"] for _, r in todo}
+    sent, asked = 0, None
+    if jobs:
+        notes.append(f"resumed Batch API job {jobs[0]} (submitted by an earlier run; not paid again)")
+        remote = jobs[0]
+    else:
+        admitted = []
+        for _, r in todo:
+            if not ctx["spend"].admit(r):
+                ctx["spend"].refused = True
+                break
+            admitted.append(r)
+        if not admitted:
+            return 0, notes
+        data = "".join(json.dumps(r, sort_keys=True) for r in admitted).encode()
+        remote = submit_job(client, admitted, metadata={"planner_batch": str(where["batch"])})
+        ledger.add_job(remote, batch=where["batch"], base_url=where["base_url"], model=where["model"],
+                       input_sha256=hashlib.sha256(data).hexdigest(), requests=len(admitted), at=_now())
+        sent, asked = len(admitted), [r["custom_id"] for r in admitted]
+    job = poll_job(client, ep, remote, progress=progress, stop=stop)
+    if job is None:
+        notes.append(f"stopped while Batch API job {remote} runs; rerun to collect it (it is not sent again)")
+        return sent, notes
+    if asked is None:  # a resumed job: the requests it holds are in its input file
+        asked = [ln["custom_id"] for ln in file_lines(client, job.input_file_id)]
+    for line in collect_job(client, job, [cid for cid in asked if cid not in lines]):
+        cid = line["custom_id"]
+        if cid not in bodies or cid in lines:
+            continue
+        lines[cid] = line
+        _record(ledger, ctx["spend"], ctx["tally"], line, key=keys[cid], answered=is_answer(line),
+                transport="batch", on_answer=on_answer, **where)
+    ledger.finish_job(remote, job.status, _now())
+    if job.status != "completed":
+        notes.append(f"Batch API job {remote} ended {job.status}; its unanswered requests are asked again on rerun")
+    return sent, notes
+
+
+# ------------------------------------------------------------------ the workflow
+def _output_path(study_path, batch_id: int, model: str) -> Path:
+    import re
+
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", model).strip("-.") or "model"
+    return Path(study_path) / "judge" / f"batch-{batch_id:03d}.{slug}.output.jsonl"
+
+
+def _write_output(path: Path, lines: list[dict]) -> None:
+    from planner.formats.staging import write_atomically
+
+    path.parent.mkdir(exist_ok=True)
+    data = "".join(json.dumps(ln, ensure_ascii=False, sort_keys=True) + "\n" for ln in lines).encode("utf-8")
+    write_atomically([(path, data)], force=True)
+
+
+def _prepare(study_path, o: JudgeOptions, batch):
+    """``(info, requests, judged_before)`` from the study (read only)."""
+    from planner.store.study import Study
+
+    with Study.open(study_path) as study:  # applies the v3 migration before the ledger opens
+        info = pick_batch(study, batch)
+        if o.both_orders:
+            check_both_orders(study, info.id)
+        reqs = batch_requests(study, info, o.model.strip())
+        judged = _judged_items(study, info.id)
+    return info, reqs, judged
+
+
+def judge_batch(study_path, options: JudgeOptions, *, batch: int | None = None,
+                progress: Callable[[dict], None] | None = None, stop: threading.Event | None = None,
+                on_answer: Callable[[dict], None] | None = None) -> JudgeResult:
+    """Judge one recorded batch (default: the newest live one) and ingest the answers.
+
+    ``progress(event)`` receives dicts (``phase`` ``direct`` or ``batch``);
+    ``stop`` (set on Ctrl-C) sends nothing more, lets requests in flight
+    finish, and still caches and ingests what arrived; ``on_answer(line)`` runs
+    after each answer is cached (tests use it to simulate a crash).
+    """
+    from planner.connectors.cache import Ledger, request_key
+    from planner.connectors.openai_judge import make_client
+
+    prices = check_options(options)
+    ep = _endpoint(options)
+    model = options.model.strip()
+    info, reqs, judged = _prepare(study_path, options, batch)
+    base_url = ep.url
+    keys = {r["custom_id"]: request_key(base_url, r["custom_id"], r["body"]) for r in reqs}
+    notes: list[str] = []
+    with Ledger(study_path) as ledger:
+        open_reqs = [r for r in reqs if r["custom_id"] not in judged]
+        cached = ledger.lookup(keys[r["custom_id"]] for r in open_reqs)
+        lines = {r["custom_id"]: cached[keys[r["custom_id"]]] for r in open_reqs if keys[r["custom_id"]] in cached}
+        todo = [(k, r) for k, r in enumerate(reqs) if r["custom_id"] not in judged and r["custom_id"] not in lines]
+        spend = _Spend(prices, options.max_cost, ledger.spent(model))
+        spend.max_completion = ledger.max_completion(model)
+        est = sum(prices.estimate(r["body"]) for _, r in todo) if prices.known else None
+        tally, sent = _Tally(), 0
+        where = {"batch": info.id, "base_url": base_url, "model": model}
+        ctx = {"ledger": ledger, "spend": spend, "tally": tally, "where": where}
+        if todo and not options.dry_run:
+            client = make_client(ep)
+            if options.transport == "direct":
+                sent = _send_direct(client, ep, todo, keys, lines, ctx, options, progress, stop, on_answer)
+            else:
+                sent, more = _send_batch(client, ep, todo, keys, lines, ctx, progress, stop, on_answer)
+                notes.extend(more)
+        spent = ledger.spent(model) if prices.known else None
+    interrupted = bool(stop is not None and stop.is_set())
+    not_sent = len(todo) - sent if not options.dry_run else len(todo)
+    if spend.refused:
+        notes.append(f"--max-cost: {not_sent} request(s) not sent; the cap (${options.max_cost:.4f}) would be "
+                     f"exceeded (spent ${spend.spent:.4f})")
+    out, new, unanswered, summary = None, 0, 0, ""
+    if lines and not options.dry_run:
+        out = _output_path(study_path, info.id, model)
+        ordered = [lines[r["custom_id"]] for r in reqs if r["custom_id"] in lines]
+        _write_output(out, ordered)
+        res = _ingest(study_path, out)
+        new, unanswered, summary = res.rows, res.unanswered, res.summary()
+    return JudgeResult(info.id, model, base_url, options.transport, len(reqs), len(judged & set(keys)),
+                       len(cached), sent, tally.answered, tally.failed, not_sent, tally.prompt_tokens,
+                       tally.completion_tokens, tally.cost if prices.known else None, spent, est,
+                       spend.refused, interrupted, options.dry_run, None if out is None else str(out), new,
+                       unanswered, summary, tuple(notes))
+
+
+def _ingest(study_path, path: Path):
+    from planner.store.study import ingest
+
+    try:
+        return ingest(study_path, [path], format="judge").files[0]
+    except DataError as exc:
+        raise DataError(f"the judge's answers were cached but not stored: {exc.lines()[0]}", exc.lines()[1:]) \
+            from None
+
+
+# ------------------------------------------------------------------ Ctrl-C
+class graceful_interrupt:
+    """``with graceful_interrupt() as stop:`` — the first Ctrl-C sets ``stop`` (finish the current step
+    cleanly), a second one interrupts at once. A no-op outside the main thread."""
+
+    def __enter__(self) -> threading.Event:
+        import signal
+
+        self.event = threading.Event()
+        self._old = None
+        if threading.current_thread() is threading.main_thread():
+            def handler(signum, frame):
+                if self.event.is_set():
+                    raise KeyboardInterrupt
+                self.event.set()
+
+            self._old = signal.signal(signal.SIGINT, handler)
+        return self.event
+
+    def __exit__(self, *exc) -> None:
+        import signal
+
+        if self._old is not None:
+            signal.signal(signal.SIGINT, self._old)

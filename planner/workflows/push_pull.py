@@ -1,0 +1,342 @@
+"""Push batches to Label Studio, pull the annotations back, wait for a batch to be annotated.
+
+* :func:`push` — create (or reuse) the batch's projects with planner's labeling
+  configs (validated first) and import its tasks; tasks whose ``data.item_id``
+  is already in the project are not imported again, so pushing twice is safe.
+* :func:`pull` — export every project of the study (or of one batch) through
+  the snapshot export API with ``completed_by`` expanded (the JSON then names
+  each annotator's e-mail), keep each export as
+  ``STUDY/label-studio/pull-<UTC time>-project-<id>.json`` and ingest them with
+  :func:`planner.store.study.ingest` (incremental; edits refused unless
+  ``accept_changes``).
+* :func:`wait_for_annotations` — poll a pushed batch's tasks until each has an
+  annotation (or a skip) or a timeout, then pull once.
+
+Connector state lives in the study as the artifact ``label-studio.json``
+(no schema change)::
+
+    {"servers": {"http://host:8080": {
+        "projects": {"pairwise": {"id": 3, "title": …, "config_sha256": …},
+                     "acceptability@alice": {…}},
+        "batches": {"1": {"pairwise": 3, "acceptability@alice": 4}}}}}
+
+Project keys are ``pairwise`` / ``acceptability``, with ``@<annotator>`` for
+``per_annotator`` projects. Only the URL (never the key) is stored.
+
+Annotator identity: the community edition has no task assignment, so with
+``per_annotator`` each ``--annotators`` name gets its own project holding only
+its items. Ingest maps a Label Studio identity to a planned name when the
+e-mail's local part (or the username, looked up through ``GET /api/users/``
+and passed as an explicit alias) equals it.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from planner.errors import DataError, UsageError
+
+ARTIFACT = "label-studio.json"
+PULL_DIR = "label-studio"
+KINDS = ("pairwise", "acceptability")
+NOT_ANNOTATED = "task without annotations"  # the reader's skip cause; counted as unannotated, not skipped
+
+
+# ------------------------------------------------------------------ results
+@dataclass(frozen=True)
+class ProjectPush:
+    key: str
+    id: int
+    title: str
+    created: bool
+    imported: int
+    already: int
+
+
+@dataclass(frozen=True)
+class PushResult:
+    batch: int
+    url: str
+    projects: tuple[ProjectPush, ...]
+    notes: tuple[str, ...] = ()
+
+    @property
+    def imported(self) -> int:
+        return sum(p.imported for p in self.projects)
+
+    @property
+    def already(self) -> int:
+        return sum(p.already for p in self.projects)
+
+
+@dataclass(frozen=True)
+class PullResult:
+    """``skipped``: annotations without a verdict (skips/cancellations); tasks nobody annotated yet are
+    not skips — ``unannotated`` counts the items still without a judgment in the store."""
+
+    url: str
+    files: tuple[str, ...]
+    new: int
+    already: int
+    skipped: int
+    changed: int
+    replaced: int
+    unannotated: int
+    aliases: tuple[str, ...] = ()
+    ingest: object = None  # planner.store.ingest.IngestResult
+
+
+@dataclass(frozen=True)
+class WaitResult:
+    """``done``: every item of the batch has an annotation or a skip in Label Studio (before ``timeout``)."""
+
+    done: bool
+    waiting: int
+    polls: int
+    seconds: float
+    pull: PullResult | None = None
+
+
+# ------------------------------------------------------------------- state
+def _load_state(study) -> dict:
+    raw = study.load_artifact(ARTIFACT)
+    if raw is None:
+        return {"servers": {}}
+    try:
+        state = json.loads(raw)
+        assert isinstance(state.get("servers"), dict)
+    except (ValueError, AssertionError, AttributeError):
+        raise DataError(f"the study's {ARTIFACT} artifact is not the connector state planner writes") from None
+    return state
+
+
+def _server(state: dict, url: str) -> dict:
+    srv = state["servers"].setdefault(url, {})
+    srv.setdefault("projects", {})
+    srv.setdefault("batches", {})
+    return srv
+
+
+def _save_state(study, state: dict) -> None:
+    study.save_artifact(ARTIFACT, json.dumps(state, indent=1, sort_keys=True).encode("utf-8"))
+
+
+def _client(client):
+    if client is not None:
+        return client
+    from planner.connectors.label_studio import LabelStudioClient
+
+    return LabelStudioClient.from_env()
+
+
+def _batch_id(study, batch: int | None) -> int:
+    infos = [b for b in study.batches() if not b.voided]
+    if batch is None:
+        if not infos:
+            raise UsageError("the study has no batch to push yet; run next-batch --format label-studio first")
+        return infos[-1].id
+    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
+        raise UsageError(f"--batch ({batch!r}) must be a batch id (a whole number >= 1)")
+    if batch not in {b.id for b in study.batches()}:
+        raise UsageError(f"--batch ({batch}): the study has no such batch")
+    return batch
+
+
+# -------------------------------------------------------------------- push
+def batch_tasks(study, batch_id: int, per_annotator: bool) -> dict[str, tuple[str, list[dict]]]:
+    """``{project key: (label config, tasks)}`` of a recorded batch, rendered as it was issued."""
+    from planner.workflows.reissue import render_recorded
+
+    info = next(b for b in study.batches() if b.id == batch_id)
+    fmt = (info.manifest.get("rendering") or {}).get("format")
+    if fmt != "label-studio":
+        raise UsageError(f"batch {batch_id} was written as {fmt or 'an unknown format'}; push needs a batch "
+                         "written with next-batch --format label-studio")
+    files, _ = render_recorded(study, batch_id)
+    configs, tasks = {}, []
+    for path, data in files:
+        name = Path(path).name
+        if name.endswith(".acceptability.label-config.xml"):
+            configs["acceptability"] = data.decode("utf-8")
+        elif name.endswith(".label-config.xml"):
+            configs["pairwise"] = data.decode("utf-8")
+        elif name.endswith(".json"):
+            tasks.extend(json.loads(data))
+    owner = {it.item_id: it.annotator for it in study.items(batch_id)}
+    if per_annotator and not any(owner.values()):
+        raise UsageError(f"--per-annotator-projects: batch {batch_id} names no annotators "
+                         "(next-batch --annotators NAME,NAME)")
+    out: dict[str, tuple[str, list[dict]]] = {}
+    for t in tasks:
+        kind = "acceptability" if "response" in t["data"] else "pairwise"
+        who = owner.get(t["data"]["item_id"]) if per_annotator else None
+        key = kind + (f"@{who}" if who else "")
+        out.setdefault(key, (configs[kind], []))[1].append(t)
+    return out
+
+
+def _title(base: str, key: str) -> str:
+    kind, _, who = key.partition("@")
+    return f"{base} — {kind}" + (f" — {who}" if who else "")
+
+
+def _project_for(client, srv: dict, key: str, config: str, base_title: str, notes: list) -> tuple[int, str, bool]:
+    """The stored project for ``key`` when it still exists with the same config, else a new one."""
+    sha = hashlib.sha256(config.encode("utf-8")).hexdigest()
+    got = srv["projects"].get(key)
+    if got and got.get("config_sha256") == sha:
+        if client.project(got["id"]) is not None:
+            return int(got["id"]), got["title"], False
+        notes.append(f"project {got['id']} ({key}) no longer exists on the server; creating a new one")
+    client.validate_config(config)
+    title = _title(base_title, key)
+    pid = client.create_project(title, config, "Created by planner push; tasks are blinded comparison items.")
+    srv["projects"][key] = {"id": pid, "title": title, "config_sha256": sha}
+    return pid, title, True
+
+
+def push(study_path, *, batch: int | None = None, project_title: str | None = None,
+         per_annotator: bool = False, client=None) -> PushResult:
+    """Push a batch's tasks to Label Studio (see the module docstring); safe to repeat."""
+    from planner.store.study import Study
+
+    client = _client(client)
+    notes: list[str] = []
+    out: list[ProjectPush] = []
+    with Study.open(study_path) as study:
+        batch_id = _batch_id(study, batch)
+        groups = batch_tasks(study, batch_id, per_annotator)
+        state = _load_state(study)
+        srv = _server(state, client.url)
+        base = project_title or f"planner {Path(study_path).resolve().name}"
+        for key in sorted(groups):
+            config, tasks = groups[key]
+            pid, title, created = _project_for(client, srv, key, config, base, notes)
+            srv["batches"].setdefault(str(batch_id), {})[key] = pid
+            _save_state(study, state)  # before importing: a crash never orphans a project
+            have = {t.get("data", {}).get("item_id") for t in client.tasks(pid)} if not created else set()
+            missing = [t for t in tasks if t["data"]["item_id"] not in have]
+            client.import_tasks(pid, missing)
+            out.append(ProjectPush(key, pid, title, created, len(missing), len(tasks) - len(missing)))
+    return PushResult(batch_id, client.url, tuple(out), tuple(notes))
+
+
+# -------------------------------------------------------------------- pull
+def _projects(srv: dict, batch_id: int | None) -> list[int]:
+    if batch_id is not None:
+        got = srv["batches"].get(str(batch_id))
+        if not got:
+            raise UsageError(f"--batch ({batch_id}) was not pushed to this Label Studio; run planner push first")
+        return sorted(set(got.values()))
+    return sorted({pid for b in srv["batches"].values() for pid in b.values()})
+
+
+def _username_aliases(client, planned: set[str]) -> dict[str, str]:
+    """``{e-mail: username}`` for LS users whose username is a planned name but whose e-mail local part is not."""
+    out = {}
+    try:
+        users = client.users()
+    except DataError:  # listing users may be restricted; e-mail local parts still map
+        return out
+    for u in users:
+        email, name = u.get("email"), u.get("username")
+        if isinstance(email, str) and name in planned and email.split("@")[0] != name:
+            out[email] = name
+    return out
+
+
+def _stamp() -> str:
+    return _dt.datetime.now(_dt.UTC).strftime("%Y%m%dT%H%M%S%fZ")
+
+
+def pull(study_path, *, batch: int | None = None, accept_changes: bool = False, client=None) -> PullResult:
+    """Export the study's projects (or one batch's), keep the raw exports, ingest them incrementally."""
+    from planner.store.study import Study, ingest
+
+    client = _client(client)
+    with Study.open(study_path) as study:
+        batch_id = None if batch is None else _batch_id(study, batch)
+        srv = _server(_load_state(study), client.url)
+        planned = {it.annotator for it in study.items() if it.annotator}
+    pids = _projects(srv, batch_id)
+    if not pids:
+        raise UsageError(f"nothing was pushed to {client.url} from this study yet; run planner push first")
+    folder = Path(study_path) / PULL_DIR
+    folder.mkdir(exist_ok=True)
+    files = []
+    stamp = _stamp()
+    for pid in pids:
+        data = client.snapshot_export(pid, title=f"planner pull {stamp}")
+        target = folder / f"pull-{stamp}-project-{pid}.json"
+        tmp = target.with_suffix(".json.part")
+        tmp.write_bytes(data)
+        tmp.replace(target)
+        files.append(target)
+    res = ingest(study_path, files, format="label-studio", accept_changes=accept_changes,
+                 annotator_map=_username_aliases(client, planned) or None)
+    skipped = sum(n for f in res.files for why, n in f.skipped.items() if why != NOT_ANNOTATED)
+    return PullResult(client.url, tuple(str(f) for f in files), res.rows, res.already,
+                      skipped, sum(f.changed for f in res.files),
+                      sum(f.replaced for f in res.files), _unannotated(study_path, batch_id),
+                      tuple(a for f in res.files for a in f.aliases), res)
+
+
+def _unannotated(study_path, batch_id: int | None) -> int:
+    from planner.store.study import Study
+
+    with Study.open(study_path) as study:
+        return sum(b.pending for b in study.batches() if batch_id is None or b.id == batch_id)
+
+
+# -------------------------------------------------------------------- wait
+def waiting_items(study_path, batch: int, *, client=None) -> int:
+    """How many of the batch's pushed tasks have neither an annotation nor a skip in Label Studio yet."""
+    from planner.store.study import Study
+
+    client = _client(client)
+    with Study.open(study_path) as study:
+        batch_id = _batch_id(study, batch)
+        srv = _server(_load_state(study), client.url)
+        items = {it.item_id for it in study.items(batch_id)}
+    seen: set[str] = set()
+    for pid in _projects(srv, batch_id):
+        for t in client.tasks(pid):
+            item = (t.get("data") or {}).get("item_id")
+            if item in items and ((t.get("total_annotations") or 0) + (t.get("cancelled_annotations") or 0)) > 0:
+                seen.add(item)
+    return len(items - seen)
+
+
+def wait_for_annotations(study_path, batch: int, *, timeout: float = 3600.0, poll: float = 30.0,
+                         on_wait: Callable[[int, float], None] | None = None, accept_changes: bool = False,
+                         client=None, sleep: Callable[[float], None] = time.sleep,
+                         clock: Callable[[], float] = time.monotonic) -> WaitResult:
+    """Poll until every item of ``batch`` is annotated (or skipped) in Label Studio, or ``timeout`` seconds.
+
+    ``on_wait(waiting, elapsed_seconds)`` is called after each poll that still
+    finds items waiting ("waiting for N items"). Whatever the outcome, the
+    projects are pulled once at the end (so a timeout keeps what was done);
+    ``WaitResult.waiting`` is then the store's count of the batch's items
+    still without a judgment.
+    """
+    if not (poll > 0 and timeout >= 0):
+        raise UsageError(f"poll ({poll}) must be > 0 and timeout ({timeout}) >= 0 seconds")
+    client = _client(client)
+    t0, polls = clock(), 0
+    while True:
+        waiting = waiting_items(study_path, batch, client=client)
+        polls += 1
+        elapsed = clock() - t0
+        if waiting == 0 or elapsed >= timeout:
+            break
+        if on_wait is not None:
+            on_wait(waiting, elapsed)
+        sleep(min(poll, max(timeout - elapsed, 0.0)))
+    res = pull(study_path, batch=batch, accept_changes=accept_changes, client=client)
+    return WaitResult(waiting == 0, res.unannotated, polls, clock() - t0, res)

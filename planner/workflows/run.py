@@ -1,0 +1,223 @@
+"""`planner run`: the active loop unattended — next-batch → judge → ingest → refit, round after round.
+
+Each round (one function each, reading top to bottom):
+
+1. **resume** — batches this judge model was sent earlier that still have
+   pending items (an interrupted run, transport failures) are judged first;
+   the response cache makes what was already answered free;
+2. **stop?** — the judgment budget (items issued to this judge model in the
+   study, QC items included), the cost cap (the ledger's spend for the model),
+   or with ``until="settled"`` the stopping advice of a dry-run plan;
+3. **next-batch** — :func:`planner.workflows.next_batch.next_batch` with ``format="judge"``
+   (the same seed as the dry run, so the same plan), sized so the round's
+   items fit in the budget left;
+4. **judge + ingest** — :func:`planner.workflows.judge_run.judge_batch`; the next
+   round's fit sees the new judgments.
+
+``stop`` (Ctrl-C) lets the current step finish: requests in flight are
+answered, cached and stored; no new round starts. Rerunning the same command
+continues where it stopped: budget and spend are read from the study, and a
+batch already sent is not paid again (the cache).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+from planner.errors import DataError, UsageError, quote
+from planner.workflows.judge_run import JudgeOptions, JudgeResult, check_options, judge_batch
+
+UNTIL = ("settled", "budget")
+STOP_REASONS = ("settled", "budget", "cost", "interrupted", "exhausted", "no-answers")
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """``budget`` judgments (items issued to the judge model, QC included); ``batch_size`` planned
+    comparisons per round; ``until`` ``settled`` (stopping advice, budget or cost) or ``budget``."""
+
+    budget: int
+    batch_size: int = 20
+    until: str = "settled"
+    both_orders: bool = False
+    strategy: str = "active"
+    objective: str = "ranking"
+    engine: str = "laplace"
+
+
+@dataclass(frozen=True)
+class RoundInfo:
+    """One round: its batch, items, answers, spend after it, uncertainty left before it, top-3 before it."""
+
+    round: int
+    batch_id: int
+    items: int
+    answered: int
+    failed: int
+    spent_usd: float | None
+    uncertainty: float | None
+    top3: tuple[str, ...]
+    resumed: bool = False
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """Why the loop stopped (one of :data:`STOP_REASONS`), the rounds run now, totals and notes."""
+
+    stopped: str
+    advice: str
+    rounds: tuple[RoundInfo, ...]
+    judgments_used: int
+    budget: int
+    spent_usd: float | None
+    top3: tuple[str, ...]
+    notes: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict:
+        from dataclasses import asdict
+
+        return asdict(self)
+
+
+def _check(run: RunOptions) -> None:
+    b = run.budget
+    if isinstance(b, bool) or not isinstance(b, int) or b < 1:
+        raise UsageError(f"--budget ({quote(b)}) must be a whole number of judgments >= 1")
+    k = run.batch_size
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise UsageError(f"--batch-size ({quote(k)}) must be a whole number >= 1")
+    if run.until not in UNTIL:
+        raise UsageError(f"--until ({quote(run.until)}) must be one of {', '.join(UNTIL)}")
+
+
+def _judge_batches(study, model: str) -> list:
+    """Live batches written for ``model`` as judge requests."""
+    return [b for b in study.batches() if not b.voided
+            and (b.manifest.get("rendering") or {}).get("format") == "judge"
+            and (b.manifest.get("rendering") or {}).get("judge_model") == model]
+
+
+def _state(study_path, model: str):
+    """``(used, unfinished batch ids, rounds so far, spent)`` from the study."""
+    from planner.connectors.cache import Ledger
+    from planner.store.study import Study
+
+    with Study.open(study_path) as study:
+        mine = _judge_batches(study, model)
+    with Ledger(study_path) as ledger:
+        spent = ledger.spent(model)
+    return sum(b.issued for b in mine), [b.id for b in mine if b.pending > 0], len(mine), spent
+
+
+def _top3(manifest: dict) -> tuple[str, ...]:
+    s = (manifest.get("model") or {}).get("strengths") or {}
+    return tuple(sorted(s, key=lambda k: -s[k]["mean"])[:3])
+
+
+def _plan(study_path, judge: JudgeOptions, run: RunOptions, size: int, remaining: int):
+    """A dry-run plan whose items fit in ``remaining`` (shrinking ``size``); None if none fits."""
+    from planner.workflows.next_batch import next_batch
+
+    while True:
+        plan = next_batch(study_path, size=size, strategy=run.strategy, objective=run.objective,
+                          engine=run.engine, format="judge", judge_model=judge.model, both_orders=run.both_orders,
+                          dry_run=True)
+        n = len(plan.items)
+        if n <= remaining or plan.settled and run.until == "settled":
+            return plan, size
+        if size == 1:
+            return None, size
+        size = max(1, size - max(1, (n - remaining) // (2 if run.both_orders else 1)))
+
+
+def _judge(study_path, judge, batch_id, progress, stop, on_answer) -> JudgeResult:
+    ev = (lambda e: progress({**e, "batch": batch_id})) if progress is not None else None
+    return judge_batch(study_path, judge, batch=batch_id, progress=ev, stop=stop, on_answer=on_answer)
+
+
+def run_loop(study_path, judge: JudgeOptions, run: RunOptions, *,
+             progress: Callable[[dict], None] | None = None, stop: threading.Event | None = None,
+             on_answer: Callable[[dict], None] | None = None) -> RunResult:
+    """Run rounds until settled (``until="settled"``), the budget or the cost cap; see the module docstring.
+
+    ``progress(event)`` gets ``{"phase": "round", ...}`` after each round and the
+    judge's own events (``phase`` ``direct``/``batch``) while a round runs.
+    """
+    from planner.workflows.next_batch import next_batch
+
+    if not isinstance(judge.model, str) or not judge.model.strip():
+        raise UsageError("--judge-model is required (the judge's model name, e.g. gpt-4o)")
+    prices = check_options(judge)
+    _check(run)
+    judge = replace(judge, model=judge.model.strip(), dry_run=False)
+    stop = stop if stop is not None else threading.Event()
+    rounds: list[RoundInfo] = []
+    notes: list[str] = []
+    used, unfinished, n_round, spent = _state(study_path, judge.model)
+    for bid in unfinished:  # 1. resume what an earlier run left
+        if stop.is_set():
+            break
+        jr = _judge(study_path, judge, bid, progress, stop, on_answer)
+        notes.extend(jr.notes)
+        rounds.append(RoundInfo(n_round, bid, jr.requests, jr.answered + jr.cached, jr.failed, jr.spent_usd,
+                                None, (), True))
+    stopped, advice, last = "", "", {}
+    while not stopped:
+        used, _, n_round, spent = _state(study_path, judge.model)
+        remaining = run.budget - used
+        if stop.is_set():
+            stopped = "interrupted"
+        elif remaining <= 0:
+            stopped = "budget"
+        elif judge.max_cost is not None and spent >= judge.max_cost - 1e-12:
+            stopped = "cost"
+        if stopped:
+            break
+        try:
+            plan, size = _plan(study_path, judge, run, min(run.batch_size, remaining), remaining)
+        except DataError as exc:  # every pair has used its prompts
+            stopped, advice = "exhausted", exc.lines()[0]
+            break
+        if plan is None:
+            stopped = "budget"
+            break
+        last, advice = plan.manifest, plan.advice
+        if plan.settled and run.until == "settled":
+            stopped = "settled"
+            break
+        nb = next_batch(study_path, size=size, strategy=run.strategy, objective=run.objective, engine=run.engine,
+                        format="judge", judge_model=judge.model, both_orders=run.both_orders)
+        notes.extend(nb.notes)
+        jr = _judge(study_path, judge, nb.batch_id, progress, stop, on_answer)
+        notes.extend(jr.notes)
+        info = RoundInfo(n_round + 1, nb.batch_id, jr.requests, jr.answered + jr.cached, jr.failed, jr.spent_usd,
+                         float(last.get("objective_before", float("nan"))), _top3(last))
+        rounds.append(info)
+        if progress is not None:
+            progress({"phase": "round", "round": info.round, "batch": nb.batch_id, "used": used + jr.requests,
+                      "budget": run.budget, "spent": jr.spent_usd, "uncertainty": info.uncertainty,
+                      "top3": list(info.top3), "answered": info.answered, "failed": info.failed})
+        if jr.stopped_by_cost:
+            stopped = "cost"
+        elif jr.interrupted:
+            stopped = "interrupted"
+        elif jr.sent and not jr.answered:
+            stopped = "no-answers"
+            notes.append(f"round {info.round}: none of {jr.sent} request(s) was answered; stopping "
+                         "(check the endpoint; rerun to retry the failed items)")
+    used, _, _, spent = _state(study_path, judge.model)
+    return RunResult(stopped, advice, tuple(rounds), used, run.budget, spent if prices.known else None,
+                     _final_top3(study_path), tuple(dict.fromkeys(notes)))
+
+
+def _final_top3(study_path) -> tuple[str, ...]:
+    """The current top 3 by posterior mean strength (Laplace fit of every judgment so far)."""
+    from planner.model import fit
+    from planner.store.study import Study
+
+    with Study.open(study_path) as study:
+        f = fit(study.counts().pooled(), engine="laplace")
+    order = sorted(range(len(f.systems)), key=lambda i: -float(f.mean[i]))
+    return tuple(f.systems[i] for i in order[:3])

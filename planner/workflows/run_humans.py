@@ -1,0 +1,154 @@
+"""`planner run --annotators-via label-studio`: the active loop with human annotators.
+
+Each round: **resume** (a Label Studio batch of this study that still has
+pending items is pushed again — pushing is idempotent — and waited for) →
+**stop?** (interrupted, the judgment budget, or with ``until="settled"`` the
+stopping advice of a dry-run plan) → **next-batch** (``format="label-studio"``,
+written under ``STUDY/batches/``) → **push** → **wait** for the annotators
+(:func:`planner.workflows.push_pull.wait_for_annotations`: polls, then pulls and ingests
+incrementally). A wait that times out stops the loop with the count of items
+still waiting; rerunning the same command continues where it stopped.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from planner.errors import DataError, UsageError, quote
+from planner.workflows.run import RoundInfo, RunOptions, RunResult, _check, _final_top3, _top3
+
+STOP_HUMANS = ("settled", "budget", "interrupted", "exhausted", "waiting")
+
+
+@dataclass(frozen=True)
+class HumanOptions:
+    """Who annotates and how long to wait: ``annotators`` names (``--annotators``), one Label Studio
+    project per annotator (``per_annotator``), ``timeout`` seconds per round's wait, ``poll`` seconds
+    between polls, ``accept_changes`` for edited annotations."""
+
+    annotators: tuple[str, ...] = ()
+    per_annotator: bool = False
+    timeout: float = 3600.0
+    poll: float = 30.0
+    accept_changes: bool = False
+
+
+def _ls_batches(study) -> list:
+    return [b for b in study.batches() if not b.voided
+            and (b.manifest.get("rendering") or {}).get("format") == "label-studio"]
+
+
+def _state(study_path) -> tuple[int, list[int], int]:
+    from planner.store.study import Study
+
+    with Study.open(study_path) as study:
+        mine = _ls_batches(study)
+    return sum(b.issued for b in mine), [b.id for b in mine if b.pending > 0], len(mine)
+
+
+def _plan(study_path, run: RunOptions, human: HumanOptions, size: int, remaining: int):
+    from planner.workflows.next_batch import next_batch
+
+    while True:
+        plan = next_batch(study_path, size=size, strategy=run.strategy, objective=run.objective, engine=run.engine,
+                          format="label-studio", annotators=list(human.annotators) or None,
+                          both_orders=run.both_orders, dry_run=True)
+        if len(plan.items) <= remaining or (plan.settled and run.until == "settled"):
+            return plan, size
+        if size == 1:
+            return None, size
+        size = max(1, size - max(1, len(plan.items) - remaining))
+
+
+def _round(study_path, batch_id: int, human: HumanOptions, client, on_wait, sleep, clock):
+    from planner.workflows.push_pull import push, wait_for_annotations
+
+    push(study_path, batch=batch_id, per_annotator=human.per_annotator, client=client)
+    return wait_for_annotations(study_path, batch_id, timeout=human.timeout, poll=human.poll, on_wait=on_wait,
+                                accept_changes=human.accept_changes, client=client, sleep=sleep, clock=clock)
+
+
+def run_humans_loop(study_path, run: RunOptions, human: HumanOptions, *,
+                    progress: Callable[[dict], None] | None = None, stop: threading.Event | None = None,
+                    client=None, sleep=None, clock=None) -> RunResult:
+    """Run rounds with Label Studio annotators until settled, the budget, or a wait that times out.
+
+    ``progress(event)`` gets ``{"phase": "waiting", "batch", "waiting", "seconds"}`` while
+    a round waits and ``{"phase": "round", ...}`` after it. ``client``, ``sleep`` and
+    ``clock`` are for tests (default: the connection from the environment, real time).
+    """
+    import time
+
+    from planner.workflows.next_batch import next_batch
+
+    _check(run)
+    if not (0 < human.poll <= human.timeout):
+        raise UsageError(f"--poll ({quote(human.poll)}) must be > 0 and at most --wait-timeout "
+                         f"({quote(human.timeout)})")
+    sleep, clock = sleep or time.sleep, clock or time.monotonic
+    stop = stop if stop is not None else threading.Event()
+
+    def on_wait(batch_id):
+        def show(waiting: int, seconds: float) -> None:
+            if progress is not None:
+                progress({"phase": "waiting", "batch": batch_id, "waiting": waiting, "seconds": seconds})
+        return show
+
+    rounds: list[RoundInfo] = []
+    notes: list[str] = []
+    stopped, advice = "", ""
+    used, unfinished, n_round = _state(study_path)
+    for bid in unfinished:  # an earlier run left this batch with annotators
+        if stop.is_set():
+            break
+        w = _round(study_path, bid, human, client, on_wait(bid), sleep, clock)
+        rounds.append(RoundInfo(n_round, bid, 0, w.pull.new, 0, None, None, (), True))
+        if not w.done:
+            stopped = "waiting"
+            notes.append(f"batch {bid}: {w.waiting} item(s) still waiting for annotators after "
+                         f"{human.timeout:g} s; rerun the same command to keep waiting")
+    while not stopped:
+        used, _, n_round = _state(study_path)
+        remaining = run.budget - used
+        if stop.is_set():
+            stopped = "interrupted"
+            break
+        if remaining <= 0:
+            stopped = "budget"
+            break
+        try:
+            plan, size = _plan(study_path, run, human, min(run.batch_size, remaining), remaining)
+        except DataError as exc:
+            stopped, advice = "exhausted", exc.lines()[0]
+            break
+        if plan is None:
+            stopped = "budget"
+            break
+        advice = plan.advice
+        if plan.settled and run.until == "settled":
+            stopped = "settled"
+            break
+        out = Path(study_path) / "batches" / f"round-{n_round + 1}.json"
+        out.parent.mkdir(exist_ok=True)
+        nb = next_batch(study_path, size=size, strategy=run.strategy, objective=run.objective, engine=run.engine,
+                        format="label-studio", annotators=list(human.annotators) or None,
+                        both_orders=run.both_orders, out=out)
+        notes.extend(nb.notes)
+        w = _round(study_path, nb.batch_id, human, client, on_wait(nb.batch_id), sleep, clock)
+        info = RoundInfo(n_round + 1, nb.batch_id, len(nb.items), w.pull.new, 0, None,
+                         float(plan.manifest.get("objective_before", float("nan"))), _top3(plan.manifest))
+        rounds.append(info)
+        if progress is not None:
+            progress({"phase": "round", "round": info.round, "batch": nb.batch_id, "used": used + len(nb.items),
+                      "budget": run.budget, "spent": None, "uncertainty": info.uncertainty,
+                      "top3": list(info.top3), "answered": info.answered, "failed": 0})
+        if not w.done:
+            stopped = "waiting"
+            notes.append(f"batch {nb.batch_id}: {w.waiting} item(s) still waiting for annotators after "
+                         f"{human.timeout:g} s; rerun the same command to keep waiting")
+    used, _, _ = _state(study_path)
+    return RunResult(stopped, advice, tuple(rounds), used, run.budget, None, _final_top3(study_path),
+                     tuple(dict.fromkeys(notes)))

@@ -1,0 +1,179 @@
+"""Running a simulation's (strategy, repetition) tasks without throwing work away.
+
+* Every finished run is appended, as one JSON line, to the results file
+  (``--out``) and flushed at once, so a failure elsewhere or Ctrl-C keeps what
+  finished.
+* ``--resume`` reads that file back and runs only what is missing. Each line
+  carries a fingerprint of everything that determines a run's result except the
+  number of repetitions (scenario, strategies in order, budget, batch, seed,
+  engine, judge, the truth and the replay pool), so a file from a different
+  simulation is refused instead of mixed in. A run's random numbers depend only
+  on (seed, strategy index, repetition), so a resumed simulation gives exactly
+  the result of an uninterrupted one.
+* A run that raises is recorded as failed (the message is kept) and the others
+  go on; failed runs are not saved, so ``--resume`` retries them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict
+from pathlib import Path
+
+import numpy as np
+
+from planner.errors import DataError, PlannerError, UsageError, quote
+
+FORMAT = "planner-simulate-run/1"
+_REQUIRED = {"fingerprint", "s_index", "strategy", "rep", "spent", "values", "exhausted", "totals"}
+
+
+def _strategy_key(s) -> dict:
+    """A strategy's fields; the robustness options only when set (older runs keep their fingerprint)."""
+    return {k: v for k, v in asdict(s).items() if k not in ("explore", "thompson") or v not in (None, False)}
+
+
+def fingerprint(spec) -> str:
+    """A short hash of everything but ``reps`` that determines the runs of ``spec``."""
+    h = hashlib.sha256()
+    head = {"scenario": spec.scenario, "strategies": [_strategy_key(s) for s in spec.strategies],
+            "n_systems": spec.n_systems, "spread": spec.spread, "arena_gamma": spec.arena_gamma,
+            "judge": asdict(spec.judge), "budget": spec.budget, "batch": spec.batch, "seed": spec.seed,
+            "engine": spec.engine, "anchor": spec.anchor}
+    h.update(json.dumps(head, sort_keys=True).encode())
+    if spec.truth is not None:
+        h.update("\x00".join(spec.truth.systems).encode())
+        h.update(np.ascontiguousarray(spec.truth.strengths, dtype=float).tobytes())
+    if spec.replay is not None:
+        for a in (spec.replay.left, spec.replay.right, spec.replay.outcome):
+            h.update(np.ascontiguousarray(a, dtype=np.int64).tobytes())
+    return h.hexdigest()[:16]
+
+
+def trace_line(fp: str, s_index: int, trace) -> str:
+    """One finished run as a JSON line (floats round-trip exactly; NaN as ``NaN``)."""
+    doc = {"format": FORMAT, "fingerprint": fp, "s_index": s_index, "strategy": trace.strategy,
+           "rep": trace.rep, "spent": [int(x) for x in trace.spent],
+           "values": {k: [float(x) for x in v] for k, v in trace.values.items()},
+           "exhausted": bool(trace.exhausted), "totals": trace.totals,
+           "fallbacks": trace.fallbacks, "fallback_reason": trace.fallback_reason}
+    return json.dumps(doc) + "\n"
+
+
+def _trace_from(doc: dict):
+    from planner.workflows.simulate import Trace
+
+    return Trace(doc["strategy"], int(doc["rep"]), np.asarray(doc["spent"], dtype=np.int64),
+                 {k: np.asarray(v, dtype=float) for k, v in doc["values"].items()},
+                 bool(doc["exhausted"]), dict(doc["totals"]), int(doc.get("fallbacks", 0)),
+                 str(doc.get("fallback_reason", "")))
+
+
+def read_results(path: Path, fp: str, spec) -> dict[tuple[int, int], object]:
+    """Finished runs in ``path`` keyed by (strategy index, rep). A torn last line
+    (the process was killed mid-write) is ignored; anything else wrong is an error."""
+    done = {}
+    lines = path.read_text(encoding="utf-8").splitlines()
+    for n, text in enumerate(lines, 1):
+        if not text.strip():
+            continue
+        try:
+            doc = json.loads(text)
+            if doc.get("format") != FORMAT or not _REQUIRED <= doc.keys():
+                raise ValueError
+            trace = _trace_from(doc)
+            s_index, rep = int(doc["s_index"]), int(doc["rep"])
+        except (ValueError, AttributeError, TypeError):
+            if n == len(lines):
+                continue  # torn last line: that run is simply run again
+            raise DataError(f"{path}:{n}: not a planner simulate results line ({quote(text[:80])})") from None
+        if doc["fingerprint"] != fp:
+            raise UsageError(f"--resume: {path}:{n} was written by a different simulation (fingerprint "
+                             f"{doc['fingerprint']}, this one {fp}); use the same options or another --out file")
+        if s_index < len(spec.strategies) and rep < spec.reps:
+            done[(s_index, rep)] = trace
+    return done
+
+
+def open_results(path: Path | None, resume: bool, spec) -> tuple[dict, str]:
+    """Check ``--out``/``--resume`` and return the runs already finished and the fingerprint."""
+    fp = fingerprint(spec)
+    if path is None:
+        if resume:
+            raise UsageError("--resume needs --out FILE (the results file to continue)")
+        return {}, fp
+    path = Path(path)
+    if resume:
+        if not path.exists():
+            raise UsageError(f"--resume: {quote(str(path))} does not exist; run without --resume to start it")
+        return read_results(path, fp, spec), fp
+    if path.exists() and path.stat().st_size > 0:
+        raise UsageError(f"--out ({quote(str(path))}) already holds results; pass --resume to continue it "
+                         "or choose another file")
+    return {}, fp
+
+
+def safe_run(args):
+    """Run one task; an error becomes a failed run (a Trace with ``error``), never a crash."""
+    from planner.workflows.simulate import Trace, _run_one
+
+    spec, s_index, rep = args
+    try:
+        return _run_one(spec, s_index, rep)
+    except (PlannerError, ArithmeticError, ValueError, LookupError, RuntimeError, np.linalg.LinAlgError) as exc:
+        kind = "" if isinstance(exc, PlannerError) else f"{type(exc).__name__}: "
+        return Trace(spec.strategies[s_index].name, rep, np.zeros(0, dtype=np.int64), {}, error=f"{kind}{exc}"[:200],
+                     error_kind="usage" if isinstance(exc, UsageError) else "data")
+
+
+def run_tasks(spec, tasks: list[tuple[int, int]], done: dict, *, workers: int, out: Path | None, fp: str,
+              progress=None) -> dict:
+    """Run the ``tasks`` (strategy index, rep) not in ``done``; save each finished run at once.
+
+    Returns ``done`` completed with the new runs (failed runs included, not saved).
+    A KeyboardInterrupt stops the workers and propagates; what finished is on disk.
+    """
+    todo = [t for t in tasks if t not in done]
+    total, count = len(tasks), len(tasks) - len(todo)
+    sink = open(out, "a", encoding="utf-8") if out is not None else None
+
+    def finish(key, trace):
+        nonlocal count
+        done[key] = trace
+        if sink is not None and not trace.error:
+            sink.write(trace_line(fp, key[0], trace))
+            sink.flush()
+        count += 1
+        if progress:
+            progress(count, total)
+
+    try:
+        if progress and count:
+            progress(count, total)
+        if workers == 1 or len(todo) <= 1:
+            for key in todo:
+                finish(key, safe_run((spec, *key)))
+        else:
+            _run_parallel(spec, todo, workers, finish)
+    finally:
+        if sink is not None:
+            sink.close()
+    return done
+
+
+def _keyed_run(args):
+    spec, key = args
+    return key, safe_run((spec, *key))
+
+
+def _run_parallel(spec, todo, workers, finish):
+    """Runs in ``workers`` processes; on Ctrl-C (or any error here) the workers are
+    terminated at once (``Pool.__exit__``), not left to finish their queue."""
+    import multiprocessing as mp
+    import os
+
+    ctx = mp.get_context("fork") if hasattr(os, "fork") else mp.get_context()
+    with ctx.Pool(processes=workers) as pool:
+        for key, trace in pool.imap_unordered(_keyed_run, [(spec, key) for key in todo]):
+            finish(key, trace)

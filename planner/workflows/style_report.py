@@ -1,0 +1,336 @@
+"""Style control on a study: the controlled fit, the side-by-side leaderboard, LC win rates (workflow).
+
+Reads an open :class:`planner.store.study.Study` (judgments and response texts),
+builds the per-judgment :class:`planner.model.style.StyleDesign`, fits it and
+compares it with the raw fit. Used by ``report --style-control`` /
+``--lc-anchor``, ``decide --style-control`` and ``next-batch --style-control``.
+
+Missing response texts: a judgment whose two responses are not both stored
+cannot be controlled; it is left out of the controlled fit and the number left
+out is reported (a note, and ``n_excluded`` in JSON). The raw leaderboard
+beside it keeps every judgment. With no controllable judgment at all the
+command stops with a one-line error.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from planner.errors import DataError, UsageError
+
+VERDICT_CODE = {"A": 0, "B": 1, "tie": 2}
+
+
+@dataclass(frozen=True)
+class StyleInputs:
+    """Usable pairwise judgments with both response texts, in study order.
+
+    ``a``/``b`` as stored; ``a_left`` 1 (a shown left), -1 (a shown right), 0 (unknown).
+    """
+
+    systems: tuple[str, ...]
+    prompts: tuple[str, ...]
+    a: np.ndarray
+    b: np.ndarray
+    a_left: np.ndarray
+    outcome: np.ndarray
+    text_a: tuple[str, ...]
+    text_b: tuple[str, ...]
+    n_excluded: int
+    difficulty: dict
+
+
+def read_style_inputs(study) -> StyleInputs:
+    """Collect the counted-kind, non-invalid pairwise judgments whose two responses are stored."""
+    from planner.store.study import COUNTED_KINDS
+
+    texts = {(r.prompt, r.system): r.text for r in study.responses()}
+    sidx = {s: i for i, s in enumerate(study.systems)}
+    rows, excluded = [], 0
+    for j in study.judgments():
+        if j.b is None or j.kind not in COUNTED_KINDS or j.verdict not in VERDICT_CODE:
+            continue
+        ta, tb = texts.get((j.prompt, j.a)), texts.get((j.prompt, j.b))
+        if ta is None or tb is None:
+            excluded += 1
+            continue
+        side = 1 if j.a_position == "left" else -1 if j.a_position == "right" else 0
+        rows.append((j.prompt, sidx[j.a], sidx[j.b], side, VERDICT_CODE[j.verdict], ta, tb))
+    diff = {p.id: p.difficulty for p in study.prompts() if p.difficulty is not None}
+    cols = list(zip(*rows)) if rows else [()] * 7
+    return StyleInputs(tuple(study.systems), tuple(cols[0]), np.array(cols[1], dtype=np.int64),
+                       np.array(cols[2], dtype=np.int64), np.array(cols[3], dtype=np.int64),
+                       np.array(cols[4], dtype=np.int64), tuple(cols[5]), tuple(cols[6]), excluded, diff)
+
+
+def design_from_inputs(inp: StyleInputs):
+    """The :class:`planner.model.style.StyleDesign`, rows oriented with the left response first when known."""
+    from planner.model.style import StyleDesign, style_features
+
+    cache: dict[str, np.ndarray] = {}
+
+    def feats(t: str) -> np.ndarray:
+        if t not in cache:
+            cache[t] = style_features(t)
+        return cache[t]
+
+    n = inp.a.size
+    fa = np.array([feats(t) for t in inp.text_a]).reshape(n, -1)
+    fb = np.array([feats(t) for t in inp.text_b]).reshape(n, -1)
+    swap = inp.a_left == -1
+    a = np.where(swap, inp.b, inp.a)
+    b = np.where(swap, inp.a, inp.b)
+    out = inp.outcome.copy()
+    out[swap & (inp.outcome == 0)] = 1
+    out[swap & (inp.outcome == 1)] = 0
+    fa2 = np.where(swap[:, None], fb, fa)
+    fb2 = np.where(swap[:, None], fa, fb)
+    return StyleDesign.build(inp.systems, a, b, (inp.a_left != 0).astype(float), out, fa2, fb2)
+
+
+def controlled_fit(study, *, engine: str = "laplace", seed: int = 0, draws: int = 1000, tune: int = 1000,
+                   chains: int = 2, progressbar: bool = False):
+    """``(StyleFit, StyleInputs)`` of an open study; a DataError when no judgment can be controlled."""
+    from planner.model.style import fit_style
+
+    inp = read_style_inputs(study)
+    if inp.a.size == 0:
+        raise DataError(f"style control needs response texts: none of the {inp.n_excluded:,} usable judgments "
+                        "has both responses stored in the study (responses are loaded by planner init --responses)"
+                        if inp.n_excluded else "style control needs usable judgments (A, B or tie); none yet")
+    sf = fit_style(design_from_inputs(inp), engine=engine, seed=seed, draws=draws, tune=tune, chains=chains,
+                   progressbar=progressbar)
+    return sf, inp
+
+
+def controlled_fit_by_stratum(study, strata, *, engine: str = "laplace", seed: int = 0):
+    """The controlled strengths as a by-stratum :class:`planner.model.Fit` for ``decide``.
+
+    The style-controlled model pools strata, so every stratum gets the same
+    draws (the win probability between responses of equal style); the
+    per-stratum frequentist tests in ``decide`` still use the raw counts.
+    """
+    from dataclasses import replace
+
+    sf, _ = controlled_fit(study, engine=engine, seed=seed)
+    k = len(strata)
+    draws = np.repeat(sf.fit.beta_draws[:, None, :], k, axis=1)
+    return replace(sf.fit, strata=tuple(strata), stratum_draws=draws,
+                   stratum_mean=np.repeat(sf.fit.mean[None, :], k, axis=0),
+                   stratum_sd=np.repeat(sf.fit.sd[None, :], k, axis=0))
+
+
+STYLE_DECIDE_NOTE = ("style control: the Bayesian columns use the style-controlled model (pooled over strata: "
+                     "the win probability between responses of equal length and markdown); the per-stratum "
+                     "tests and the verdict use the raw verdict counts")
+
+
+# ------------------------------------------------------------------ report
+@dataclass(frozen=True)
+class StyleRow:
+    """A system in raw and controlled rankings (1 = best; rank interval from the controlled draws)."""
+
+    system: str
+    raw_rank: int
+    raw_mean: float
+    raw_lo: float
+    raw_hi: float
+    rank: int
+    mean: float
+    lo: float
+    hi: float
+    rank_low: int
+    rank_high: int
+    p_best: float
+
+
+@dataclass(frozen=True)
+class CoefRow:
+    """A style coefficient: logit per rms unit of its covariate, and the odds ratio exp(coef)."""
+
+    feature: str
+    scale: float
+    mean: float
+    sd: float
+    lo: float
+    hi: float
+    odds_ratio: float
+    odds_lo: float
+    odds_hi: float
+
+
+@dataclass(frozen=True)
+class StyleControlReport:
+    """``report --style-control``: raw and controlled leaderboards, coefficients, LC win rates.
+
+    ``rows`` follow the controlled order; ``sentence`` is derived from the
+    length coefficient row and the two orders; ``lc`` holds one
+    :class:`planner.model.style_lc.LCResult` per system against ``lc_anchor``.
+    """
+
+    engine: str
+    n_used: int
+    n_excluded: int
+    rows: tuple[StyleRow, ...]
+    coefficients: tuple[CoefRow, ...]
+    position: object
+    nu: object
+    sentence: str
+    reordered: int
+    lc_anchor: str | None
+    lc: tuple
+    lc_notes: tuple[str, ...]
+    warnings: tuple[str, ...]
+
+
+def style_sentence(coefs, rows) -> str:
+    """One sentence from the length coefficient and the two orders (the numbers in the tables)."""
+    c = next(x for x in coefs if x.feature == "length")
+    ratio = (1 + c.scale) / (1 - c.scale) if c.scale < 1 else float("inf")
+    if c.lo > 0:
+        head = "longer answers are favoured"
+    elif c.hi < 0:
+        head = "shorter answers are favoured"
+    else:
+        head = "no credible length preference"
+    s = (f"{head}: an answer {ratio:.1f}x as long as its opponent's (one rms unit of the normalised length "
+         f"difference, {c.scale:.2f}) multiplies its odds of winning by {c.odds_ratio:.2f} "
+         f"({c.odds_lo:.2f}–{c.odds_hi:.2f})")
+    moved = [r.system for r in rows if r.rank != r.raw_rank]
+    raw_leader = next(r.system for r in rows if r.raw_rank == 1)
+    s += (f"; controlling for style changes the rank of {len(moved)} of {len(rows)} systems"
+          if moved else "; controlling for style leaves the order unchanged")
+    if rows[0].system != raw_leader:
+        s += f" and the leader ({raw_leader} raw, {rows[0].system} controlled)"
+    return s + "."
+
+
+def _coef_rows(sf) -> tuple[CoefRow, ...]:
+    return tuple(CoefRow(f, float(sc), c.mean, c.sd, c.lo, c.hi, math.exp(c.mean), math.exp(c.lo), math.exp(c.hi))
+                 for f, sc, c in zip(sf.features, sf.scale, sf.coef))
+
+
+def _rows(raw_fit, sf) -> tuple[StyleRow, ...]:
+    from planner import diagnostics as dg
+
+    systems = raw_fit.systems
+    raw_order = list(np.argsort(-raw_fit.mean, kind="stable"))
+    rlo, rhi = raw_fit.interval()
+    clo, chi = sf.fit.interval()
+    rg = dg.rank_groups(systems, sf.fit.mean, draws=sf.fit.beta_draws)
+    out = []
+    for pos, s in enumerate(rg.order):
+        i = systems.index(s)
+        out.append(StyleRow(s, raw_order.index(i) + 1, float(raw_fit.mean[i]), float(rlo[i]), float(rhi[i]),
+                            pos + 1, float(sf.fit.mean[i]), float(clo[i]), float(chi[i]),
+                            int(rg.rank_low[pos]), int(rg.rank_high[pos]), float(rg.p_best[pos])))
+    return tuple(out)
+
+
+def lc_rates(inp: StyleInputs, anchor: str) -> tuple[tuple, tuple[str, ...]]:
+    """AlpacaEval LC win rate of every other system against ``anchor`` (judgments involving it only)."""
+    from planner.model.style_lc import is_extreme_change, lc_win_rate
+
+    if anchor not in inp.systems:
+        raise UsageError(f"--lc-anchor ({anchor}) must be one of the systems: {', '.join(inp.systems)}")
+    k = inp.systems.index(anchor)
+    notes = []
+    other = int(np.sum((inp.a != k) & (inp.b != k)))
+    if other:
+        notes.append(f"LC win rates use the judgments against {anchor} only ({other:,} others left out)")
+    res = []
+    for s, name in enumerate(inp.systems):
+        if s == k:
+            continue
+        idx = np.flatnonzero(((inp.a == s) & (inp.b == k)) | ((inp.a == k) & (inp.b == s)))
+        if idx.size < 3:
+            notes.append(f"LC win rate of {name} not computed: {idx.size} usable judgment(s) against {anchor}")
+            continue
+        s_is_a = inp.a[idx] == s
+        y = np.where(inp.outcome[idx] == 2, 0.5, (inp.outcome[idx] == 0) == s_is_a).astype(float)
+        ls = np.array([len(inp.text_a[i] if a else inp.text_b[i]) for i, a in zip(idx, s_is_a)], float)
+        la = np.array([len(inp.text_b[i] if a else inp.text_a[i]) for i, a in zip(idx, s_is_a)], float)
+        d = [inp.difficulty.get(inp.prompts[i]) for i in idx]
+        use_d = all(v is not None for v in d) and len(set(d)) > 1
+        r = lc_win_rate(name, y, la, ls, np.array(d, float) if use_d else None)
+        res.append(r)
+        if is_extreme_change(r.win_rate, r.lc_win_rate):
+            longer = float(np.mean(ls > la))
+            notes.append(f"LC win rate of {name} ({100 * r.lc_win_rate:.1f}%) is far from its raw win rate "
+                         f"({100 * r.win_rate:.1f}%; AlpacaEval's warning rule, possibly a GLM failure): its "
+                         f"answer is the longer one in {100 * longer:.0f}% of these judgments, so equal length "
+                         "is an extrapolation")
+    return tuple(res), tuple(notes)
+
+
+def is_anchor_design(inp: StyleInputs, anchor: str | None) -> bool:
+    """Every controllable judgment involves ``anchor``."""
+    if anchor is None or anchor not in inp.systems or inp.a.size == 0:
+        return False
+    k = inp.systems.index(anchor)
+    return bool(np.all((inp.a == k) | (inp.b == k)))
+
+
+def style_control_report(study, raw_fit, *, engine: str = "laplace", seed: int = 0, draws: int = 1000,
+                         tune: int = 1000, chains: int = 2, progressbar: bool = False,
+                         lc_anchor: str | None = None, control: bool = True) -> StyleControlReport:
+    """The style-controlled leaderboard beside ``raw_fit`` and, for an anchor, LC win rates.
+
+    ``control=False`` (``--lc-anchor`` alone) skips the controlled fit.
+    """
+    sf = None
+    if control:
+        sf, inp = controlled_fit(study, engine=engine, seed=seed, draws=draws, tune=tune, chains=chains,
+                                 progressbar=progressbar)
+    else:
+        inp = read_style_inputs(study)
+    if lc_anchor is None and is_anchor_design(inp, study.anchor):
+        lc_anchor = study.anchor
+    lc, lc_notes = lc_rates(inp, lc_anchor) if lc_anchor is not None else ((), ())
+    if sf is None:
+        return StyleControlReport(engine, int(inp.a.size), inp.n_excluded, (), (), None, None, "", 0,
+                                  lc_anchor, lc, lc_notes, ())
+    rows = _rows(raw_fit, sf)
+    coefs = _coef_rows(sf)
+    return StyleControlReport(engine, sf.fit.n_usable, inp.n_excluded, rows, coefs, sf.fit.gamma, sf.fit.nu,
+                              style_sentence(coefs, rows), sum(r.rank != r.raw_rank for r in rows), lc_anchor,
+                              lc, lc_notes, sf.fit.diagnostics.warnings)
+
+
+def lc_sentence(lc_anchor: str, r) -> str:
+    """One line per LC row, from its numbers."""
+    return (f"{r.system} vs {lc_anchor}: length-controlled win rate {100 * r.lc_win_rate:.1f}% "
+            f"[{100 * r.lc_lo:.1f}%, {100 * r.lc_hi:.1f}%] (raw {100 * r.win_rate:.1f}%, n = {r.n})")
+
+
+def markdown_section(sc: StyleControlReport) -> list[str]:
+    """The Markdown lines of the style-control section."""
+    from planner.workflows.report import _table as table
+
+    L = ["## Style control", ""]
+    if sc.rows:
+        L += [f"Bradley–Terry–Davidson with style covariates (length, headers, list items, bold; Chatbot Arena's "
+              f"style control), engine {sc.engine}, {sc.n_used:,} judgments"
+              + (f" ({sc.n_excluded:,} without both response texts left out)" if sc.n_excluded else "") + ".",
+              "", sc.sentence, ""]
+        L += table(["system", "raw rank", "raw β [95% CrI]", "controlled rank", "controlled β [95% CrI]",
+                    "controlled rank 95%", "P(best)"],
+                   [[r.system, r.raw_rank, f"{r.raw_mean:+.3f} [{r.raw_lo:+.3f}, {r.raw_hi:+.3f}]", r.rank,
+                     f"{r.mean:+.3f} [{r.lo:+.3f}, {r.hi:+.3f}]",
+                     f"{r.rank_low}" if r.rank_low == r.rank_high else f"{r.rank_low}–{r.rank_high}",
+                     f"{r.p_best:.3f}"] for r in sc.rows])
+        L += table(["feature", "rms unit", "coefficient (logit/unit)", "95% CrI", "odds ratio", "95% CrI"],
+                   [[c.feature, f"{c.scale:.3f}", f"{c.mean:+.3f}", f"[{c.lo:+.3f}, {c.hi:+.3f}]",
+                     f"{c.odds_ratio:.2f}", f"[{c.odds_lo:.2f}, {c.odds_hi:.2f}]"] for c in sc.coefficients])
+        L += [f"Controlled model: position γ = {sc.position.mean:.3f} [{sc.position.lo:.3f}, {sc.position.hi:.3f}], "
+              f"ν = {sc.nu.mean:.3f} [{sc.nu.lo:.3f}, {sc.nu.hi:.3f}]; strengths' prior sd fixed at 3 logits.", ""]
+    if sc.lc:
+        L += [f"### Length-controlled win rate against {sc.lc_anchor} (AlpacaEval LC GLM)", ""]
+        L += table(["system", "n", "raw win rate", "LC win rate", "95% CI", "tanh-length weight"],
+                   [[r.system, r.n, f"{100 * r.win_rate:.1f}%", f"{100 * r.lc_win_rate:.1f}%",
+                     f"[{100 * r.lc_lo:.1f}%, {100 * r.lc_hi:.1f}%]", f"{r.weights['tanh_length']:+.3f}"]
+                    for r in sc.lc])
+    return L  # its notes and warnings are in the report's Notes and Flags
