@@ -60,8 +60,9 @@ def _one_line(text: str) -> str:
     return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
-def fail(exc: PlannerError) -> typer.Exit:
-    lines = exc.lines()
+def fail(exc: PlannerError, flags: dict[str, str] | None = None) -> typer.Exit:
+    """One line per problem on stderr; the parameters the error names read as this command's flags."""
+    lines = exc.lines(flags if flags is not None else True)
     for i, line in enumerate(lines):
         prefix = "error: " if i == 0 else "  "
         sys.stderr.write(prefix + _one_line(line) + "\n")
@@ -69,8 +70,13 @@ def fail(exc: PlannerError) -> typer.Exit:
     return typer.Exit(code=exc.exit_code)
 
 
-def call(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+def call(fn: Callable[..., T], *args: Any, _flags: dict[str, str] | None = None, **kwargs: Any) -> T:
     """Call a library function, mapping :class:`PlannerError` to an exit code.
+
+    The library names parameters (``batch_size``); the error is printed with
+    each parameter it lists spelled as this command's flag: ``--batch-size`` by
+    default (:func:`planner.errors.flag_for`), or as ``_flags`` maps it where
+    the command's flag has another name.
 
     A damaged study database found in the middle of a command (SQLite reports a
     malformed page only when it reads it; :meth:`planner.store.study.Study.open`
@@ -82,7 +88,7 @@ def call(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     try:
         return fn(*args, **kwargs)
     except PlannerError as exc:
-        raise fail(exc) from None
+        raise fail(exc, _flags) from None
     except sqlite3.DatabaseError as exc:
         from planner.errors import DataError
 

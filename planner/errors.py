@@ -9,9 +9,19 @@ catches it, prints ``str(error)`` as one line on stderr and exits with
   one-line messages, each naming ``file:line``.
 * :class:`UsageError` (exit 2): a bad option value (out of range, unknown
   choice, inconsistent combination).
+
+The library speaks in parameter names, not command-line flags: an error about
+an option names the parameter (``batch_size (0) must be an integer >= 1``) and
+lists it in ``parameters``. :meth:`PlannerError.lines` given a ``flags`` mapping
+names each listed parameter as the caller knows it; the CLI passes its flags,
+so the same error reads ``--batch-size (0) must be an integer >= 1`` there
+(:func:`flag_for` is the default spelling, ``batch_size`` → ``--batch-size``).
 """
 
 from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
 
 
 class PlannerError(Exception):
@@ -19,15 +29,26 @@ class PlannerError(Exception):
 
     exit_code = 1
 
-    def __init__(self, message: str, problems: list[str] | tuple[str, ...] = ()):
+    def __init__(self, message: str, problems: list[str] | tuple[str, ...] = (), *,
+                 parameters: str | Sequence[str] = ()):
         super().__init__(message)
         self.message = message
         self.problems = tuple(problems)
+        self.parameters = (parameters,) if isinstance(parameters, str) else tuple(parameters)
 
-    def lines(self) -> list[str]:
-        """The message followed by each listed problem (at most 20)."""
-        out = [self.message]
-        out.extend(self.problems[:20])
+    def render(self, flags: Mapping[str, str] | bool | None = None) -> str:
+        """The message with each of ``parameters`` named as the caller knows it.
+
+        ``flags`` is ``None`` (the message as written: parameter names), ``True``
+        (every parameter as its default flag, :func:`flag_for`) or a mapping
+        from parameter to flag (parameters it does not list get the default).
+        """
+        return _rename(self.message, self.parameters, flags)
+
+    def lines(self, flags: Mapping[str, str] | bool | None = None) -> list[str]:
+        """The message followed by each listed problem (at most 20); see :meth:`render` for ``flags``."""
+        out = [self.render(flags)]
+        out.extend(_rename(p, self.parameters, flags) for p in self.problems[:20])
         if len(self.problems) > 20:
             out.append(f"... and {len(self.problems) - 20} more problems")
         return out
@@ -45,12 +66,28 @@ class UsageError(PlannerError, ValueError):
     exit_code = 2
 
 
+def flag_for(parameter: str) -> str:
+    """The command-line spelling of a parameter: ``batch_size`` → ``--batch-size``."""
+    return "--" + parameter.replace("_", "-")
+
+
+def _rename(text: str, parameters: tuple[str, ...], flags) -> str:
+    """``text`` with each parameter, as a whole word, replaced by its flag."""
+    if not parameters or flags is None or flags is False:
+        return text
+    table = flags if isinstance(flags, Mapping) else {}
+    for name in sorted(parameters, key=len, reverse=True):
+        flag = table.get(name) or flag_for(name)
+        text = re.sub(rf"(?<![\w.\-`'\"/\\]){re.escape(name)}(?![\w\-'\"(=/\\])", lambda _m, f=flag: f, text)
+    return text
+
+
 def check_range(name: str, value: float, low: float, high: float, *,
                 low_open: bool = True, high_open: bool = True) -> float:
     """Raise :class:`UsageError` unless ``value`` lies in the given interval.
 
-    The message names the option, the value and the allowed range, e.g.
-    ``--effect (0.7) must be in (0, 0.5)``.
+    The message names the parameter, the value and the allowed range, e.g.
+    ``effect (0.7) must be in (0, 0.5)`` (``--effect`` on the command line).
     """
     import math
 
@@ -60,8 +97,13 @@ def check_range(name: str, value: float, low: float, high: float, *,
     if not ok:
         lb = "(" if low_open else "["
         rb = ")" if high_open else "]"
-        raise UsageError(f"{name} ({value:g}) must be in {lb}{low:g}, {high:g}{rb}")
+        raise UsageError(f"{name} ({value:g}) must be in {lb}{low:g}, {high:g}{rb}", parameters=parameters_of(name))
     return value
+
+
+def parameters_of(name: str) -> tuple[str, ...]:
+    """``name`` as the parameter an error names, when it is an identifier (``seed``, not ``--seed``)."""
+    return (name,) if name.isidentifier() else ()
 
 
 QUOTE_LIMIT = 80
