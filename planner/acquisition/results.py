@@ -33,7 +33,7 @@ class Selection:
     strategy, objective : str
     settled : bool
         Stopping advice: the decision the objective cares about is already
-        made with probability > 0.95 (see ``reason``).
+        made with probability > ``SelectionOptions.settle_prob`` (0.95 by default; see ``reason``).
     reason : str
         One sentence explaining ``settled``.
     engine : str
