@@ -60,7 +60,7 @@ def laplace_fit(systems, nmat_wins, prior_sd=PRIOR_SD, theta=None):
     return bt.GaussianPosterior(tuple(systems), theta - theta.mean(), 0.5 * (cov + cov.T)), theta
 
 
-def run_once(truth, strategy, objective, seed, batch, budget):
+def run_once(truth, strategy, objective, seed, batch, budget, options=None):
     m = truth.size
     systems = tuple(f"s{i}" for i in range(m))
     rng = np.random.default_rng(seed)
@@ -72,7 +72,7 @@ def run_once(truth, strategy, objective, seed, batch, budget):
     curve = []
     while spent < budget:
         sel = acq.select_pairs(post, batch, strategy=strategy, objective=objective, judged=judged,
-                               rng=rng, true_mean=truth, anchor=systems[m // 2])
+                               rng=rng, true_mean=truth, anchor=systems[m // 2], options=options)
         for i, j in sel.pairs:
             a, b = (i, j) if rng.random() < 0.5 else (j, i)
             pa = 1.0 / (1.0 + np.exp(-(truth[a] - truth[b])))
@@ -137,7 +137,8 @@ def speed(reps=3):
 def quality(reps, budget, quick):
     m, batch, target = 16, 50, 0.9
     truth = np.linspace(-200, 200, m) / bt.ELO_SCALE   # 400 Elo spread, logit scale
-    default = (acq.RANKING_RISK, acq.LOOKAHEAD)
+    base = acq.SelectionOptions()
+    default = (base.ranking_risk, base.lookahead)
     runs = [("round-robin", "round-robin", "ranking", default),
             ("random", "random", "ranking", default),
             ("swiss", "swiss", "ranking", default),
@@ -156,10 +157,9 @@ def quality(reps, budget, quick):
           f"{default[0]!r}, look-ahead {default[1]}")
     results = {}
     for name, strategy, objective, (mode, look) in runs:
-        acq.RANKING_RISK, acq.LOOKAHEAD = mode, look
+        opts = acq.SelectionOptions(ranking_risk=mode, lookahead=look)
         t0 = time.perf_counter()
-        curves = [run_once(truth, strategy, objective, 1000 + r, batch, budget) for r in range(reps)]
-        acq.RANKING_RISK, acq.LOOKAHEAD = default
+        curves = [run_once(truth, strategy, objective, 1000 + r, batch, budget, opts) for r in range(reps)]
         hit, per_rep = first_reach(curves, target)
         results[name] = hit
         med = np.nanmedian(per_rep) if np.isfinite(per_rep).any() else np.nan

@@ -11,6 +11,8 @@ from scipy import integrate
 from scipy.special import ndtr, owens_t
 
 from planner import acquisition as acq
+from planner.acquisition.objectives import _project
+from planner.acquisition.state import _State
 from planner.model import bt
 from planner.counts import Counts
 from planner.errors import DataError, UsageError
@@ -115,7 +117,7 @@ def test_expected_information_quadrature():
 
 def test_rank_one_update_matches_direct_inverse(close_fixture):
     post, _ = close_fixture
-    st = acq._State(post.mean, acq._project(post.cov), 0.0, 0.0)
+    st = _State(post.mean, _project(post.cov), 0.0, 0.0)
     st.apply(0, 3, 0.4)
     m = 8
     q, _ = np.linalg.qr(np.eye(m)[:, :-1] - 1.0 / m)
@@ -160,7 +162,7 @@ def test_batch_diversity_symmetric_fixture():
         assert max(Counter(sel.pairs).values()) <= math.ceil(30 / 15) + 1, objective
 
 
-def test_batch_cap_spreads_over_competing_pairs(close_fixture, monkeypatch):
+def test_batch_cap_spreads_over_competing_pairs(close_fixture):
     # four near-tie-ish neighbour pairs (gaps 0.02, 0.2, 0.2, 0.2 logit) after 6 judgments
     # per pair: the plain greedy gives the closest pair 16 of 50 (measured); the cap
     # (max(5, ceil(0.1 * 50)) = 5 picks, yielding to any pair worth >= 25 %) spreads the batch
@@ -168,9 +170,8 @@ def test_batch_cap_spreads_over_competing_pairs(close_fixture, monkeypatch):
     post = posterior_from_design(mean, np.full((8, 8), 6))
     judged = round_robin_counts(post.systems, 6)
     assert max(Counter(acq.select_pairs(post, 50, judged=judged, rng=rng()).pairs).values()) <= 5
-    monkeypatch.setattr(acq, "BATCH_CAP", None)
-    assert max(Counter(acq.select_pairs(post, 50, judged=judged, rng=rng()).pairs).values()) > 10
-    monkeypatch.undo()
+    no_cap = acq.SelectionOptions(batch_cap=None)
+    assert max(Counter(acq.select_pairs(post, 50, judged=judged, rng=rng(), options=no_cap).pairs).values()) > 10
     # ... but a pair keeps taking picks when nothing else is worth a quarter of it: the
     # close fixture's only near-tie takes the whole batch (the objective says so)
     post, judged = close_fixture
@@ -376,3 +377,104 @@ def test_bad_input(close_fixture):
         acq.select_pairs(post, 5, judged=Counts.empty(("x", "y")), rng=rng())
     with pytest.raises(DataError, match="draws"):
         acq.select_pairs(post, 5, draws=np.zeros((10, 3)), rng=rng())
+
+
+# ------------------------------------------------- options (issue 12: no module-global knobs)
+def test_default_options_are_the_former_module_values_and_change_nothing(close_fixture):
+    # the values the module globals had before issue 12 (bench/README.md chose them)
+    o = acq.SelectionOptions()
+    assert (o.settle_prob, o.ranking_risk, o.risk_eps, o.pool_min, o.lookahead, o.lazy_chunk, o.arena_floor,
+            o.batch_cap, o.cap_min, o.cap_yield, o.sparse_rel, o.draws_pool, o.explore, o.thompson) == (
+        0.95, "bayes", 1e-7, 256, (1, 4, 16), 8, 1e-3, 0.1, 5, 0.25, 1e-4, 64, 0.0, False)
+    post, judged = close_fixture
+    for strategy in acq.STRATEGIES:
+        kw = dict(strategy=strategy, judged=judged, anchor="s0", true_mean=CLOSE_MEAN)
+        assert acq.select_pairs(post, 15, rng=rng(5), **kw).to_dict() == \
+            acq.select_pairs(post, 15, rng=rng(5), options=o, **kw).to_dict(), strategy
+
+
+def test_options_reach_the_rules(close_fixture):
+    post, judged = close_fixture
+    sel = acq.select_pairs(post, 4, judged=judged, rng=rng(), options=acq.SelectionOptions(settle_prob=0.999))
+    assert not sel.settled and sel.reason.endswith("<= 0.999")
+    # explore/thompson from the options are the explicit arguments' defaults; an argument wins
+    opt = acq.SelectionOptions(explore=0.4, thompson=True)
+    a = acq.select_pairs(post, 10, judged=judged, rng=rng(2), options=opt)
+    b = acq.select_pairs(post, 10, judged=judged, rng=rng(2), explore=0.4, thompson=True)
+    assert a.to_dict() == b.to_dict()
+    c = acq.select_pairs(post, 10, judged=judged, rng=rng(2), options=opt, explore=0.0, thompson=False)
+    assert c.to_dict() == acq.select_pairs(post, 10, judged=judged, rng=rng(2)).to_dict()
+    # arena floor: every weight at least `arena_floor` x the largest (counts 1 .. 10^4 make the
+    # unfloored weights span far more than a factor 2)
+    ci, cj = np.triu_indices(8, 1)
+    n = np.logspace(0, 4, ci.size)
+    w0 = acq.arena_weights(post, ci, cj, n)
+    w = acq.arena_weights(post, ci, cj, n, options=acq.SelectionOptions(arena_floor=0.5))
+    assert w0.min() < 0.5 * w0.max() and w.min() >= 0.5 * w.max() * (1 - 1e-12)
+    assert w.sum() == pytest.approx(1.0, abs=1e-12)
+
+
+def test_ranking_risk_option_against_hand_values():
+    # two systems 0.5 logit apart, Var(β0 − β1) = 0.5 (cov = 0.125 [[1, -1], [-1, 1]]):
+    # bayes at no new information is Φ(−|m|/sd) = Φ(−0.5/√0.5) = Φ(−0.70711) = 0.23975;
+    # truth is 2 T(|m|/√(2v), 1) = Φ(h)(1 − Φ(h)) at h = 0.5 (Owen 1956: T(h, 1) = ½ Φ(h) Φ(−h))
+    post = bt.GaussianPosterior(("a", "b"), np.array([0.25, -0.25]), 0.125 * np.array([[1.0, -1.0], [-1.0, 1.0]]))
+    assert acq.objective_value(post, "ranking") == pytest.approx(ndtr(-0.5 / math.sqrt(0.5)), rel=1e-12)
+    truth = acq.objective_value(post, "ranking", options=acq.SelectionOptions(ranking_risk="truth"))
+    assert truth == pytest.approx(ndtr(0.5) * ndtr(-0.5), rel=1e-12)
+
+
+@pytest.mark.parametrize("kw, what", [
+    (dict(ranking_risk="best"), "ranking_risk ('best') must be one of bayes, truth, fixed"),
+    (dict(settle_prob=1.0), "settle_prob (1.0) must be in (0.5, 1)"),
+    (dict(explore=1.0), "explore (1.0) must be in [0, 1)"),
+    (dict(lookahead=()), "lookahead (()) must be a non-empty tuple of integers >= 1"),
+    (dict(lookahead=(1, 0)), "lookahead ((1, 0)) must be a non-empty tuple of integers >= 1"),
+    (dict(pool_min=0), "pool_min (0) must be an integer >= 1"),
+    (dict(batch_cap=0.0), "batch_cap (0.0) must be in (0, 1] or missing (no cap)"),
+    (dict(cap_yield=1.5), "cap_yield (1.5) must be in [0, 1)"),
+])
+def test_bad_options_one_line_usage_error(kw, what):
+    with pytest.raises(UsageError) as e:
+        acq.SelectionOptions(**kw)
+    assert str(e.value) == what and "\n" not in str(e.value)
+
+
+def test_options_are_frozen():
+    import dataclasses
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        acq.SelectionOptions().batch_cap = None
+
+
+def test_package_layout_no_knobs_no_cycles():
+    # every module-level name bound in planner/acquisition is a true constant (vocabulary,
+    # quadrature nodes, Owen's T switch); submodules import each other without a cycle
+    # and never the package itself (its __init__ only re-exports)
+    import ast
+    from pathlib import Path
+    pkg = Path(acq.__file__).parent
+    constants = {"STRATEGIES", "OBJECTIVES", "RISK_MODES", "TAIL_A", "_GH_Z", "_GH_W", "__all__"}
+    graph = {}
+    for path in sorted(pkg.glob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in tree.body:
+            if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                names = {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+                assert names <= constants, f"{path.name}: module-level {sorted(names - constants)}"
+        assert not any(isinstance(n, ast.Global) for n in ast.walk(tree)), path.name
+        deps = {n.module.rsplit(".", 1)[-1] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)
+                and (n.module or "").startswith("planner.acquisition")}
+        if path.stem != "__init__":
+            assert "acquisition" not in deps, f"{path.name} imports the package __init__"
+        graph[path.stem] = deps
+    done: set[str] = set()
+
+    def visit(mod, stack):
+        assert mod not in stack, " -> ".join([*stack, mod])
+        if mod not in done:
+            for d in graph.get(mod, ()):
+                visit(d, [*stack, mod])
+            done.add(mod)
+    for mod in graph:
+        visit(mod, [])

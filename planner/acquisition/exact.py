@@ -15,7 +15,7 @@ favour, weighted by the outcome's probability; the normaliser cancels). Its
 current value is ``R_0 = Φ(−|m|/√v)``. Because the posterior probability of a
 side is a martingale, ``R_n = R_0`` exactly whenever no outcome can move the
 posterior's favoured side — so a single judgment often has exact gain 0 while
-the Gaussian one is positive (the myopia the look-ahead ``LOOKAHEAD`` of the
+the Gaussian one is positive (the myopia the look-ahead ``SelectionOptions.lookahead`` of the
 ranking objective works around).
 
 Positions are balanced: ``ceil(n/2)`` judgments with the first system shown
@@ -29,8 +29,9 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import gammaln, ndtr
 
-from planner.model import bt
+from planner.acquisition.objectives import expected_information, misorder_after
 from planner.errors import UsageError
+from planner.model import bt
 
 
 def _triples(h: int) -> np.ndarray:
@@ -97,8 +98,6 @@ def exact_gain(mdiff: float, vdiff: float, n: int = 1, gamma: float = 0.0, nu: f
 
 def gaussian_gain(mdiff: float, vdiff: float, n: int = 1, gamma: float = 0.0, nu: float = 0.0) -> float:
     """The Gaussian preposterior's reduction of the same quantity (what the ranking objective uses)."""
-    from planner.acquisition import expected_information, misorder_after
-
     info = n * float(expected_information(mdiff, vdiff, gamma, nu))
     s2 = vdiff / (1.0 + info * vdiff)
     h = abs(mdiff) / np.sqrt(vdiff)

@@ -1,0 +1,140 @@
+"""The greedy batch on the Gaussian posterior (lazy for the ranking objectives).
+
+Each pick is conditioned on fantasized rank-one updates of the picks before it
+(and of pending items). The tunables (pool size, look-ahead, lazy chunk, batch
+cap) come from the context's :class:`~planner.acquisition.options.SelectionOptions`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from planner.acquisition.gains import _chunked, _ClosedForm, _Ranking
+from planner.acquisition.objectives import _value_gaussian, pair_risk
+from planner.acquisition.options import SelectionOptions
+from planner.acquisition.state import _Context, _State
+
+
+def _active_gaussian(ctx: _Context, state: _State, ci, cj, k, rng, capv=None):
+    """Greedy batch on the Gaussian posterior with fantasized rank-one updates.
+
+    Entropy/variance/anchor: every candidate re-scored at every pick (closed
+    forms, O(C) + one M×M product). Ranking/top-k: a candidate pool of the
+    ``max(pool_min, 2k)`` pairs with the largest own-pair gain, then lazy
+    greedy (Minoux 1978): stale gains are upper bounds when gains diminish,
+    so only the top few are re-scored per pick. ``capv``: picks each
+    candidate may take (a candidate at its limit is out of the batch).
+    Returns ``(pairs, gains, value before the batch)``.
+    """
+    perm = rng.permutation(ci.size)         # seeded tie-break between equal gains
+    ci, cj = ci[perm], cj[perm]
+    capv = np.full(ci.size, np.inf) if capv is None else capv[perm]
+    info = state.info(ci, cj)               # expected information, fixed for the batch
+    if ctx.objective in ("ranking", "top-k"):
+        return _lazy_greedy_ranking(ctx, state, ci, cj, info, k, capv)
+    return _greedy_closed_form(ctx, state, ci, cj, info, k, capv)
+
+
+def _greedy_closed_form(ctx: _Context, state: _State, ci, cj, info, k, capv):
+    """Entropy/variance/anchor: every candidate re-scored at every pick."""
+    before = _value_gaussian(ctx.objective, ctx.mu, state.cov, ctx.top_k, ctx.a_idx, ctx.opts.ranking_risk)
+    pairs, gains = [], []
+    cf = _ClosedForm(ctx, state)
+    left = capv.copy()
+    for _ in range(k):
+        g = np.where(left > 0, cf.gains(state, ci, cj, info), -np.inf)
+        t = int(np.argmax(g))
+        left[t] -= 1
+        pairs.append((int(ci[t]), int(cj[t])))
+        gains.append(float(g[t]))
+        cf.update(state, *state.apply(ci[t], cj[t], info[t]))
+    return pairs, gains, before
+
+
+def _lazy_greedy_ranking(ctx: _Context, state: _State, ci, cj, info, k, capv):
+    """Ranking/top-k: a pool of the best own-pair gains, then the lazy greedy with a batch cap."""
+    opts = ctx.opts
+    rk = _Ranking(ctx, state)
+    before = rk.value()
+    pool = _ranking_pool(ctx, state, ci, cj, info, max(opts.pool_min, 2 * k))
+    if capv[pool].sum() < k:                # the pool cannot hold the batch: every candidate
+        pool = np.arange(ci.size)
+    pi, pj, pinfo, pcap = ci[pool], cj[pool], info[pool], capv[pool]
+    one = np.zeros(pi.size)
+
+    def score(t):
+        st, one[t] = rk.gains(state, pi[t], pj[t], pinfo[t], opts.lookahead, one=True)
+        return st
+    stale = _chunked(score, pi.size)
+    cap = _batch_cap(k, opts)
+    taken = np.zeros(pi.size, np.int64)
+    pairs, gains = [], []
+    for _ in range(k):
+        best = _lazy_pick(score, stale, taken, pcap, cap, opts)
+        pairs.append((int(pi[best]), int(pj[best])))
+        gains.append(float(one[best]))      # fresh: re-scored at this pick
+        taken[best] += 1
+        c, f = state.apply(pi[best], pj[best], pinfo[best])
+        rk.update(c, f)
+    return pairs, gains, before
+
+
+def _lazy_pick(score, stale, taken, pcap, cap, opts: SelectionOptions) -> int:
+    """One pick of the lazy greedy (Minoux 1978); ``stale`` (upper bounds) is updated in place.
+
+    Batch diversity: a pair holding ``cap`` picks of this batch yields to any
+    candidate worth at least ``opts.cap_yield`` of its own (look-ahead) score;
+    it keeps taking picks when nothing else comes close (the objective says so).
+    """
+    dead = taken >= pcap
+    stale[dead] = -np.inf
+    blocked = (taken >= cap) & ~dead
+    fresh = dead.copy()
+    while not blocked.all():
+        best = int(np.argmax(np.where(blocked, -np.inf, stale)))
+        if fresh[best]:
+            break
+        masked = np.where(fresh | blocked, -np.inf, stale)
+        top = np.argsort(-masked, kind="stable")[:opts.lazy_chunk]
+        top = top[np.isfinite(masked[top])]
+        stale[top] = score(top)
+        fresh[top] = True
+    if blocked.any():           # the best open candidate is fresh: compare it with the capped ones
+        bi = np.flatnonzero(blocked)
+        # stale scores are upper bounds (gains diminish): when the open candidate beats
+        # cap_yield x the largest of them it wins without re-scoring the capped ones
+        open_ok = not blocked.all() and np.isfinite(stale[best])
+        if not (open_ok and stale[best] >= opts.cap_yield * stale[bi].max()):
+            stale[bi] = score(bi)
+            best = _capped_argmax(np.where(dead, -np.inf, stale), taken, cap, opts.cap_yield)
+    return best
+
+
+def _batch_cap(k, opts: SelectionOptions):
+    """Picks one pair may take in a batch of ``k`` before it yields (``opts.batch_cap``)."""
+    return k if opts.batch_cap is None else max(opts.cap_min, int(np.ceil(opts.batch_cap * k)))
+
+
+def _capped_argmax(score, taken, cap, cap_yield):
+    """Best candidate under the batch cap: a pair holding ``cap`` picks yields to the best
+    other candidate unless that one is worth less than ``cap_yield`` of its score."""
+    blocked = taken >= cap
+    if not blocked.any():
+        return int(np.argmax(score))
+    t_open = int(np.argmax(np.where(blocked, -np.inf, score))) if not blocked.all() else -1
+    t_cap = int(np.argmax(np.where(blocked, score, -np.inf)))
+    return t_cap if t_open < 0 or score[t_open] < cap_yield * score[t_cap] else t_open
+
+
+def _ranking_pool(ctx: _Context, state, ci, cj, info, size):
+    """Indices of the candidates with the largest own-pair misorder gain."""
+    if ci.size <= size:
+        return np.arange(ci.size)
+    d = np.diag(state.cov)
+    v = d[ci] + d[cj] - 2.0 * state.cov[ci, cj]
+    mu = state.mu if ctx.est_mu is None else ctx.est_mu
+    absm = np.abs(mu[ci] - mu[cj])
+    s2_new = v - info * v * v / (1.0 + info * v)
+    mode = ctx.opts.ranking_risk
+    own = pair_risk(absm, v, v, mode) - pair_risk(absm, v, s2_new, mode)
+    return np.sort(np.argsort(-own, kind="stable")[:size])

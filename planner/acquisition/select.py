@@ -1,0 +1,216 @@
+"""``select_pairs`` and ``candidate_gains``: the public entry points of the acquisition rules.
+
+They check the call, build the context (:func:`planner.acquisition.state._setup`)
+and dispatch: the greedy (:mod:`~planner.acquisition.greedy`), the draws path
+(:mod:`~planner.acquisition.draws`) or a baseline
+(:mod:`~planner.acquisition.baselines`), with the stopping advice
+(:mod:`~planner.acquisition.stopping`) beside the picks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from planner.acquisition.baselines import _baseline, _least_judged
+from planner.acquisition.draws import _active_draws, _DrawsScorer
+from planner.acquisition.gains import _gaussian_gains, _Ranking, _score_sequence
+from planner.acquisition.greedy import _active_gaussian
+from planner.acquisition.options import STRATEGIES, SelectionOptions
+from planner.acquisition.results import CandidateGains, Selection
+from planner.acquisition.state import _capacity, _setup, _spend
+from planner.acquisition.stopping import _settled
+from planner.counts import Counts
+from planner.errors import UsageError
+from planner.model import bt
+
+
+def select_pairs(posterior: bt.GaussianPosterior, k: int, *, strategy: str = "active",
+                 objective: str = "ranking", top_k: int | None = None, anchor: str | None = None,
+                 judged: Counts | None = None, pending: Counts | None = None,
+                 rng: np.random.Generator, draws: np.ndarray | None = None,
+                 allowed=None, true_mean: np.ndarray | None = None,
+                 explore: float | None = None, thompson: bool | None = None,
+                 capacity: dict | None = None, options: SelectionOptions | None = None) -> Selection:
+    """Choose ``k`` system pairs for the next batch.
+
+    Parameters
+    ----------
+    posterior : GaussianPosterior
+        Current posterior of the strengths (logit scale, sum to zero).
+    k : int
+        Batch size (number of judgments to request), ``k >= 1``.
+    strategy : {"active", "round-robin", "random", "anchor", "swiss", "arena", "oracle"}
+        ``active``: greedy expected reduction of ``objective`` (each pick
+        conditioned on fantasized rank-one updates of the picks before it and
+        of pending items); with no judgments and nothing pending, a connected
+        start design (:func:`connected_start`). ``round-robin``: least-judged
+        pairs first (judged + pending + picks so far), ties broken by ``rng``.
+        ``random``: uniform pairs, independently. ``anchor``: every system vs
+        ``anchor``, least-judged first. ``swiss``: neighbours in the
+        posterior-mean ranking, least-judged neighbour pair first. ``arena``:
+        Chiang et al. (2024) eq. 9 sampling (see :func:`arena_weights`).
+        ``oracle``: ``active`` with ``true_mean`` in place of the posterior
+        mean (same covariance) — the design chosen with the true strengths
+        known (simulator only).
+    objective : {"ranking", "entropy", "variance", "anchor", "top-k"}
+        What uncertainty to reduce (see :func:`objective_value`). Used to pick
+        for ``active``/``oracle``; reported (gains) for every strategy.
+    top_k : int, optional
+        K for ``objective="top-k"``.
+    anchor : str, optional
+        Anchor system name for the ``anchor`` strategy/objective.
+    judged, pending : Counts, optional
+        What has been judged (only its per-pair counts are used: the posterior
+        already contains it) and what is issued but not returned (fantasized
+        as information before selection; every field of a pending cell counts
+        as one issued item, its position known from the cell).
+    rng : numpy.random.Generator
+        All randomness (tie-breaks, random/arena sampling, start design).
+    draws : ndarray (S, M), optional
+        Posterior draws (e.g. NUTS). With ``draws`` the expected reductions of
+        ``active``/``oracle`` are computed by importance re-weighting of the
+        draws instead of the Gaussian closed forms.
+    allowed : set of (int, int), optional
+        Restrict candidates to these pairs (order inside a pair ignored).
+    true_mean : ndarray (M,), optional
+        True strengths, required by ``oracle``.
+    explore : float in [0, 1), optional
+        ``active`` only: ``round(explore · k)`` picks of the batch go to the
+        least-judged pairs (judged + pending + picks so far) before the greedy
+        fills the rest, conditioned on them — a floor of spread-out
+        comparisons that guards against a wrong model locking the design in.
+        Default ``options.explore``.
+    thompson : bool, optional
+        ``active`` with ``ranking``/``top-k``: the misorder risks are computed
+        with the gaps of one draw ``β̃ ~ N(μ, Σ)`` (from ``rng``) in place of
+        the posterior mean (Thompson-style randomization of the objective).
+        Default ``options.thompson``.
+    capacity : dict {(i, j): int}, optional
+        Most picks each pair may take in this batch (e.g. its unused
+        prompts); pairs absent from it are unlimited. Strategies never exceed
+        it: a batch the pairs cannot fill comes back shorter, and
+        ``Selection.notes`` says so (likewise when swiss runs out of
+        neighbour pairs and takes the least-judged other pairs).
+    options : SelectionOptions, optional
+        The tunables of the rules (stopping threshold, ranking risk,
+        look-ahead, batch cap, pools, exploration); default
+        :class:`SelectionOptions`.
+
+    Returns
+    -------
+    Selection
+    """
+    k = _check_call(k, strategy, rng, true_mean)
+    opts = SelectionOptions() if options is None else options
+    systems, ctx, state, ci, cj, counts, draws = _setup(
+        posterior, objective, top_k, anchor, judged, pending, draws, allowed,
+        true_mean if strategy == "oracle" else None, opts, need_anchor=strategy == "anchor")
+    # a study with no judgments (judged given and empty) and nothing pending
+    no_data = judged is not None and not counts.any()
+    settled, reason = _settled(ctx, systems)
+    notes: list[str] = []
+    ci, cj, capv, k = _fit_capacity(capacity, ci, cj, k, notes)
+    if k == 0:
+        return Selection(systems, [], np.zeros(0), 0.0, 0.0, 0.0, strategy, objective, settled, reason,
+                         "gaussian", tuple(notes))
+    active = strategy in ("active", "oracle") and not no_data
+    pre, pre_gains, before = [], [], None
+    if active and strategy == "active":
+        share = opts.explore if explore is None else float(explore)
+        pre, pre_gains, before, capv = _explore(ctx, state, ci, cj, counts, k, rng, capv, share)
+        k -= len(pre)
+        if (opts.thompson if thompson is None else thompson) and objective in ("ranking", "top-k"):
+            ctx = _thompson_context(ctx, rng)
+    engine = "draws" if active and k > 0 and draws is not None and strategy == "active" else "gaussian"
+    if active and k > 0:
+        if engine == "draws":
+            pairs, gains, b0 = _active_draws(ctx, state, draws, ci, cj, k, pending, capv)
+        else:
+            pairs, gains, b0 = _active_gaussian(ctx, state, ci, cj, k, rng, capv)
+        before = b0 if before is None else before
+    elif active:
+        pairs, gains = [], []
+    else:
+        pairs = _baseline(strategy, ctx, ci, cj, counts, k, rng, capv, allowed, anchor, notes)
+        gains, before = _score_sequence(ctx, state, pairs)
+    pairs, gains = pre + list(pairs), list(pre_gains) + list(gains)
+    gains = np.asarray(gains, dtype=float)
+    total = float(gains.sum())
+    return Selection(systems, [(int(i), int(j)) for i, j in pairs], gains, total, float(before),
+                     float(before - total), strategy, objective, settled, reason, engine, tuple(notes))
+
+
+def _check_call(k, strategy, rng, true_mean) -> int:
+    """The batch size as an int, after the checks of the call itself."""
+    if isinstance(k, bool) or int(k) != k or k < 1:
+        raise UsageError(f"batch size ({k}) must be an integer >= 1")
+    if strategy not in STRATEGIES:
+        raise UsageError(f"--strategy ({strategy!r}) must be one of " + ", ".join(STRATEGIES))
+    if not isinstance(rng, np.random.Generator):
+        raise UsageError("rng must be a numpy.random.Generator (np.random.default_rng(seed))")
+    if strategy == "oracle" and true_mean is None:
+        raise UsageError("the oracle strategy needs true_mean (the true strengths)")
+    return int(k)
+
+
+def _fit_capacity(capacity, ci, cj, k, notes):
+    """Candidates with capacity left, their capacity (None: unlimited) and the batch size they can hold."""
+    capv = _capacity(capacity, ci, cj)
+    if capv is None:
+        return ci, cj, capv, k
+    keep = capv > 0
+    ci, cj, capv = ci[keep], cj[keep], capv[keep]
+    total = float(capv.sum())
+    if total < k:
+        notes.append(f"only {int(total)} of the {k} requested comparison(s) can be issued: the pairs that "
+                     f"may be chosen have no more unused slots (prompts); the batch is shorter")
+        k = int(total)
+    return ci, cj, capv, k
+
+
+def _explore(ctx, state, ci, cj, counts, k, rng, capv, share):
+    """The exploration floor: ``round(share · k)`` least-judged picks, their gains, the value before them."""
+    if not 0.0 <= share < 1.0:
+        raise UsageError(f"explore ({share}) must be in [0, 1)")
+    n_e = int(round(share * k))
+    if not n_e:
+        return [], [], None, capv
+    pre = _least_judged(ci, cj, counts, n_e, rng, capv)
+    pre_gains, before = _score_sequence(ctx, state, pre)
+    return pre, pre_gains, before, _spend(capv, ci, cj, pre)
+
+
+def _thompson_context(ctx, rng):
+    """The context with one posterior draw of the strengths as the ranking's means."""
+    w, v = np.linalg.eigh(ctx.cov0)
+    draw = ctx.mu + v @ (np.sqrt(np.clip(w, 0.0, None)) * rng.standard_normal(w.size))
+    return replace(ctx, mu=draw - draw.mean())
+
+
+def candidate_gains(posterior: bt.GaussianPosterior, *, objective: str = "ranking",
+                    top_k: int | None = None, anchor: str | None = None,
+                    pending: Counts | None = None, draws: np.ndarray | None = None,
+                    allowed=None, true_mean: np.ndarray | None = None,
+                    options: SelectionOptions | None = None) -> CandidateGains:
+    """Score every candidate pair by the expected reduction from one judgment.
+
+    The same quantities ``select_pairs`` maximises for its first pick: from the
+    Gaussian closed forms, or, with ``draws`` (S, M), by importance
+    re-weighting of the draws (every candidate scored). ``pending`` items are
+    fantasized first; ``true_mean`` replaces the posterior mean (oracle);
+    ``options`` as in :func:`select_pairs`.
+    """
+    _, ctx, state, ci, cj, _, draws = _setup(posterior, objective, top_k, anchor, None, pending,
+                                             draws, allowed, true_mean,
+                                             SelectionOptions() if options is None else options)
+    if draws is not None:
+        rk = _Ranking(ctx, state) if objective in ("ranking", "top-k") else None
+        sc = _DrawsScorer(ctx, draws, pending, None if rk is None else (rk.kr, rk.lr))
+        g, engine = sc.gains(ci, cj), "draws"
+    else:
+        g, engine = _gaussian_gains(ctx, state, ci, cj), "gaussian"
+    order = np.argsort(-g, kind="stable")
+    return CandidateGains(tuple(posterior.systems), [(int(ci[t]), int(cj[t])) for t in order],
+                          g[order], engine)

@@ -1,0 +1,46 @@
+"""Stopping advice: is the decision the objective cares about already made?"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.special import ndtr
+
+from planner.acquisition.objectives import _diff_var
+from planner.acquisition.state import _Context
+
+
+def _settled(ctx: _Context, systems) -> tuple[bool, str]:
+    """``(settled, one sentence)``: every decision the objective cares about has P > ``settle_prob``."""
+    settle = ctx.opts.settle_prob
+    mu, cov = (ctx.mu if ctx.est_mu is None else ctx.est_mu), ctx.cov0
+    s = np.sqrt(_diff_var(cov))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p_order = ndtr(np.abs(mu[:, None] - mu[None, :]) / s)
+    p_order = np.where(s > 0, p_order, np.where(mu[:, None] == mu[None, :], 0.5, 1.0))
+    if ctx.objective == "anchor":
+        a = ctx.a_idx
+        with np.errstate(divide="ignore", invalid="ignore"):
+            p_beat = ndtr((mu - mu[a]) / s[:, a])
+        others = [c for c in range(mu.size) if c != a]
+        unsure = [c for c in others if 1 - settle <= p_beat[c] <= settle]
+        if not unsure:
+            return True, (f"every system beats or loses to the anchor {systems[a]} with probability "
+                          f"> {settle:g}: you can stop; more comparisons buy little")
+        c = min(unsure, key=lambda c: abs(p_beat[c] - 0.5))
+        return False, (f"{len(unsure)} system(s) not yet separated from the anchor; least settled: "
+                       f"{systems[c]} beats {systems[a]} with probability {p_beat[c]:.2f}")
+    order = np.argsort(-mu, kind="stable")
+    if ctx.objective == "top-k":
+        pairs = [(int(x), int(y)) for x in order[:ctx.top_k] for y in order[ctx.top_k:]]
+        what = f"every top-{ctx.top_k} system is ahead of every other system"
+    else:
+        pairs = [(int(x), int(y)) for x, y in zip(order[:-1], order[1:])]
+        what = "every adjacent pair in the posterior-mean ranking is ordered"
+    probs = np.array([p_order[x, y] for x, y in pairs])
+    worst = int(np.argmin(probs))
+    x, y = pairs[worst]
+    if probs[worst] > settle:
+        return True, (f"{what} with probability > {settle:g} (least: {systems[x]} over "
+                      f"{systems[y]}, {probs[worst]:.3f}): you can stop; more comparisons buy little")
+    return False, (f"not settled: P({systems[x]} ahead of {systems[y]}) = {probs[worst]:.2f} "
+                   f"<= {settle:g}")
