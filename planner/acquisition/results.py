@@ -6,7 +6,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from planner.equality import array_eq
 
+
+@array_eq
 @dataclass(frozen=True)
 class Selection:
     """The pairs chosen for the next batch and what they are expected to buy.
@@ -69,6 +72,7 @@ class Selection:
                 "settled": bool(self.settled), "reason": self.reason, "notes": list(self.notes)}
 
 
+@array_eq
 @dataclass(frozen=True)
 class CandidateGains:
     """Expected reduction of the objective from ONE more judgment, per candidate.
