@@ -11,6 +11,7 @@ import numpy as np
 from planner.diagnostics.records import _check_level, _get
 from planner.errors import DataError, check_range
 from planner.stats.proportions import proportion
+from planner.text import acceptability_message
 
 
 # ------------------------------------------------------------ acceptability
@@ -103,6 +104,5 @@ def acceptability(records: Iterable[Any], ranking: Sequence[str] | None = None,
         lead = rows[0]
         if lead.pass_rate is not None and lead.pass_rate < min_pass_rate:
             flagged = True
-            message = (f"{leader}: ranked first, acceptable {100 * lead.pass_rate:.0f}% "
-                       f"± {100 * lead.half_width:.0f}%")
+            message = acceptability_message(leader, lead.pass_rate, lead.half_width)
     return Acceptability(tuple(rows), confidence_level, min_pass_rate, leader, flagged, message)
