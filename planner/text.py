@@ -14,7 +14,57 @@ module imports nothing from the rest of the package.
 
 from __future__ import annotations
 
+import math
 from typing import Any, Sequence
+
+
+def pct(x, digits: int = 1) -> str:
+    """``x`` as a percentage with ``digits`` decimals; ``—`` when missing."""
+    return "—" if x is None else f"{100 * x:.{digits}f}%"
+
+
+def num(x, fmt: str = ".3f") -> str:
+    """``x`` in ``fmt``; ``—`` when missing or not finite."""
+    return "—" if x is None or (isinstance(x, float) and not math.isfinite(x)) else format(x, fmt)
+
+
+# ------------------------------------------------------------- report: diagnostics
+def tie_rate_sentence(tr: Any, nu: Any) -> str:
+    """Overall tie rate (:class:`planner.diagnostics.StratumTieRate`) and the model's Davidson ν."""
+    return (f"Tie rate: {pct(tr.rate)} of {tr.usable:,} usable judgments "
+            f"[{pct(tr.ci_low)}, {pct(tr.ci_high)}]; Davidson ν = {nu.mean:.3f} "
+            f"[{nu.lo:.3f}, {nu.hi:.3f}].")
+
+
+def position_sentence(p: Any, gamma: Any, mark: str = "") -> str:
+    """Left vs right (:class:`planner.diagnostics.PositionBias`) and γ; ``mark`` goes before the full stop."""
+    return (f"Position: left wins {pct(p.left_win_rate)} of {p.n_decisive:,} decisive judgments "
+            f"[{pct(p.ci_low)}, {pct(p.ci_high)}], "
+            f"right {pct(None if p.left_win_rate is None else 1 - p.left_win_rate)}; "
+            f"γ = {gamma.mean:.3f} [{gamma.lo:.3f}, {gamma.hi:.3f}] logit" + mark + ".")
+
+
+def length_sentence(lb: Any, mark: str = "") -> str:
+    """Longer-wins share (:class:`planner.diagnostics.LengthBias`); ``mark`` goes before the full stop."""
+    return (f"Length: the longer response wins {pct(lb.share)} of {lb.n:,} decisive judgments "
+            f"[{pct(lb.ci_low)}, {pct(lb.ci_high)}]" + mark + ".")
+
+
+def triads_sentence(c: Any) -> str:
+    """Circular triads and ζ (:class:`planner.diagnostics.CircularTriads`), with one example."""
+    return (f"Circular triads: d = {c.d:g} of at most {c.d_max:g}; Kendall's ζ = {num(c.zeta)}"
+            + (f" (e.g. {' > '.join(c.examples[0])} > {c.examples[0][0]})" if c.examples else "") + ".")
+
+
+def reasons_sentence(rs: Any) -> str:
+    """Share of decisive judgments without a reason (:class:`planner.diagnostics.ReasonShares`)."""
+    return f"Reasons: {pct(rs.share_without_reason)} of {rs.n_decisive:,} decisive judgments carry no reason."
+
+
+def agreement_sentence(ag: Any) -> str:
+    """Chance-corrected agreement on overlap comparisons (:class:`planner.diagnostics.Agreement`)."""
+    return (f"Agreement on {ag.n_items} overlap comparisons ({ag.n_annotators} annotators): "
+            f"{ag.method} κ = {num(ag.kappa, '.2f')}.")
 
 # ------------------------------------------------------------------ report: flags
 def position_bias_flag(position: Any, gamma: Any) -> str:

@@ -60,7 +60,7 @@ def test_text_is_pure_and_report_does_not_render():
     tree = ast.parse((ROOT / "planner" / "text.py").read_text(encoding="utf-8"))
     imported = [n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
     imported += [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
-    assert all(m in ("__future__", "typing") for m in imported), imported
+    assert all(m in ("__future__", "typing", "math") for m in imported), imported
     # the workflows hold no Markdown table writer of their own: one home, planner.formats.markdown.table
     for name in ("report.py", "style_report.py"):
         src = (ROOT / "planner" / "workflows" / name).read_text(encoding="utf-8")

@@ -3,32 +3,26 @@
 :func:`render_markdown` turns a :class:`planner.workflows.report.Report` into a
 shareable Markdown document (deterministic for a given report) and
 :func:`write_markdown` writes it atomically. :func:`table` is the one Markdown
-table writer; :func:`pct` and :func:`num` the cell formats (``—`` for a
-missing or non-finite value). The flags and notes come from the report as
-built (their sentences live in :mod:`planner.text`); nothing here computes a
+table writer; :func:`pct` and :func:`num` (from :mod:`planner.text`) the cell
+formats (``—`` for a missing or non-finite value). The flags, notes and the
+diagnostics' sentences come from :mod:`planner.text`; nothing here computes a
 figure.
 """
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any
 
+from planner import text
 from planner.errors import UsageError
 from planner.model.bt import ELO_SCALE
+from planner.text import num, pct
 
 __all__ = ["pct", "num", "table", "render_markdown", "write_markdown", "style_section"]
 
 
-def pct(x, digits: int = 1) -> str:
-    """``x`` as a percentage with ``digits`` decimals; ``—`` when missing."""
-    return "—" if x is None else f"{100 * x:.{digits}f}%"
-
-
-def num(x, fmt: str = ".3f") -> str:
-    """``x`` in ``fmt``; ``—`` when missing or not finite."""
-    return "—" if x is None or (isinstance(x, float) and not math.isfinite(x)) else format(x, fmt)
+FLAGGED = " — **flagged**"   # Markdown mark after a flagged figure's sentence
 
 
 def table(header: list[str], rows: list[list[str]]) -> list[str]:
@@ -98,28 +92,13 @@ def _pairs_and_anchor(r) -> list[str]:
 
 
 def _diagnostics(r) -> list[str]:
-    m = r.model
-    L = ["## Diagnostics", ""]
-    tr = r.ties.overall
-    L.append(f"- Tie rate: {pct(tr.rate)} of {tr.usable:,} usable judgments "
-             f"[{pct(tr.ci_low)}, {pct(tr.ci_high)}]; Davidson ν = {m.nu.mean:.3f} "
-             f"[{m.nu.lo:.3f}, {m.nu.hi:.3f}].")
-    p = r.position
-    L.append(f"- Position: left wins {pct(p.left_win_rate)} of {p.n_decisive:,} decisive judgments "
-             f"[{pct(p.ci_low)}, {pct(p.ci_high)}], "
-             f"right {pct(None if p.left_win_rate is None else 1 - p.left_win_rate)}; "
-             f"γ = {m.gamma.mean:.3f} [{m.gamma.lo:.3f}, {m.gamma.hi:.3f}] logit"
-             + (" — **flagged**" if p.flagged else "") + ".")
+    m, rs = r.model, r.reasons
+    L = ["## Diagnostics", "",
+         "- " + text.tie_rate_sentence(r.ties.overall, m.nu),
+         "- " + text.position_sentence(r.position, m.gamma, FLAGGED if r.position.flagged else "")]
     if r.length is not None:
-        lb = r.length
-        L.append(f"- Length: the longer response wins {pct(lb.share)} of {lb.n:,} decisive judgments "
-                 f"[{pct(lb.ci_low)}, {pct(lb.ci_high)}]" + (" — **flagged**" if lb.flagged else "") + ".")
-    c = r.triads
-    L.append(f"- Circular triads: d = {c.d:g} of at most {c.d_max:g}; Kendall's ζ = {num(c.zeta)}"
-             + (f" (e.g. {' > '.join(c.examples[0])} > {c.examples[0][0]})" if c.examples else "") + ".")
-    rs = r.reasons
-    L.append(f"- Reasons: {pct(rs.share_without_reason)} of {rs.n_decisive:,} decisive judgments carry no reason.")
-    L.append("")
+        L.append("- " + text.length_sentence(r.length, FLAGGED if r.length.flagged else ""))
+    L += ["- " + text.triads_sentence(r.triads), "- " + text.reasons_sentence(rs), ""]
     if any(x.win_reasons and any(s.reason for s in x.win_reasons) for x in rs.rows):
         L += ["### Reasons (share of each system's wins / losses)", ""]
         L += table(["system", "wins", "win reasons", "losses", "loss reasons"],
@@ -140,8 +119,7 @@ def _annotators(r) -> list[str]:
                  pct(a.fast_share, 0), pct(a.left_share, 0), a.longest_run, ", ".join(a.flags) or "—"]
                 for a in r.annotators.annotators])
     if ag.method:
-        L += [f"Agreement on {ag.n_items} overlap comparisons ({ag.n_annotators} annotators): "
-              f"{ag.method} κ = {num(ag.kappa, '.2f')}.", ""]
+        L += [text.agreement_sentence(ag), ""]
     return L
 
 
