@@ -134,3 +134,22 @@ def test_markdown_carries_the_report_sentences(synth_report):
     from planner.workflows.style_report import markdown_section
 
     assert render_markdown is md.render_markdown and markdown_section is md.style_section
+
+
+def test_diagnostics_sentences_carry_the_table_numbers(synth_report):
+    r = synth_report
+    doc = md.render_markdown(r)
+    p, g = r.position, r.model.gamma
+    s = text.position_sentence(p, g, md.FLAGGED)
+    assert f"- {s}" in doc and s.endswith(" — **flagged**.")
+    # left %, n, Wilson interval, right %, gamma mean and 95% interval: printed to 0.1 point / 0.001 logit
+    assert _numbers(s) == pytest.approx([100 * p.left_win_rate, p.n_decisive, 100 * p.ci_low, 100 * p.ci_high,
+                                         100 * (1 - p.left_win_rate), g.mean, g.lo, g.hi], abs=0.051)
+    tr = r.ties.overall
+    s = text.tie_rate_sentence(tr, r.model.nu)
+    assert f"- {s}" in doc
+    assert _numbers(s) == pytest.approx([100 * tr.rate, tr.usable, 100 * tr.ci_low, 100 * tr.ci_high,
+                                         r.model.nu.mean, r.model.nu.lo, r.model.nu.hi], abs=0.051)
+    lb = r.length
+    assert f"- {text.length_sentence(lb, md.FLAGGED if lb.flagged else '')}" in doc
+    assert f"- {text.reasons_sentence(r.reasons)}" in doc and f"- {text.triads_sentence(r.triads)}" in doc
