@@ -110,11 +110,20 @@ def _num(x, fmt: str = ".3f") -> str:
 
 
 def _render(r) -> None:
+    con = out()
+    _render_leaderboard(con, r)
+    _render_pairs(con, r)
+    _render_diagnostics(con, r)
+    _render_annotators(con, r)
+    _render_strata(con, r)
+    if r.acceptability is not None and r.acceptability_source:
+        con.print(f"acceptability from {r.acceptability_source}: pass rates with Wilson 95% intervals "
+                  "in the leaderboard", markup=False, soft_wrap=True)
+
+
+def _render_leaderboard(con, r) -> None:
     from rich.table import Table
 
-    from planner.model.bt import ELO_SCALE as ELO
-
-    con = out()
     t = r.totals
     con.print(f"{r.study}: A {t['A']:,} / B {t['B']:,} / tie {t['tie']:,} / invalid {t['invalid']:,}; "
               f"engine {r.model.engine}" + (" (by stratum, re-weighted)" if r.model.by_stratum else ""),
@@ -142,6 +151,10 @@ def _render(r) -> None:
         tab.add_row(*row)
     con.print(tab)
 
+
+def _render_pairs(con, r) -> None:
+    from rich.table import Table
+
     tab = Table(title="pairs (a = earlier in the study's system order)")
     for h in ("a", "b", "a wins", "b wins", "ties", "inv", "score", "P(a>b)"):
         tab.add_column(h, justify="left" if h in ("a", "b") else "right", no_wrap=h in ("a", "b"))
@@ -159,6 +172,10 @@ def _render(r) -> None:
             tab.add_row(a.system, str(a.wins), str(a.losses), str(a.ties), str(a.invalid), _pct(a.win_rate),
                         f"[{_pct(a.ci_low)}, {_pct(a.ci_high)}]", _num(a.pvalue, ".3g"))
         con.print(tab)
+
+
+def _render_diagnostics(con, r) -> None:
+    from rich.table import Table
 
     m, p, c = r.model, r.position, r.triads
     tab = Table(title="diagnostics", show_header=False)
@@ -187,6 +204,10 @@ def _render(r) -> None:
         tab.add_row("posterior", f"saved in the study as {r.posterior_artifact}")
     con.print(tab)
 
+
+def _render_annotators(con, r) -> None:
+    from rich.table import Table
+
     if r.annotators is not None and r.annotators.annotators:
         tab = Table(title="annotators")
         for h in ("annotator", "judgments", "attention", "swap", "kappa", "fast", "left", "run", "flags"):
@@ -213,6 +234,12 @@ def _render(r) -> None:
                         f"{x.losses:,}", ", ".join(f"{s.reason or 'none'} {_pct(s.share, 0)}" for s in x.loss_reasons))
         con.print(tab)
 
+
+def _render_strata(con, r) -> None:
+    from rich.table import Table
+
+    from planner.model.bt import ELO_SCALE as ELO
+
     st = r.strata
     if len(st.rows) > 1 and st.rows[0].mean is not None:
         tab = Table(title="strength per stratum (Elo, partially pooled)")
@@ -235,16 +262,12 @@ def _render(r) -> None:
                     *(_num(v) for v in st.weighted_scores))
         con.print(tab)
 
-    if has_acc and r.acceptability_source:
-        con.print(f"acceptability from {r.acceptability_source}: pass rates with Wilson 95% intervals "
-                  "in the leaderboard", markup=False, soft_wrap=True)
-
 
 def _render_style(sc) -> None:
     """Raw and controlled leaderboards, style coefficients, LC win rates (planner.workflows.style_report)."""
     from rich.table import Table
 
-    from planner.workflows.style_report import lc_sentence
+    from planner.text import lc_sentence
 
     con = out()
     if sc.rows:

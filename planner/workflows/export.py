@@ -20,15 +20,12 @@ byte-identical CSV/JSONL files.
 
 from __future__ import annotations
 
-import csv
-import io
 import json
-import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Sequence
 
 from planner.errors import UsageError, quote
+from planner.formats.tables import ENCODERS
 
 FORMATS = ("csv", "jsonl", "parquet")
 PAIR_COLUMNS = ("x", "y", "stratum", "x_wins", "y_wins", "ties", "invalid", "n", "x_score")
@@ -47,43 +44,6 @@ class ExportResult:
 
     def to_dict(self) -> dict:
         return {"files": list(self.files), "judgments": self.judgments, "pairs": self.pairs, "engine": self.engine}
-
-
-def _cell(v):
-    if isinstance(v, float) and not math.isfinite(v):
-        return None
-    return v
-
-
-def _csv_bytes(columns: Sequence[str], rows: Iterable[Sequence]) -> bytes:
-    from planner.formats.writers import neutralize_cell
-
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\r\n")  # RFC 4180; a CR inside a cell is then quoted
-    w.writerow(columns)
-    for r in rows:
-        w.writerow(["" if v is None else neutralize_cell(v) if isinstance(v, str) else repr(v)
-                    if isinstance(v, float) else v for v in (_cell(x) for x in r)])
-    return buf.getvalue().encode("utf-8")
-
-
-def _jsonl_bytes(columns: Sequence[str], rows: Iterable[Sequence]) -> bytes:
-    return "".join(json.dumps(dict(zip(columns, map(_cell, r))), ensure_ascii=False) + "\n"
-                   for r in rows).encode("utf-8")
-
-
-def _parquet_bytes(columns: Sequence[str], rows: Iterable[Sequence]) -> bytes:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    rows = list(rows)
-    table = pa.table({c: [_cell(r[k]) for r in rows] for k, c in enumerate(columns)})
-    buf = io.BytesIO()
-    pq.write_table(table, buf)
-    return buf.getvalue()
-
-
-_ENCODERS = {"csv": _csv_bytes, "jsonl": _jsonl_bytes, "parquet": _parquet_bytes}
 
 
 def _pair_rows(study) -> list[tuple]:
@@ -163,7 +123,7 @@ def export_study(path, out, *, format: str = "csv", engine: str | None = "laplac
         raise UsageError(f"--out ({quote(str(out))}) is a file; expected a directory")
     if not out.parent.is_dir():
         raise UsageError(f"--out ({quote(str(out))}): its parent directory does not exist")
-    enc = _ENCODERS[format]
+    enc = ENCODERS[format]
     with Study.open(path) as study:
         rows = list(study.judgment_table())
         pairs = _pair_rows(study)

@@ -20,6 +20,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from planner.errors import DataError, UsageError
+from planner import text
+from planner.formats.markdown import style_section as markdown_section
+from planner.text import STYLE_DECIDE_NOTE, lc_sentence, style_sentence
+
+__all__ = ["VERDICT_CODE", "StyleInputs", "read_style_inputs", "design_from_inputs", "controlled_fit",
+           "controlled_fit_by_stratum", "STYLE_DECIDE_NOTE", "StyleRow", "CoefRow", "StyleControlReport",
+           "style_sentence", "lc_rates",
+           "is_anchor_design", "style_control_report", "lc_sentence", "markdown_section"]
 
 VERDICT_CODE = {"A": 0, "B": 1, "tie": 2}
 
@@ -123,11 +131,6 @@ def controlled_fit_by_stratum(study, strata, *, engine: str = "laplace", seed: i
                    stratum_sd=np.repeat(sf.fit.sd[None, :], k, axis=0))
 
 
-STYLE_DECIDE_NOTE = ("style control: the Bayesian columns use the style-controlled model (pooled over strata: "
-                     "the win probability between responses of equal length and markdown); the per-stratum "
-                     "tests and the verdict use the raw verdict counts")
-
-
 # ------------------------------------------------------------------ report
 @dataclass(frozen=True)
 class StyleRow:
@@ -186,28 +189,6 @@ class StyleControlReport:
     warnings: tuple[str, ...]
 
 
-def style_sentence(coefs, rows) -> str:
-    """One sentence from the length coefficient and the two orders (the numbers in the tables)."""
-    c = next(x for x in coefs if x.feature == "length")
-    ratio = (1 + c.scale) / (1 - c.scale) if c.scale < 1 else float("inf")
-    if c.lo > 0:
-        head = "longer answers are favoured"
-    elif c.hi < 0:
-        head = "shorter answers are favoured"
-    else:
-        head = "no credible length preference"
-    s = (f"{head}: an answer {ratio:.1f}x as long as its opponent's (one rms unit of the normalised length "
-         f"difference, {c.scale:.2f}) multiplies its odds of winning by {c.odds_ratio:.2f} "
-         f"({c.odds_lo:.2f}–{c.odds_hi:.2f})")
-    moved = [r.system for r in rows if r.rank != r.raw_rank]
-    raw_leader = next(r.system for r in rows if r.raw_rank == 1)
-    s += (f"; controlling for style changes the rank of {len(moved)} of {len(rows)} systems"
-          if moved else "; controlling for style leaves the order unchanged")
-    if rows[0].system != raw_leader:
-        s += f" and the leader ({raw_leader} raw, {rows[0].system} controlled)"
-    return s + "."
-
-
 def _coef_rows(sf) -> tuple[CoefRow, ...]:
     return tuple(CoefRow(f, float(sc), c.mean, c.sd, c.lo, c.hi, math.exp(c.mean), math.exp(c.lo), math.exp(c.hi))
                  for f, sc, c in zip(sf.features, sf.scale, sf.coef))
@@ -240,14 +221,14 @@ def lc_rates(inp: StyleInputs, anchor: str) -> tuple[tuple, tuple[str, ...]]:
     notes = []
     other = int(np.sum((inp.a != k) & (inp.b != k)))
     if other:
-        notes.append(f"LC win rates use the judgments against {anchor} only ({other:,} others left out)")
+        notes.append(text.lc_others_note(anchor, other))
     res = []
     for s, name in enumerate(inp.systems):
         if s == k:
             continue
         idx = np.flatnonzero(((inp.a == s) & (inp.b == k)) | ((inp.a == k) & (inp.b == s)))
         if idx.size < 3:
-            notes.append(f"LC win rate of {name} not computed: {idx.size} usable judgment(s) against {anchor}")
+            notes.append(text.lc_not_computed_note(name, idx.size, anchor))
             continue
         s_is_a = inp.a[idx] == s
         y = np.where(inp.outcome[idx] == 2, 0.5, (inp.outcome[idx] == 0) == s_is_a).astype(float)
@@ -259,10 +240,7 @@ def lc_rates(inp: StyleInputs, anchor: str) -> tuple[tuple, tuple[str, ...]]:
         res.append(r)
         if is_extreme_change(r.win_rate, r.lc_win_rate):
             longer = float(np.mean(ls > la))
-            notes.append(f"LC win rate of {name} ({100 * r.lc_win_rate:.1f}%) is far from its raw win rate "
-                         f"({100 * r.win_rate:.1f}%; AlpacaEval's warning rule, possibly a GLM failure): its "
-                         f"answer is the longer one in {100 * longer:.0f}% of these judgments, so equal length "
-                         "is an extrapolation")
+            notes.append(text.lc_extreme_note(name, r.lc_win_rate, r.win_rate, longer))
     return tuple(res), tuple(notes)
 
 
@@ -298,39 +276,3 @@ def style_control_report(study, raw_fit, *, engine: str = "laplace", seed: int =
     return StyleControlReport(engine, sf.fit.n_usable, inp.n_excluded, rows, coefs, sf.fit.gamma, sf.fit.nu,
                               style_sentence(coefs, rows), sum(r.rank != r.raw_rank for r in rows), lc_anchor,
                               lc, lc_notes, sf.fit.diagnostics.warnings)
-
-
-def lc_sentence(lc_anchor: str, r) -> str:
-    """One line per LC row, from its numbers."""
-    return (f"{r.system} vs {lc_anchor}: length-controlled win rate {100 * r.lc_win_rate:.1f}% "
-            f"[{100 * r.lc_lo:.1f}%, {100 * r.lc_hi:.1f}%] (raw {100 * r.win_rate:.1f}%, n = {r.n})")
-
-
-def markdown_section(sc: StyleControlReport) -> list[str]:
-    """The Markdown lines of the style-control section."""
-    from planner.workflows.report import _table as table
-
-    L = ["## Style control", ""]
-    if sc.rows:
-        L += [f"Bradley–Terry–Davidson with style covariates (length, headers, list items, bold; Chatbot Arena's "
-              f"style control), engine {sc.engine}, {sc.n_used:,} judgments"
-              + (f" ({sc.n_excluded:,} without both response texts left out)" if sc.n_excluded else "") + ".",
-              "", sc.sentence, ""]
-        L += table(["system", "raw rank", "raw β [95% CrI]", "controlled rank", "controlled β [95% CrI]",
-                    "controlled rank 95%", "P(best)"],
-                   [[r.system, r.raw_rank, f"{r.raw_mean:+.3f} [{r.raw_lo:+.3f}, {r.raw_hi:+.3f}]", r.rank,
-                     f"{r.mean:+.3f} [{r.lo:+.3f}, {r.hi:+.3f}]",
-                     f"{r.rank_low}" if r.rank_low == r.rank_high else f"{r.rank_low}–{r.rank_high}",
-                     f"{r.p_best:.3f}"] for r in sc.rows])
-        L += table(["feature", "rms unit", "coefficient (logit/unit)", "95% CrI", "odds ratio", "95% CrI"],
-                   [[c.feature, f"{c.scale:.3f}", f"{c.mean:+.3f}", f"[{c.lo:+.3f}, {c.hi:+.3f}]",
-                     f"{c.odds_ratio:.2f}", f"[{c.odds_lo:.2f}, {c.odds_hi:.2f}]"] for c in sc.coefficients])
-        L += [f"Controlled model: position γ = {sc.position.mean:.3f} [{sc.position.lo:.3f}, {sc.position.hi:.3f}], "
-              f"ν = {sc.nu.mean:.3f} [{sc.nu.lo:.3f}, {sc.nu.hi:.3f}]; strengths' prior sd fixed at 3 logits.", ""]
-    if sc.lc:
-        L += [f"### Length-controlled win rate against {sc.lc_anchor} (AlpacaEval LC GLM)", ""]
-        L += table(["system", "n", "raw win rate", "LC win rate", "95% CI", "tanh-length weight"],
-                   [[r.system, r.n, f"{100 * r.win_rate:.1f}%", f"{100 * r.lc_win_rate:.1f}%",
-                     f"[{100 * r.lc_lo:.1f}%, {100 * r.lc_hi:.1f}%]", f"{r.weights['tanh_length']:+.3f}"]
-                    for r in sc.lc])
-    return L  # its notes and warnings are in the report's Notes and Flags

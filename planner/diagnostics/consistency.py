@@ -1,0 +1,113 @@
+"""Consistency of the majority tournament: Kendall–Babington Smith circular triads."""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+from planner.counts import Counts
+from planner.errors import DataError, UsageError
+
+
+# ---------------------------------------------------------- circular triads
+@dataclass(frozen=True)
+class CircularTriads:
+    """Kendall–Babington Smith circular triads of the majority tournament.
+
+    ``d``: number of circular triads (expected value when some pair's majority
+    is tied, see below); ``d_max``: ``(m³ - m)/24`` for odd m, ``(m³ - 4m)/24``
+    for even m; ``zeta = 1 - d/d_max`` (Kendall's coefficient of consistency;
+    1 = transitive). ``scores``: per system, majority wins (a tied pair gives
+    each side 0.5). ``zeta`` is ``None`` when ``m < 3`` or any pair is
+    unobserved (``n_unobserved_pairs``); ``d`` then counts only triads whose
+    three pairs are observed. ``examples``: up to ``max_examples`` circular
+    triads ``(x, y, z)`` meaning x beat y, y beat z, z beat x (decided pairs
+    only), in system order.
+    """
+
+    systems: tuple[str, ...]
+    m: int
+    d: float
+    d_max: float
+    zeta: float | None
+    scores: tuple[float, ...]
+    n_tied_pairs: int
+    n_unobserved_pairs: int
+    examples: tuple[tuple[str, str, str], ...]
+
+
+def _triad_circular_probability(e_ij: float, e_jk: float, e_ki: float) -> float:
+    """P(triad i, j, k is circular) given P(i→j), P(j→k), P(k→i) (0, 0.5 or 1)."""
+    return e_ij * e_jk * e_ki + (1 - e_ij) * (1 - e_jk) * (1 - e_ki)
+
+
+def circular_triads(data: Counts | np.ndarray, systems: Sequence[str] | None = None,
+                    max_examples: int = 10) -> CircularTriads:
+    """Circular triads ``d`` and Kendall's coefficient of consistency ``zeta``.
+
+    Parameters
+    ----------
+    data : Counts or ndarray (M, M)
+        A win matrix ``W[i, j]`` = wins of i over j (count ties as you wish,
+        e.g. half each), or Counts, from which ``W[i, j]`` = i's wins over j
+        plus half the ties, pooled over positions and strata.
+    systems : sequence of str, optional
+        Names for a matrix input (default ``"0"``, ``"1"``, …).
+
+    Notes
+    -----
+    Pair (i, j) is decided for i when ``W[i, j] > W[j, i]``; a pair with
+    ``W[i, j] == W[j, i] > 0`` is a *tied majority* and is broken by a fair
+    coin **in expectation**: a triad containing tied pairs contributes its
+    probability of being circular (0, 1/4 or 1/2), so ``d`` may be a multiple
+    of 1/4. Without tied pairs ``d`` equals
+    ``m(m-1)(2m-1)/12 - ½ Σ s_i²`` (Kendall & Babington Smith 1940,
+    Biometrika 31:324–345). Pairs with no usable judgment are unobserved.
+    """
+    if isinstance(data, Counts):
+        names = data.systems
+        t = data.pair_tensor()
+        w = t[:, :, 0] + 0.5 * t[:, :, 2]
+        observed = (t[:, :, :3].sum(axis=2)) > 0
+    else:
+        w = np.asarray(data, dtype=float)
+        if w.ndim != 2 or w.shape[0] != w.shape[1]:
+            raise UsageError(f"win matrix shape ({w.shape}) must be square (M, M)")
+        names = tuple(systems) if systems is not None else tuple(str(i) for i in range(w.shape[0]))
+        if len(names) != w.shape[0]:
+            raise UsageError(f"systems ({len(names)} names) must match the win matrix size ({w.shape[0]})")
+        if np.any(w < 0):
+            raise DataError("win matrix entries must be >= 0")
+        observed = (w + w.T) > 0
+    m = len(names)
+    # e[i, j] = P(i beats j in the majority tournament): 1, 0 or 0.5 (tied majority)
+    e = np.where(w > w.T, 1.0, np.where(w < w.T, 0.0, 0.5))
+    np.fill_diagonal(e, 0.0)
+    np.fill_diagonal(observed, True)
+    scores = tuple(float(x) for x in e.sum(axis=1))
+    iu = np.triu_indices(m, 1)
+    n_unobserved = int((~observed[iu]).sum())
+    n_tied = int(((e[iu] == 0.5) & observed[iu]).sum())
+    d = 0.0
+    examples = []
+    for i, j, k in itertools.combinations(range(m), 3):
+        if not (observed[i, j] and observed[j, k] and observed[i, k]):
+            continue
+        pc = _triad_circular_probability(e[i, j], e[j, k], e[k, i])
+        d += pc
+        if pc == 1.0 and len(examples) < max_examples:
+            x, y, z = (i, j, k) if e[i, j] == 1.0 else (i, k, j)
+            examples.append((names[x], names[y], names[z]))
+    d_max = (m ** 3 - m) / 24.0 if m % 2 else (m ** 3 - 4 * m) / 24.0
+    zeta = None if (m < 3 or n_unobserved) else 1.0 - d / d_max
+    return CircularTriads(tuple(names), m, d, d_max, zeta, scores, n_tied, n_unobserved, tuple(examples))
+
+
+def circular_triads_from_scores(scores: Sequence[float]) -> float:
+    """``d = m(m-1)(2m-1)/12 - ½ Σ s_i²`` for a complete tournament (Kendall & Babington Smith 1940)."""
+    s = np.asarray(scores, dtype=float)
+    m = s.size
+    return m * (m - 1) * (2 * m - 1) / 12.0 - 0.5 * float((s * s).sum())

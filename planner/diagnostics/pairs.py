@@ -1,0 +1,187 @@
+"""Per-pair figures: the pair table, P(better) from draws, tests against an anchor, tie rates."""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from planner.counts import Counts, half_tie_score
+from planner.diagnostics.records import _binom_p, _check_level
+from planner.errors import UsageError
+from planner.stats.proportions import proportion, wilson_interval
+
+
+# ---------------------------------------------------------------- pair table
+@dataclass(frozen=True)
+class PairRow:
+    """Counts of one unordered pair, oriented to the system earlier in ``systems``.
+
+    ``a_wins``: judgments ``system_a`` won, in either position; ``b_wins``: won
+    by ``system_b``. ``score`` is ``system_a``'s half-tie score (``None`` with
+    no usable judgment). ``p_a_better`` is P(``system_a`` better than
+    ``system_b``) from the model when a probability matrix was given.
+    """
+
+    system_a: str
+    system_b: str
+    a_wins: int
+    b_wins: int
+    ties: int
+    invalid: int
+    score: float | None
+    p_a_better: float | None
+
+
+@dataclass(frozen=True)
+class PairTable:
+    systems: tuple[str, ...]
+    rows: tuple[PairRow, ...]
+
+
+def pair_table(counts: Counts, p_better: np.ndarray | None = None) -> PairTable:
+    """Per unordered pair with any judgment: A/B/tie/invalid, half-tie score, P(better).
+
+    Parameters
+    ----------
+    counts : Counts
+        Pooled over positions and strata here.
+    p_better : ndarray (M, M), optional
+        ``p_better[i, j]`` = posterior P(system i better than system j), from
+        the model (the hook for ``planner.model``); rows and columns follow
+        ``counts.systems``.
+
+    Each pair is oriented to system order: ``system_a`` is the one with the
+    smaller index in ``counts.systems``.
+    """
+    m = len(counts.systems)
+    if p_better is not None:
+        p_better = np.asarray(p_better, dtype=float)
+        if p_better.shape != (m, m):
+            raise UsageError(f"p_better shape ({p_better.shape}) must be ({m}, {m})")
+    t = counts.pair_tensor()
+    rows = []
+    for i, j in itertools.combinations(range(m), 2):
+        w, l, ti, inv = (int(x) for x in t[i, j])
+        if w + l + ti + inv == 0:
+            continue
+        rows.append(PairRow(counts.systems[i], counts.systems[j], w, l, ti, inv,
+                            half_tie_score(w, l, ti),
+                            None if p_better is None else float(p_better[i, j])))
+    return PairTable(counts.systems, tuple(rows))
+
+
+def p_better_from_draws(draws: np.ndarray) -> np.ndarray:
+    """``P[i, j]`` = share of posterior draws with ``beta_i > beta_j`` (diagonal 0.5).
+
+    ``draws`` has shape (n_draws, M), e.g. the model's ``beta_draws``; the
+    result is the ``p_better`` argument of :func:`pair_table`.
+    """
+    d = np.asarray(draws, dtype=float)
+    if d.ndim != 2 or d.shape[0] == 0:
+        raise UsageError(f"draws shape ({d.shape}) must be (n_draws > 0, M)")
+    p = (d[:, :, None] > d[:, None, :]).mean(axis=0)
+    np.fill_diagonal(p, 0.5)
+    return p
+
+
+# -------------------------------------------------------------- anchor tests
+@dataclass(frozen=True)
+class AnchorRow:
+    """One candidate against the anchor (both positions, all strata pooled).
+
+    ``win_rate = k / n`` with ``k = wins`` and ``n = wins + losses`` under the
+    ``"drop"`` tie convention, or ``k = wins + ties/2`` and
+    ``n = wins + losses + ties`` under ``"half"``. ``pvalue``: exact two-sided
+    binomial test of ``win_rate = 0.5``; under ``"half"`` the test uses ``k``
+    rounded toward ``n/2`` (conservative).
+    """
+
+    system: str
+    wins: int
+    losses: int
+    ties: int
+    invalid: int
+    n: int
+    win_rate: float | None
+    ci_low: float | None
+    ci_high: float | None
+    pvalue: float | None
+
+
+@dataclass(frozen=True)
+class AnchorTests:
+    anchor: str
+    ties: str
+    confidence_level: float
+    rows: tuple[AnchorRow, ...]
+
+
+def anchor_tests(counts: Counts, anchor: str, ties: str = "drop",
+                 confidence_level: float = 0.95) -> AnchorTests:
+    """Each candidate's win rate against ``anchor`` with binomial test and Wilson interval.
+
+    Parameters
+    ----------
+    ties : {"drop", "half"}
+        ``"drop"`` (default): ties leave the denominator; ``"half"``: a tie
+        counts half a win.
+    """
+    if ties not in ("drop", "half"):
+        raise UsageError(f"ties ({ties!r}) must be 'drop' or 'half'")
+    _check_level(confidence_level)
+    if anchor not in counts.systems:
+        raise UsageError(f"anchor ({anchor!r}) must be one of the systems: {', '.join(counts.systems)}")
+    k_anchor = counts.systems.index(anchor)
+    t = counts.pair_tensor()
+    rows = []
+    for i, name in enumerate(counts.systems):
+        if i == k_anchor:
+            continue
+        w, l, ti, inv = (int(x) for x in t[i, k_anchor])
+        if w + l + ti + inv == 0:
+            continue
+        if ties == "drop":
+            k, n, k_test = float(w), w + l, w
+        else:
+            k, n = w + 0.5 * ti, w + l + ti
+            k_test = math.floor(k) if k > n / 2 else math.ceil(k)
+        lo, hi = wilson_interval(k, n, confidence_level)
+        rows.append(AnchorRow(name, w, l, ti, inv, n, k / n if n else None, lo, hi, _binom_p(k_test, n)))
+    return AnchorTests(anchor, ties, confidence_level, tuple(rows))
+
+
+# ------------------------------------------------------------------ tie rate
+@dataclass(frozen=True)
+class StratumTieRate:
+    stratum: str
+    ties: int
+    usable: int
+    rate: float | None
+    ci_low: float | None
+    ci_high: float | None
+
+
+@dataclass(frozen=True)
+class TieRates:
+    """Ties / usable (A + B + tie) judgments, overall and per stratum."""
+
+    overall: StratumTieRate
+    per_stratum: tuple[StratumTieRate, ...]
+
+
+def tie_rates(counts: Counts, confidence_level: float = 0.95) -> TieRates:
+    """Tie rate = ties / (A + B + tie); invalid judgments are not in the denominator."""
+    _check_level(confidence_level)
+
+    def row(name, ties, usable):
+        p = proportion(ties, usable, confidence_level)
+        return StratumTieRate(name, int(ties), int(usable), p.rate, p.ci_low, p.ci_high)
+
+    per = []
+    for s, name in enumerate(counts.strata):
+        sel = counts.stratum == s
+        per.append(row(name, counts.ties[sel].sum(), counts.usable[sel].sum()))
+    return TieRates(row("all", counts.ties.sum(), counts.usable.sum()), tuple(per))
