@@ -51,7 +51,7 @@ from planner.stats import distributions as stats  # stats.norm without importing
 from planner.model import bt
 from planner.counts import Counts
 from planner.errors import UsageError, check_range
-from planner.stats.power import check_look
+from planner.stats.sequential import check_look
 from planner.stats.proportions import half_tie_interval, half_tie_score_z, newcombe_difference, wilson_interval
 
 MODES = ("non-inferiority", "superiority")
@@ -335,7 +335,7 @@ def _critical(m: int, alpha: float, look: int, looks: int, boundary: str) -> flo
     """
     if looks <= 1:
         return float(stats.norm.isf(alpha / (2 * m)))
-    from planner.stats.power import sequential_design
+    from planner.stats.sequential import sequential_design
 
     return float(sequential_design(looks, alpha / m, PLANNING_POWER, boundary, "two-sided").z_boundaries[look - 1])
 
