@@ -1,4 +1,4 @@
-"""planner.workflows.decide: release gates per stratum, Holm, sequential looks, acceptability gate."""
+"""planner.gate and planner.workflows.decide: release gates per stratum, Holm, sequential looks, acceptability gate."""
 
 from __future__ import annotations
 
@@ -12,8 +12,10 @@ from scipy import stats
 
 from planner.stats import power as pw
 from planner.counts import Counts
-from planner.workflows.decide import (EXIT_CODES, conditional_threshold, decide, decide_counts, holm, holm_adjusted,
-                            newcombe_difference, _posterior)
+from planner.gate import EXIT_CODES, conditional_threshold, decide_counts, holm, holm_adjusted
+from planner.gate.estimates import posterior_columns as _posterior
+from planner.stats.proportions import newcombe_difference
+from planner.workflows.decide import decide
 from planner.errors import DataError, UsageError
 from planner.jsonable import jsonable
 from planner.store.study import Study

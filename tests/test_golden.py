@@ -98,7 +98,7 @@ def test_decide_counts_golden():
     """The release gate's figures on fixed counts with explicit stratum weights."""
     from _decide_fixture import SYSTEMS
     from planner.counts import Counts
-    from planner.workflows.decide import decide_counts
+    from planner.gate import decide_counts
     from planner.jsonable import jsonable
 
     recs = []
