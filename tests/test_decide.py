@@ -140,6 +140,15 @@ def test_min_pass_rate_without_verdicts_is_undecided(tmp_path):
     assert d.acceptability.status == "undecided" and "no acceptability verdicts" in d.acceptability.message
 
 
+def test_unstratified_pass_with_undecided_acceptability_says_so():
+    # one unnamed stratum ("all") whose win rate passes while --min-pass-rate has no verdicts to check:
+    # the sentence indexed the (empty) list of undecided strata and raised IndexError (a traceback)
+    d = decide_counts(counts_of({"all": (360, 240, 0)}), "new", "old", min_pass_rate=0.5)
+    assert d.strata[0].verdict == "pass" and d.acceptability.status == "undecided" and d.exit_code == 4
+    assert d.sentence == ("Release gate: UNDECIDED — new's win rate against old passes; acceptability undecided: "
+                          "new has no acceptability verdicts to check against --min-pass-rate 50%.")
+
+
 # --------------------------------------------------------------------------- Holm
 def test_holm_by_hand():
     # Holm (1979) with K = 3 one-sided tests at alpha/2 = 0.025: step j compares with z_{1-0.025/(K-j+1)}:

@@ -29,13 +29,18 @@ def decision_sentence(verdict, rows, gate, candidate, baseline, mode, margin, th
         return "Release gate: REGRESS — " + "; ".join(parts) + "."
     if verdict == "undecided":
         und = [r for r in rows if r.verdict == "undecided"]
-        parts = ["no stratum regresses" if where else f"{candidate} neither passes nor regresses yet"]
+        if where:
+            parts = ["no stratum regresses"]
+        elif und:
+            parts = [f"{candidate} neither passes nor regresses yet"]
+        else:  # the win rate passes; only the acceptability gate is undecided
+            parts = [f"{candidate}'s win rate against {baseline} passes"]
         if not any(r.n for r in rows):
             figs = [r.more_comparisons for r in rows]
             total = f" — about {sum(figs):,} comparisons needed" if all(f is not None for f in figs) else ""
             per = " over all strata" if len(rows) > 1 and total else ""
             parts = [f"{candidate} and {baseline} have not been compared yet{total}{per}"]
-        elif not where:
+        elif not where and und:
             f = und[0].more_comparisons
             if f is not None:
                 parts[-1] += f" — about {f:,} more comparisons needed"
