@@ -100,7 +100,6 @@ def size(
     """
     from planner.stats import power as pw
     from planner.stats.design import effect_from_win_rate
-    from planner.stats.pass_rate import pass_rate_size
     from planner.errors import UsageError
 
     hybrid_opts = {"--human-cost": human_cost, "--judge-cost": judge_cost, "--rho": rho, "--agreement": agreement,
@@ -121,15 +120,7 @@ def size(
     if given:
         call(_raise, UsageError(f"{given[0]} needs --hybrid"))
     if pass_rate is not None or precision is not None:
-        if pass_rate is None or precision is None:
-            missing = "--precision" if precision is None else "--pass-rate"
-            call(_raise, UsageError(f"{missing} is required with "
-                                    f"{'--pass-rate' if precision is None else '--precision'}"))
-        result = call(pass_rate_size, pass_rate, precision, invalid_rate=invalid_rate)
-        if json_:
-            print_json(result)
-        else:
-            _render_pass_rate(result)
+        _size_pass_rate(pass_rate, precision, invalid_rate, json_)
         return
     if effect is not None and win_rate is not None:
         call(_raise, UsageError("give either --effect or --win-rate, not both"))
@@ -156,6 +147,22 @@ def size(
 
 def _raise(exc: Exception) -> None:
     raise exc
+
+
+def _size_pass_rate(pass_rate, precision, invalid_rate: float, json_: bool) -> None:
+    """`size --pass-rate --precision`: acceptability items for the interval's half-width."""
+    from planner.errors import UsageError
+    from planner.stats.pass_rate import pass_rate_size
+
+    if pass_rate is None or precision is None:
+        missing = "--precision" if precision is None else "--pass-rate"
+        call(_raise, UsageError(f"{missing} is required with "
+                                f"{'--pass-rate' if precision is None else '--precision'}"))
+    result = call(pass_rate_size, pass_rate, precision, invalid_rate=invalid_rate)
+    if json_:
+        print_json(result)
+    else:
+        _render_pass_rate(result)
 
 
 def _render_size(r) -> None:
