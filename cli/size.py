@@ -1,7 +1,8 @@
 """`planner size` (power analysis) and `planner significance` (is a result a win?).
 
-Only typer and the standard library at module level; ``planner.stats.power`` (numpy,
-scipy) is imported inside the command functions and rich inside the renderers.
+Only typer and the standard library at module level; ``planner.stats`` (numpy,
+scipy.special) is imported inside the command functions, rich inside the renderers and the
+plot's matplotlib inside ``planner.formats.power_plot``.
 """
 
 from __future__ import annotations
@@ -98,6 +99,7 @@ def size(
     Example: planner size --effect 0.04
     """
     from planner.stats import power as pw
+    from planner.stats.design import effect_from_win_rate
     from planner.errors import UsageError
 
     hybrid_opts = {"--human-cost": human_cost, "--judge-cost": judge_cost, "--rho": rho, "--agreement": agreement,
@@ -118,20 +120,12 @@ def size(
     if given:
         call(_raise, UsageError(f"{given[0]} needs --hybrid"))
     if pass_rate is not None or precision is not None:
-        if pass_rate is None or precision is None:
-            missing = "--precision" if precision is None else "--pass-rate"
-            call(_raise, UsageError(f"{missing} is required with "
-                                    f"{'--pass-rate' if precision is None else '--precision'}"))
-        result = call(pw.pass_rate_size, pass_rate, precision, invalid_rate=invalid_rate)
-        if json_:
-            print_json(result)
-        else:
-            _render_pass_rate(result)
+        _size_pass_rate(pass_rate, precision, invalid_rate, json_)
         return
     if effect is not None and win_rate is not None:
         call(_raise, UsageError("give either --effect or --win-rate, not both"))
     if win_rate is not None:
-        effect = call(pw.effect_from_win_rate, win_rate)
+        effect = call(effect_from_win_rate, win_rate)
     d = pw.Design(alpha=alpha, power=power, alternative=alternative, tie_rate=tie_rate, ties=ties,
                   invalid_rate=invalid_rate, both_orders=both_orders, per_prompt=per_prompt, icc=icc,
                   systems=systems, design=design)
@@ -141,7 +135,9 @@ def size(
     result = call(pw.size, effect, d, budget=budget, power_at=power_at, table=table,
                   looks=looks, boundary=boundary)
     if plot is not None:
-        call(pw.plot_power, result, d, str(plot))
+        from planner.formats.power_plot import plot_power
+
+        call(plot_power, result, d, str(plot))
         message(f"wrote {plot}")
     if json_:
         print_json(result)
@@ -151,6 +147,22 @@ def size(
 
 def _raise(exc: Exception) -> None:
     raise exc
+
+
+def _size_pass_rate(pass_rate, precision, invalid_rate: float, json_: bool) -> None:
+    """`size --pass-rate --precision`: acceptability items for the interval's half-width."""
+    from planner.errors import UsageError
+    from planner.stats.pass_rate import pass_rate_size
+
+    if pass_rate is None or precision is None:
+        missing = "--precision" if precision is None else "--pass-rate"
+        call(_raise, UsageError(f"{missing} is required with "
+                                f"{'--pass-rate' if precision is None else '--precision'}"))
+    result = call(pass_rate_size, pass_rate, precision, invalid_rate=invalid_rate)
+    if json_:
+        print_json(result)
+    else:
+        _render_pass_rate(result)
 
 
 def _render_size(r) -> None:
@@ -269,9 +281,9 @@ def _size_hybrid(effect, win_rate, alpha, power, alternative, tie_rate, systems,
         if effect is not None and win_rate is not None:
             call(_raise, UsageError("give either --effect or --win-rate, not both"))
         if win_rate is not None:
-            from planner.stats import power as pw
+            from planner.stats.design import effect_from_win_rate
 
-            effect = call(pw.effect_from_win_rate, win_rate)
+            effect = call(effect_from_win_rate, win_rate)
         if effect is None:
             call(_raise, UsageError("--hybrid needs a target: --effect, --win-rate or --width"))
         p = call(hb.plan_for_effect, effect, *costs, alpha=alpha, power=power, alternative=alternative,
@@ -357,9 +369,9 @@ def significance(
 
     Example: planner significance --wins 54 --losses 46
     """
-    from planner.stats import power as pw
+    from planner.stats.significance import significance as run
 
-    r = call(pw.significance, wins, losses, ties, ties_convention=ties_convention, confidence=confidence,
+    r = call(run, wins, losses, ties, ties_convention=ties_convention, confidence=confidence,
              alternative=alternative, look=look, looks=looks, boundary=boundary)
     if json_:
         print_json(r)

@@ -1,4 +1,4 @@
-"""planner.workflows.decide: release gates per stratum, Holm, sequential looks, acceptability gate."""
+"""planner.gate and planner.workflows.decide: release gates per stratum, Holm, sequential looks, acceptability gate."""
 
 from __future__ import annotations
 
@@ -12,8 +12,10 @@ from scipy import stats
 
 from planner.stats import power as pw
 from planner.counts import Counts
-from planner.workflows.decide import (EXIT_CODES, conditional_threshold, decide, decide_counts, holm, holm_adjusted,
-                            newcombe_difference, _posterior)
+from planner.gate import EXIT_CODES, conditional_threshold, decide_counts, holm, holm_adjusted
+from planner.gate.estimates import posterior_columns as _posterior
+from planner.stats.proportions import newcombe_difference
+from planner.workflows.decide import decide
 from planner.errors import DataError, UsageError
 from planner.jsonable import jsonable
 from planner.store.study import Study
@@ -136,6 +138,15 @@ def test_min_pass_rate_without_verdicts_is_undecided(tmp_path):
     path = build_study(tmp_path, "noacc", {"chat": (360, 240, 0)})
     d = decide(path, "new", "old", min_pass_rate=0.5)
     assert d.acceptability.status == "undecided" and "no acceptability verdicts" in d.acceptability.message
+
+
+def test_unstratified_pass_with_undecided_acceptability_says_so():
+    # one unnamed stratum ("all") whose win rate passes while --min-pass-rate has no verdicts to check:
+    # the sentence indexed the (empty) list of undecided strata and raised IndexError (a traceback)
+    d = decide_counts(counts_of({"all": (360, 240, 0)}), "new", "old", min_pass_rate=0.5)
+    assert d.strata[0].verdict == "pass" and d.acceptability.status == "undecided" and d.exit_code == 4
+    assert d.sentence == ("Release gate: UNDECIDED — new's win rate against old passes; acceptability undecided: "
+                          "new has no acceptability verdicts to check against --min-pass-rate 50%.")
 
 
 # --------------------------------------------------------------------------- Holm

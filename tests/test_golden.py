@@ -75,22 +75,22 @@ def test_report_no_weights_golden(tmp_path):
 
 def test_interval_goldens():
     """Wilson bounds, Wilson half-widths, Newcombe differences and significance() intervals."""
-    from planner.workflows import decide
     from planner import diagnostics
-    from planner.stats import power
+    from planner.stats import proportions
+    from planner.stats.significance import significance
 
     grid = [(0, 1), (0, 10), (1, 10), (5, 10), (10, 10), (37, 80), (484, 967), (3, 1000)]
     doc: dict = {}
     for conf in (0.9, 0.95, 0.99):
         for k, n in grid:
             doc[f"wilson {k}/{n} @{conf}"] = list(diagnostics.wilson_interval(k, n, conf))
-            doc[f"half-width {k}/{n} @{conf}"] = float(power.wilson_half_width(k / n, n, conf))
-            sig = power.significance(k, n - k, confidence=conf)
+            doc[f"half-width {k}/{n} @{conf}"] = float(proportions.wilson_half_width(k / n, n, conf))
+            sig = significance(k, n - k, confidence=conf)
             doc[f"significance {k}/{n} @{conf}"] = [sig.wilson.low, sig.wilson.high]
-    doc["half-widths vector"] = [float(x) for x in power.wilson_half_width(0.3, np.arange(1, 40), 0.95)]
+    doc["half-widths vector"] = [float(x) for x in proportions.wilson_half_width(0.3, np.arange(1, 40), 0.95)]
     doc["fractional"] = list(diagnostics.wilson_interval(12.5, 30, 0.95))
     for a, n1, b, n2 in [(56, 70, 48, 80), (9, 10, 3, 10), (0, 5, 5, 5), (30, 60, 30, 60)]:
-        doc[f"newcombe {a}/{n1}-{b}/{n2}"] = list(decide.newcombe_difference(a, n1, b, n2, 0.95))
+        doc[f"newcombe {a}/{n1}-{b}/{n2}"] = list(proportions.newcombe_difference(a, n1, b, n2, 0.95))
     _check("intervals.json", doc)
 
 
@@ -98,7 +98,7 @@ def test_decide_counts_golden():
     """The release gate's figures on fixed counts with explicit stratum weights."""
     from _decide_fixture import SYSTEMS
     from planner.counts import Counts
-    from planner.workflows.decide import decide_counts
+    from planner.gate import decide_counts
     from planner.jsonable import jsonable
 
     recs = []

@@ -20,7 +20,7 @@ from scipy.special import gammaln
 from types import SimpleNamespace
 
 from planner.counts import Counts
-from planner.workflows.decide import decide_counts
+from planner.gate import decide_counts
 from planner.stats.proportions import half_tie_interval, half_tie_score_z, wilson_interval
 
 

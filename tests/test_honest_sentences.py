@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 
 from cli.main import app
 from planner.stats import power as pw
+from planner.stats.significance import significance
 
 runner = CliRunner()
 
@@ -27,7 +28,7 @@ def _flat(text):
 
 @pytest.mark.parametrize("wins,losses", [(60, 40), (54, 46), (61, 39), (70, 30), (59, 41), (40, 60)])
 def test_significance_sentence_matches_the_table(wins, losses):
-    r = pw.significance(wins, losses)
+    r = significance(wins, losses)
     text = r.conclusion
     # the decision is the exact binomial test (scipy, independently): p < 0.05 <=> "distinguishably"
     p = stats.binomtest(wins, wins + losses, 0.5).pvalue

@@ -1,4 +1,7 @@
-"""Tests for planner.stats.power: seed figures, statsmodels/scipy oracles, published constants."""
+"""Tests for planner.stats.power, sequential, significance, pass_rate and formats.power_plot.
+
+Seed figures, statsmodels/scipy oracles, published constants.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +13,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
+from planner.formats.power_plot import plot_power
 from planner.stats import power as pw
+from planner.stats.pass_rate import pass_rate_size
+from planner.stats.proportions import wilson_half_width
+from planner.stats.sequential import sequential_design
+from planner.stats.significance import significance
 from planner.errors import UsageError
 
 D0 = pw.Design()
@@ -139,7 +147,7 @@ def test_half_tie_variance_by_enumeration():
             scores = np.array([1.0, 0.5, 0.0])
             mean = probs @ scores
             var = probs @ (scores - mean) ** 2
-            sd0, sd1, shift = pw._sigmas(d, pw.Design(tie_rate=t, ties="half"))
+            sd0, sd1, shift = pw.sigmas(d, pw.Design(tie_rate=t, ties="half"))
             assert shift == pytest.approx(mean - 0.5, abs=1e-15)
             assert sd1 ** 2 == pytest.approx(var, abs=1e-15)
             assert sd0 ** 2 == pytest.approx((1 - t) / 4, abs=1e-15)
@@ -221,21 +229,21 @@ def test_round_trip_mde(d, alternative):
 def test_sequential_constants(K, cp, cb):
     # Pocock (1977) / Jennison & Turnbull (2000) Table 2.1: C_P(K) two-sided alpha 0.05;
     # O'Brien & Fleming (1979) / Jennison & Turnbull Table 2.3: C_B(K). Published to 3 decimals.
-    assert pw.sequential_design(K, 0.05, boundary="pocock").constant == pytest.approx(cp, abs=6e-4)
-    assert pw.sequential_design(K, 0.05, boundary="obrien-fleming").constant == pytest.approx(cb, abs=6e-4)
+    assert sequential_design(K, 0.05, boundary="pocock").constant == pytest.approx(cp, abs=6e-4)
+    assert sequential_design(K, 0.05, boundary="obrien-fleming").constant == pytest.approx(cb, abs=6e-4)
 
 
 @pytest.mark.parametrize("K,rp,rb", [(2, 1.110, 1.008), (3, 1.166, 1.017), (4, 1.202, 1.024), (5, 1.229, 1.028)])
 def test_sequential_inflation(K, rp, rb):
     # Jennison & Turnbull (2000) Tables 2.2 (R_P) and 2.4 (R_B), alpha 0.05 two-sided, 1-beta 0.8.
-    assert pw.sequential_design(K, 0.05, 0.8, "pocock").inflation == pytest.approx(rp, abs=1e-3)
-    assert pw.sequential_design(K, 0.05, 0.8, "obrien-fleming").inflation == pytest.approx(rb, abs=1e-3)
+    assert sequential_design(K, 0.05, 0.8, "pocock").inflation == pytest.approx(rp, abs=1e-3)
+    assert sequential_design(K, 0.05, 0.8, "obrien-fleming").inflation == pytest.approx(rb, abs=1e-3)
 
 
 def test_sequential_single_look_and_alpha_spent():
-    s = pw.sequential_design(1, 0.05)
+    s = sequential_design(1, 0.05)
     assert s.constant == pytest.approx(1.959964, abs=1e-5)  # scipy.stats.norm.isf(0.025)
-    s = pw.sequential_design(3, 0.05, boundary="pocock")
+    s = sequential_design(3, 0.05, boundary="pocock")
     assert s.alpha_spent[-1] == pytest.approx(0.05, abs=1e-8)
     # Monte Carlo check of the type I error with an explicit rng (200k paths: sd of estimate ~5e-4)
     rng = np.random.default_rng(7)
@@ -248,7 +256,7 @@ def test_sequential_single_look_and_alpha_spent():
 
 
 def test_significance_seed():
-    r = pw.significance(54, 46)
+    r = significance(54, 46)
     # Issue 2: 54 +- 1.96*5.0% = [44.2%, 63.8%]; Wald se = sqrt(.54*.46/100) = 0.04984
     assert round(r.wald.low, 3) == 0.442 and round(r.wald.high, 3) == 0.638
     assert r.pvalue == pytest.approx(stats.binomtest(54, 100, 0.5).pvalue)  # 0.4841
@@ -260,38 +268,38 @@ def test_significance_seed():
 
 
 def test_significance_half_and_empty():
-    r = pw.significance(6, 2, 2, ties_convention="half")
+    r = significance(6, 2, 2, ties_convention="half")
     assert r.win_rate == pytest.approx(0.7)  # (6 + 2/2) / 10
     # Wald se from the 1/0.5/0 score: E[s^2] = (6 + 2/4)/10 = 0.65; var = 0.65 - 0.49 = 0.16
     assert r.wald.high - r.win_rate == pytest.approx(stats.norm.isf(0.025) * math.sqrt(0.16 / 10))
-    e = pw.significance(0, 0, 0)
+    e = significance(0, 0, 0)
     assert e.win_rate is None and e.pvalue is None and not e.significant
 
 
 def test_significance_sequential_look():
-    s = pw.sequential_design(3, 0.05, boundary="obrien-fleming")
+    s = sequential_design(3, 0.05, boundary="obrien-fleming")
     # z = (60-40)/10 = 2.0 < 3.471 at look 1, but crosses the final 2.004? No: 2.0 < 2.004.
-    r = pw.significance(60, 40, look=1, looks=3)
+    r = significance(60, 40, look=1, looks=3)
     assert r.z_boundary == pytest.approx(s.z_boundaries[0]) and not r.significant
-    r = pw.significance(61, 39, look=3, looks=3)  # z = 2.2 >= 2.004
+    r = significance(61, 39, look=3, looks=3)  # z = 2.2 >= 2.004
     assert r.significant
     with pytest.raises(UsageError, match="--look"):
-        pw.significance(5, 5, look=4, looks=3)
+        significance(5, 5, look=4, looks=3)
 
 
 def test_pass_rate_size():
-    r = pw.pass_rate_size(0.8, 0.05)
+    r = pass_rate_size(0.8, 0.05)
     # normal: ceil(1.95996^2 * 0.16 / 0.0025) = ceil(245.85) = 246
     assert r.items_normal == 246
-    assert pw.wilson_half_width(0.8, r.items_wilson) <= 0.05 < pw.wilson_half_width(0.8, r.items_wilson - 1)
+    assert wilson_half_width(0.8, r.items_wilson) <= 0.05 < wilson_half_width(0.8, r.items_wilson - 1)
     with pytest.raises(UsageError, match="--precision"):
-        pw.pass_rate_size(0.8, 0.0)
+        pass_rate_size(0.8, 0.0)
 
 
 def test_plot(tmp_path):
     r = pw.size(0.1)
     out = tmp_path / "p.png"
-    pw.plot_power(r, D0, str(out))
+    plot_power(r, D0, str(out))
     assert out.read_bytes()[:4] == b"\x89PNG"
     with pytest.raises(UsageError, match="--plot"):
-        pw.plot_power(r, D0, str(tmp_path / "p.pdf"))
+        plot_power(r, D0, str(tmp_path / "p.pdf"))

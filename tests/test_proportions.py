@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 from statsmodels.stats.proportion import proportion_confint
 
-from planner.workflows import decide
+from planner.gate import acceptability
 from planner import diagnostics
-from planner.stats import power
+from planner.stats import pass_rate, significance
 from planner.stats.proportions import newcombe_difference, proportion, wilson_half_width, wilson_interval
 
 # same closed form, different arithmetic order: observed differences <= 2e-16; 1e-12 leaves room
@@ -69,8 +69,8 @@ def test_newcombe_table_ii(counts, ref):
 
 def test_every_caller_uses_the_one_implementation():
     assert diagnostics.wilson_interval is wilson_interval and diagnostics.proportion is proportion
-    assert decide.newcombe_difference is newcombe_difference and power.wilson_half_width is wilson_half_width
-    r = power.significance(37, 43, confidence=0.9)
+    assert acceptability.newcombe_difference is newcombe_difference and pass_rate.wilson_half_width is wilson_half_width
+    r = significance.significance(37, 43, confidence=0.9)
     assert (r.wilson.low, r.wilson.high) == wilson_interval(37, 80, 0.9)
     # no second Wilson formula anywhere in the library
     root = Path(__file__).resolve().parents[1] / "planner"

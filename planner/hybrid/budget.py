@@ -265,7 +265,7 @@ def score_sd(win_rate: float = 0.5, tie_rate: float = 0.0) -> float:
     """sd of one item's human score (win 1, tie ½, loss 0) at a decisive win rate: planner.stats.power's."""
     check_range("--win-rate", win_rate, 0, 1)
     check_range("--tie-rate", tie_rate, 0, 1, low_open=False)
-    return pw._sigmas(abs(win_rate - 0.5), pw.Design(ties="half", tie_rate=tie_rate))[1]
+    return pw.sigmas(abs(win_rate - 0.5), pw.Design(ties="half", tie_rate=tie_rate))[1]
 
 
 def plan_for_width(half_width: float, rho: float, human_cost: float, judge_cost: float, *,

@@ -1,0 +1,31 @@
+"""The options of the win-rate tests and their one check (``size``, ``significance``).
+
+The vocabularies (alternatives, tie conventions, designs, sequential
+boundaries), :func:`choice` (a value must be one of them) and :func:`z_alpha`,
+the critical z of a level under an alternative. Shared by
+:mod:`planner.stats.design`, :mod:`planner.stats.power`,
+:mod:`planner.stats.sequential` and :mod:`planner.stats.significance`.
+"""
+
+from __future__ import annotations
+
+from planner import limits
+from planner.errors import UsageError
+from planner.stats.distributions import norm  # scipy.stats' values without importing scipy.stats (issue 13)
+
+ALTERNATIVES = ("two-sided", "greater")
+TIE_CONVENTIONS = ("drop", "half")
+DESIGNS = ("anchor", "round-robin")
+BOUNDARIES = ("obrien-fleming", "pocock")
+
+
+def choice(name: str, value: str, allowed: tuple[str, ...]) -> str:
+    """``value`` if it is one of ``allowed``, else a UsageError quoting it and the choices."""
+    if value not in allowed:
+        raise UsageError(f"{name} ({limits.quote(value)}) must be one of {', '.join(allowed)}")
+    return value
+
+
+def z_alpha(alpha: float, alternative: str) -> float:
+    """Critical z of a level-``alpha`` test: ``z_{1-alpha/2}`` two-sided, ``z_{1-alpha}`` greater."""
+    return float(norm.isf(alpha / 2 if alternative == "two-sided" else alpha))
