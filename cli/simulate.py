@@ -118,7 +118,9 @@ def simulate_cmd(
                             "and --resume", markup=False)
             raise typer.Exit(130) from None
     if plot is not None:
-        call(sim.plot, result, plot)
+        from planner.formats.simulate_plot import plot as write_plot
+
+        call(write_plot, result, plot)
         message(f"wrote {plot}")
     if json_out:
         print_json(result)

@@ -33,7 +33,7 @@ def is_baseline(s) -> bool:
 
 def crossing(curve: np.ndarray, checkpoints: np.ndarray, metric: str, target: float) -> float:
     """First checkpoint at which ``curve`` meets the target; +inf if never."""
-    from planner.workflows.simulate import meets
+    from planner.simulation.metrics import meets
 
     hit = np.flatnonzero(meets(metric, curve, target))
     return float(checkpoints[hit[0]]) if hit.size else np.inf

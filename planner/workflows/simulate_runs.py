@@ -23,7 +23,10 @@ from pathlib import Path
 
 import numpy as np
 
-from planner.errors import DataError, PlannerError, UsageError, quote
+from planner.errors import DataError, UsageError, quote
+from planner.simulation.loop import Trace, safe_run  # safe_run: one run, an error kept as a failed run
+
+__all__ = ["FORMAT", "fingerprint", "open_results", "read_results", "run_tasks", "safe_run", "trace_line"]
 
 FORMAT = "planner-simulate-run/1"
 _REQUIRED = {"fingerprint", "s_index", "strategy", "rep", "spent", "values", "exhausted", "totals"}
@@ -61,9 +64,7 @@ def trace_line(fp: str, s_index: int, trace) -> str:
     return json.dumps(doc) + "\n"
 
 
-def _trace_from(doc: dict):
-    from planner.workflows.simulate import Trace
-
+def _trace_from(doc: dict) -> Trace:
     return Trace(doc["strategy"], int(doc["rep"]), np.asarray(doc["spent"], dtype=np.int64),
                  {k: np.asarray(v, dtype=float) for k, v in doc["values"].items()},
                  bool(doc["exhausted"]), dict(doc["totals"]), int(doc.get("fallbacks", 0)),
@@ -112,19 +113,6 @@ def open_results(path: Path | None, resume: bool, spec) -> tuple[dict, str]:
         raise UsageError(f"--out ({quote(str(path))}) already holds results; pass --resume to continue it "
                          "or choose another file")
     return {}, fp
-
-
-def safe_run(args):
-    """Run one task; an error becomes a failed run (a Trace with ``error``), never a crash."""
-    from planner.workflows.simulate import Trace, _run_one
-
-    spec, s_index, rep = args
-    try:
-        return _run_one(spec, s_index, rep)
-    except (PlannerError, ArithmeticError, ValueError, LookupError, RuntimeError, np.linalg.LinAlgError) as exc:
-        kind = "" if isinstance(exc, PlannerError) else f"{type(exc).__name__}: "
-        return Trace(spec.strategies[s_index].name, rep, np.zeros(0, dtype=np.int64), {}, error=f"{kind}{exc}"[:200],
-                     error_kind="usage" if isinstance(exc, UsageError) else "data")
 
 
 def run_tasks(spec, tasks: list[tuple[int, int]], done: dict, *, workers: int, out: Path | None, fp: str,
