@@ -50,7 +50,7 @@ from planner.simulation.summary import SimulationResult, StrategyResult, build_r
 from planner.simulation.truth import ASAP_SIGMA, SCENARIOS, Truth, make_truth, truth_from_counts
 
 # the workflow's own functions, then the core names a caller of simulate() works with (re-exported)
-__all__ = ["simulate", "read_replay", "study_truth",
+__all__ = ["simulate", "load_truth", "read_replay", "study_truth",
            "ASAP_SIGMA", "CREDIBLE", "Judge", "METRICS", "ReplayPool", "SCENARIOS", "SMALLER_IS_BETTER",
            "SimulationResult", "SimulationSpec", "Strategy", "StrategyResult", "TARGET_METRICS", "TARGET_TOL",
            "Truth", "Z95", "credible_scores", "make_truth", "meets", "metrics", "pair_order_probs", "pair_table",
@@ -81,6 +81,22 @@ def study_truth(study_path: str | Path) -> Truth:
     with Study.open(study_path) as study:
         counts = study.counts(by_stratum=False)
     return truth_from_counts(counts)
+
+
+def load_truth(scenario: str, *, replay: str | Path | None = None,
+               from_study: str | Path | None = None) -> tuple[str, Truth | None, ReplayPool | None]:
+    """(scenario name, truth, replay pool): a replay file's pool and its truth, a study's truth, or a
+    synthetic scenario (its truth is drawn per repetition, so None here)."""
+    if replay is not None and from_study is not None:
+        raise UsageError("--replay and --from-study cannot be used together")
+    if replay is not None:
+        pool = read_replay(replay)
+        return "replay", replay_truth(pool), pool
+    if from_study is not None:
+        return "from-study", study_truth(from_study), None
+    if scenario not in SCENARIOS:
+        raise UsageError(f"--scenario ({scenario!r}) must be one of {', '.join(SCENARIOS)}")
+    return scenario, None, None
 
 
 def _check(spec: SimulationSpec, workers: int | None) -> None:
