@@ -78,23 +78,7 @@ def simulate_cmd(
         check_input_file("--replay", replay)
         strats = sim.parse_strategies(strategies)
         judge = sim.Judge(tie_rate, position, flip)
-        truth = pool = None
-        name = scenario
-        if replay is not None and from_study is not None:
-            from planner.errors import UsageError
-
-            raise UsageError("--replay and --from-study cannot be used together")
-        if replay is not None:
-            pool = sim.read_replay(replay)
-            truth = sim.replay_truth(pool)
-            name = "replay"
-        elif from_study is not None:
-            truth = sim.study_truth(from_study)
-            name = "from-study"
-        elif scenario not in sim.SCENARIOS:
-            from planner.errors import UsageError
-
-            raise UsageError(f"--scenario ({scenario!r}) must be one of {', '.join(sim.SCENARIOS)}")
+        name, truth, pool = sim.load_truth(scenario, replay=replay, from_study=from_study)
         # linear draws nothing: only the synthetic names, the ones every synthetic scenario uses
         names = truth.systems if truth is not None else sim.make_truth("linear", systems, None).systems
         return sim.SimulationSpec(name, strats, n_systems=len(names), spread=spread, arena_gamma=arena_gamma,
@@ -102,13 +86,27 @@ def simulate_cmd(
                                   anchor=_anchor_index(anchor, names), truth=truth, replay=pool)
 
     spec = call(build)
+    result = _run(sim, spec, target=target, workers=workers, out_file=out_file, resume=resume)
+    if plot is not None:
+        from planner.formats.simulate_plot import plot as write_plot
+
+        call(write_plot, result, plot)
+        message(f"wrote {plot}")
+    if json_out:
+        print_json(result)
+        return
+    _render(result)
+
+
+def _run(sim, spec, *, target, workers, out_file, resume):
+    """Run the simulation behind a progress bar; Ctrl-C says what was kept and exits 130."""
     from .common import progress as make_progress
 
     with make_progress(len(spec.strategies) * spec.reps, "simulating") as bar:
         task = bar.add_task("simulating", total=len(spec.strategies) * spec.reps)
         try:
-            result = call(sim.simulate, spec, target=target, workers=workers, out=out_file, resume=resume,
-                          progress=lambda done, total: bar.update(task, completed=done))
+            return call(sim.simulate, spec, target=target, workers=workers, out=out_file, resume=resume,
+                        progress=lambda done, total: bar.update(task, completed=done))
         except KeyboardInterrupt:
             bar.stop()
             if out_file is None:
@@ -117,13 +115,6 @@ def simulate_cmd(
                 err().print(f"interrupted: the finished runs are in {out_file}; continue with the same options "
                             "and --resume", markup=False)
             raise typer.Exit(130) from None
-    if plot is not None:
-        call(sim.plot, result, plot)
-        message(f"wrote {plot}")
-    if json_out:
-        print_json(result)
-        return
-    _render(result)
 
 
 ANCHOR_NAMES_SHOWN = 20  # an unknown --anchor lists at most this many allowed names (up to 200 systems)

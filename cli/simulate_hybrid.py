@@ -36,11 +36,8 @@ def run_hybrid(*, money, human_cost, judge_cost, agreement, win_rate, tie_rate, 
     call(check_seed, "--seed", seed)
     rng = np.random.default_rng(seed)
     if from_study is not None:
-        from planner.workflows.hybrid_report import items_from_study
-
-        items = call(items_from_study, from_study, surrogate)
-        rho, rows = call(sh.replay_money, items, budgets, human_cost=human_cost, judge_cost=judge_cost,
-                         reps=reps, rng=rng)
+        rho, rows = call(sh.replay_study, from_study, surrogate, budgets, human_cost=human_cost,
+                         judge_cost=judge_cost, reps=reps, rng=rng)
         what = f"replay of {from_study} ({surrogate} as the judge), 90% intervals on the strengths"
     else:
         rho, rows = call(sh.simulate_money, budgets, human_cost=human_cost, judge_cost=judge_cost,

@@ -1,4 +1,4 @@
-"""planner.workflows.simulate_hybrid: the money simulation agrees with the budgeting formula."""
+"""planner.simulation.money: the money simulation agrees with the budgeting formula."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from cli.main import app
 from planner.hybrid import budget as hb
-from planner.workflows import simulate_hybrid as sh
+from planner.simulation import money as sh
 from planner.errors import UsageError
 
 DATA = Path(__file__).resolve().parent / "data" / "qlora"   # the real Vicuna-80 files, shipped (README there)

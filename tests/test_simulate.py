@@ -15,7 +15,6 @@ from planner.errors import DataError, UsageError
 from planner.workflows.simulate import (
     Judge,
     SimulationSpec,
-    _run_one,
     make_truth,
     parse_strategies,
     parse_target,
@@ -23,6 +22,7 @@ from planner.workflows.simulate import (
     replay_truth,
     simulate,
 )
+from planner.simulation.loop import run_one as _run_one
 
 
 def test_linear_truth_is_evenly_spread_over_the_elo_range():
@@ -49,7 +49,7 @@ def test_asap_observer_is_thurstone_with_sigma_1_4865():
     truth = make_truth("asap", 2, np.random.default_rng(2))
     assert truth.observer == "thurstone"
     assert np.all((truth.scores >= 0) & (truth.scores <= 5))
-    from planner.workflows.simulate import Truth
+    from planner.simulation.truth import Truth
 
     t = Truth(("x", "y"), np.array([0.5, -0.5]), "thurstone", np.array([3.0, 2.0]))
     n = 200_000
@@ -103,7 +103,9 @@ def test_reps_are_averaged_on_common_checkpoints():
     # the multiples of the batch: run A spent 4, 7, 11; run B 4, 8, 12 (batch 4, budget 12).
     # On the grid 4, 8, 12 run A counts its value after the last refit with <= c spent:
     # 0.1, 0.2 (at 7), 0.3 (at 11); mean with B's 0.5, 0.6, 0.7 -> 0.3, 0.4, 0.5 (hand calculation)
-    from planner.workflows.simulate import METRICS, Trace, _summarise
+    from planner.simulation.loop import Trace
+    from planner.simulation.spec import METRICS
+    from planner.simulation.summary import summarise as _summarise
 
     def trace(spent, tau):
         vals = {k: np.asarray(tau, dtype=float) for k in METRICS}

@@ -5,7 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from planner.workflows.simulate import METRICS, Trace, _summarise, parse_strategies
+from planner.simulation.loop import Trace
+from planner.simulation.spec import METRICS, parse_strategies
+from planner.simulation.summary import summarise as _summarise
 from planner.simulation.headline import add_ratios, is_baseline, ratio_band, verdict
 
 

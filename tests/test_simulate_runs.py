@@ -12,7 +12,8 @@ import planner.acquisition as acq
 import planner.workflows.simulate_runs as runs
 from cli.main import app
 from planner.errors import DataError, UsageError
-from planner.workflows.simulate import SimulationSpec, _run_one, parse_strategies, read_replay, replay_truth, simulate
+from planner.simulation.loop import run_one as _run_one
+from planner.workflows.simulate import SimulationSpec, parse_strategies, read_replay, replay_truth, simulate
 
 
 def _spec(strategies="active,round-robin,swiss", reps=3, seed=11):

@@ -10,19 +10,12 @@ from scipy.stats import norm
 from typer.testing import CliRunner
 
 from cli.main import app
-from planner.workflows.simulate import (
-    METRICS,
-    Trace,
-    Truth,
-    _needed,
-    _summarise,
-    credible_scores,
-    meets,
-    metrics,
-    pair_order_probs,
-    parse_strategies,
-    parse_target,
-)
+from planner.simulation.loop import Trace
+from planner.simulation.metrics import credible_scores, meets, metrics, pair_order_probs
+from planner.simulation.spec import METRICS, parse_strategies, parse_target
+from planner.simulation.summary import _needed
+from planner.simulation.summary import summarise as _summarise
+from planner.simulation.truth import Truth
 
 FIVE_TRUE = np.array([2.0, 1.0, 0.0, -1.0, -2.0])
 FIVE_ONE_SWAP = np.array([2.0, 1.0, -1.0, 0.0, -2.0])  # systems 3 and 4 swapped: 1 of 10 pairs wrong

@@ -15,7 +15,7 @@ import numpy as np
 from planner.model import bt
 
 if TYPE_CHECKING:
-    from planner.workflows.simulate import Truth
+    from planner.simulation.truth import Truth
 
 Z95 = 1.959963984540054  # scipy.stats.norm.ppf(0.975)
 # For these metrics smaller is better when reading a --target.

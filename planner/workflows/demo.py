@@ -130,7 +130,7 @@ def run_demo(directory, *, n_systems: int = 6, n_prompts: int = 40, rounds: int 
     """
     from planner.model import fit
     from planner.workflows.next_batch import next_batch
-    from planner.workflows.simulate import Judge, Truth
+    from planner.simulation import Judge, Truth
     from planner.store.study import Study, ingest, init_study
 
     limits.check_int("--systems", n_systems, 2, 26)

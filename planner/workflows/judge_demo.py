@@ -11,7 +11,7 @@ The simulated judge reads the two answers out of planner's default pairwise
 prompt, knows which system wrote each (the demo's texts), and answers
 ``[[A]]``/``[[B]]``/``[[C]]`` with Bradley–Terry–Davidson probabilities from the
 demo's true strengths, with ties and a left-position bias like real LLM judges
-(:class:`planner.workflows.simulate.Judge`). Each answer's randomness comes from a numpy
+(:class:`planner.simulation.judge.Judge`). Each answer's randomness comes from a numpy
 Generator seeded by ``(seed, SHA-256 of the request text)``, so the same
 request gets the same answer whatever the thread order.
 """
@@ -120,7 +120,7 @@ def run_demo_live(directory, *, n_systems: int = 6, n_prompts: int = 40, budget:
     from planner.workflows.demo import build_demo_files
     from planner.workflows.judge_run import JudgeOptions
     from planner.workflows.run import RunOptions, run_loop
-    from planner.workflows.simulate import Judge, Truth
+    from planner.simulation import Judge, Truth
     from planner.store.study import init_study
 
     from planner import limits

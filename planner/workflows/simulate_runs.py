@@ -12,6 +12,8 @@
   the result of an uninterrupted one.
 * A run that raises is recorded as failed (the message is kept) and the others
   go on; failed runs are not saved, so ``--resume`` retries them.
+
+The results file's lines are written and read by :mod:`planner.formats.simulate_runs`.
 """
 
 from __future__ import annotations
@@ -23,10 +25,11 @@ from pathlib import Path
 
 import numpy as np
 
-from planner.errors import DataError, PlannerError, UsageError, quote
+from planner.errors import UsageError, quote
+from planner.formats.simulate_runs import FORMAT, read_results, trace_line
+from planner.simulation.loop import safe_run  # safe_run: one run, an error kept as a failed run
 
-FORMAT = "planner-simulate-run/1"
-_REQUIRED = {"fingerprint", "s_index", "strategy", "rep", "spent", "values", "exhausted", "totals"}
+__all__ = ["FORMAT", "fingerprint", "open_results", "read_results", "run_tasks", "safe_run", "trace_line"]
 
 
 def _strategy_key(s) -> dict:
@@ -51,51 +54,6 @@ def fingerprint(spec) -> str:
     return h.hexdigest()[:16]
 
 
-def trace_line(fp: str, s_index: int, trace) -> str:
-    """One finished run as a JSON line (floats round-trip exactly; NaN as ``NaN``)."""
-    doc = {"format": FORMAT, "fingerprint": fp, "s_index": s_index, "strategy": trace.strategy,
-           "rep": trace.rep, "spent": [int(x) for x in trace.spent],
-           "values": {k: [float(x) for x in v] for k, v in trace.values.items()},
-           "exhausted": bool(trace.exhausted), "totals": trace.totals,
-           "fallbacks": trace.fallbacks, "fallback_reason": trace.fallback_reason}
-    return json.dumps(doc) + "\n"
-
-
-def _trace_from(doc: dict):
-    from planner.workflows.simulate import Trace
-
-    return Trace(doc["strategy"], int(doc["rep"]), np.asarray(doc["spent"], dtype=np.int64),
-                 {k: np.asarray(v, dtype=float) for k, v in doc["values"].items()},
-                 bool(doc["exhausted"]), dict(doc["totals"]), int(doc.get("fallbacks", 0)),
-                 str(doc.get("fallback_reason", "")))
-
-
-def read_results(path: Path, fp: str, spec) -> dict[tuple[int, int], object]:
-    """Finished runs in ``path`` keyed by (strategy index, rep). A torn last line
-    (the process was killed mid-write) is ignored; anything else wrong is an error."""
-    done = {}
-    lines = path.read_text(encoding="utf-8").splitlines()
-    for n, text in enumerate(lines, 1):
-        if not text.strip():
-            continue
-        try:
-            doc = json.loads(text)
-            if doc.get("format") != FORMAT or not _REQUIRED <= doc.keys():
-                raise ValueError
-            trace = _trace_from(doc)
-            s_index, rep = int(doc["s_index"]), int(doc["rep"])
-        except (ValueError, AttributeError, TypeError):
-            if n == len(lines):
-                continue  # torn last line: that run is simply run again
-            raise DataError(f"{path}:{n}: not a planner simulate results line ({quote(text[:80])})") from None
-        if doc["fingerprint"] != fp:
-            raise UsageError(f"--resume: {path}:{n} was written by a different simulation (fingerprint "
-                             f"{doc['fingerprint']}, this one {fp}); use the same options or another --out file")
-        if s_index < len(spec.strategies) and rep < spec.reps:
-            done[(s_index, rep)] = trace
-    return done
-
-
 def open_results(path: Path | None, resume: bool, spec) -> tuple[dict, str]:
     """Check ``--out``/``--resume`` and return the runs already finished and the fingerprint."""
     fp = fingerprint(spec)
@@ -112,19 +70,6 @@ def open_results(path: Path | None, resume: bool, spec) -> tuple[dict, str]:
         raise UsageError(f"--out ({quote(str(path))}) already holds results; pass --resume to continue it "
                          "or choose another file")
     return {}, fp
-
-
-def safe_run(args):
-    """Run one task; an error becomes a failed run (a Trace with ``error``), never a crash."""
-    from planner.workflows.simulate import Trace, _run_one
-
-    spec, s_index, rep = args
-    try:
-        return _run_one(spec, s_index, rep)
-    except (PlannerError, ArithmeticError, ValueError, LookupError, RuntimeError, np.linalg.LinAlgError) as exc:
-        kind = "" if isinstance(exc, PlannerError) else f"{type(exc).__name__}: "
-        return Trace(spec.strategies[s_index].name, rep, np.zeros(0, dtype=np.int64), {}, error=f"{kind}{exc}"[:200],
-                     error_kind="usage" if isinstance(exc, UsageError) else "data")
 
 
 def run_tasks(spec, tasks: list[tuple[int, int]], done: dict, *, workers: int, out: Path | None, fp: str,

@@ -1,0 +1,58 @@
+"""The synthetic judge of the simulator: ties, a left-position shift and label-flip noise.
+
+Ties come from Davidson's model with ``nu`` chosen so that equal systems tie
+with probability ``tie_rate``: ``nu = 2 t / (1 - t)``; ``position`` is a
+left-position logit shift; a decisive verdict is reversed with probability
+``flip``. A Thurstone truth (``asap``) is judged by its probit observer, ties
+drawn at rate ``tie_rate`` independently of the strengths.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from planner.model import bt
+from planner.simulation.truth import ASAP_SIGMA
+
+if TYPE_CHECKING:
+    from planner.simulation.truth import Truth
+
+__all__ = ["Judge"]
+
+
+@dataclass(frozen=True)
+class Judge:
+    """A synthetic judge: ties, a left-position shift and label-flip noise."""
+
+    tie_rate: float = 0.0
+    position: float = 0.0
+    flip: float = 0.0
+
+    @property
+    def nu(self) -> float:
+        return 2.0 * self.tie_rate / (1.0 - self.tie_rate)
+
+    def judge(self, truth: Truth, left: np.ndarray, right: np.ndarray,
+              rng: np.random.Generator) -> np.ndarray:
+        """Outcome codes (0 = left won, 1 = right won, 2 = tie) for each comparison."""
+        u = rng.random(left.size)
+        if truth.observer == "thurstone":
+            from scipy.stats import norm
+
+            d = (truth.scores[left] - truth.scores[right]) / ASAP_SIGMA + self.position / 1.702
+            p_left = norm.cdf(d)
+            tie = u < self.tie_rate
+            u2 = rng.random(left.size)
+            out = np.where(u2 < p_left, 0, 1)
+            out = np.where(tie, 2, out)
+        else:
+            pa, pb, _ = bt.outcome_probs(truth.strengths[left] - truth.strengths[right] + self.position,
+                                         self.nu)
+            out = np.where(u < pa, 0, np.where(u < pa + pb, 1, 2))
+        if self.flip > 0:
+            flip = (rng.random(left.size) < self.flip) & (out < 2)
+            out = np.where(flip, 1 - out, out)
+        return out.astype(np.int64)

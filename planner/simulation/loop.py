@@ -1,0 +1,187 @@
+"""One run of a sampling strategy: the real loop, against a known truth.
+
+For one (strategy, repetition)::
+
+    counts = nothing judged yet
+    repeat until the budget is spent:
+        posterior = planner.model.fit(counts, engine)          # same engine as report
+        pairs     = planner.acquisition.select_pairs(posterior, batch, strategy, ...)
+        verdicts  = the oracle judges each pair (synthetic truth, or a real
+                    judgment drawn without replacement from a replay pool)
+        counts   += verdicts
+        record metrics of the refitted posterior against the truth
+
+Random numbers: the truth depends only on (seed, repetition), the same for every
+strategy (common random numbers); a run's own draws depend on (seed, repetition,
+strategy index), so runs can go to any worker in any order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from planner.counts import Counts
+from planner.equality import array_eq
+from planner.errors import DataError, PlannerError, UsageError
+from planner.simulation.metrics import metrics
+from planner.simulation.replay import ReplayPool
+from planner.simulation.spec import METRICS, SimulationSpec, Strategy
+from planner.simulation.truth import make_truth
+
+__all__ = ["Trace", "run_one", "safe_run"]
+
+
+@array_eq
+@dataclass(frozen=True)
+class Trace:
+    """Metrics of one (strategy, repetition) run after every batch."""
+
+    strategy: str
+    rep: int
+    spent: np.ndarray                   # comparisons spent at each checkpoint
+    values: dict                        # metric -> ndarray over checkpoints
+    exhausted: bool = False
+    totals: dict = field(default_factory=dict)  # A/B/tie/invalid judged in the run
+    fallbacks: int = 0                  # batches the strategy could not fill (round-robin filled them)
+    fallback_reason: str = ""           # the strategy's message the first time
+    error: str = ""                     # the run failed (message); not saved, retried by --resume
+    error_kind: str = ""                # "usage" or "data"
+
+
+def _rngs(seed: int, s_index: int, rep: int) -> tuple[np.random.Generator, np.random.Generator]:
+    """(truth rng, run rng): common random numbers, the truth depends only on (seed, rep)."""
+    root = np.random.SeedSequence(seed)
+    truth_seq, run_seq = root.spawn(2)
+    truth_rng = np.random.default_rng(truth_seq.spawn(rep + 1)[rep])
+    rng = np.random.default_rng(run_seq.spawn(rep + 1)[rep].spawn(s_index + 1)[s_index])
+    return truth_rng, rng
+
+
+class _ReplayDraws:
+    """A run's walk through a replay pool: each pair's judgments in a seeded order, drawn without replacement."""
+
+    def __init__(self, pool: ReplayPool, rng: np.random.Generator):
+        self.pool = pool
+        self.order = {p: rng.permutation(idx) for p, idx in pool.by_pair.items()}
+        self.used = {p: 0 for p in self.order}
+
+    def capacity(self) -> dict:
+        """Judgments left per pair, for the pairs that have any."""
+        return {p: self.order[p].size - n for p, n in self.used.items() if n < self.order[p].size}
+
+    def draw(self, pairs: np.ndarray, systems) -> tuple[Counts | None, int]:
+        """The next unused judgment of each pair (a pair that ran dry within the batch is skipped)."""
+        lefts, rights, outs = [], [], []
+        for i, j in pairs:
+            p = (min(i, j), max(i, j))
+            if self.used[p] >= self.order[p].size:
+                continue  # the pair ran dry within this batch
+            idx = self.order[p][self.used[p]]
+            self.used[p] += 1
+            lefts.append(self.pool.left[idx])
+            rights.append(self.pool.right[idx])
+            outs.append(self.pool.outcome[idx])
+        if not outs:
+            return None, 0
+        return Counts.from_arrays(systems, lefts, rights, outs), len(outs)
+
+
+def _judge_synthetic(spec: SimulationSpec, truth, pairs: np.ndarray, rng: np.random.Generator) -> Counts:
+    """Show each pair in a random order and let the synthetic judge decide."""
+    flip = rng.random(len(pairs)) < 0.5
+    left = np.where(flip, pairs[:, 1], pairs[:, 0])
+    right = np.where(flip, pairs[:, 0], pairs[:, 1])
+    out = spec.judge.judge(truth, left, right, rng)
+    return Counts.from_arrays(truth.systems, left, right, out)
+
+
+def _select(post, k: int, strategy: Strategy, spec: SimulationSpec, truth, counts: Counts,
+            rng: np.random.Generator, allowed, capacity):
+    """(selection, fallback reason or None): the strategy's pairs, or round-robin's when a replay
+    pool leaves the strategy no pair it may choose."""
+    from planner.acquisition import select_pairs
+
+    try:
+        sel = select_pairs(post.posterior, k, strategy=strategy.strategy, objective=strategy.objective,
+                           top_k=strategy.top_k, anchor=truth.systems[spec.anchor], judged=counts, rng=rng,
+                           allowed=allowed, true_mean=truth.strengths, capacity=capacity,
+                           explore=strategy.explore, thompson=strategy.thompson)
+        if any(n.startswith("swiss:") for n in sel.notes):
+            return sel, sel.notes[-1][:120]
+        return sel, None
+    except (DataError, UsageError) as exc:
+        if allowed is None:
+            raise
+        # the replay pool left this strategy no pair it may choose (e.g. swiss with every
+        # neighbour pair used up): fill the batch with the least-judged pairs still in the pool
+        reason = str(exc)[:120]
+        sel = select_pairs(post.posterior, k, strategy="round-robin", judged=counts, rng=rng,
+                           allowed=allowed, capacity=capacity)
+        return sel, reason
+
+
+def run_one(spec: SimulationSpec, s_index: int, rep: int) -> Trace:
+    """Run strategy ``s_index`` for repetition ``rep``: select → judge → refit until the budget is spent."""
+    from planner.model import fit
+
+    strategy = spec.strategies[s_index]
+    truth_rng, rng = _rngs(spec.seed, s_index, rep)
+    truth = spec.truth if spec.truth is not None else make_truth(
+        spec.scenario, spec.n_systems, truth_rng, spread=spec.spread, arena_gamma=spec.arena_gamma)
+    replay = _ReplayDraws(spec.replay, rng) if spec.replay is not None else None
+    credible = truth.credible()
+    counts = Counts.empty(truth.systems)
+    spent = 0
+    checkpoints: list[int] = []
+    values: dict[str, list[float]] = {k: [] for k in METRICS}
+    exhausted = False
+    fallbacks, fallback_reason = 0, ""
+    while True:
+        # the loop uses only the Gaussian summary: one Laplace draw (the minimum) instead of 200
+        post = fit(counts, engine=spec.engine, seed=spec.seed, draws=1 if spec.engine == "laplace" else 500,
+                   tune=500)
+        if spent > 0:
+            row = metrics(post.posterior.mean, post.posterior.sd, truth.strengths, credible)
+            checkpoints.append(spent)
+            for k in METRICS:
+                values[k].append(row[k])
+        if spent >= spec.budget:
+            break
+        allowed = capacity = None
+        if replay is not None:
+            capacity = replay.capacity()
+            allowed = set(capacity)
+            if not allowed:
+                exhausted = True
+                break
+        sel, fell_back = _select(post, min(spec.batch, spec.budget - spent), strategy, spec, truth, counts, rng,
+                                 allowed, capacity)
+        if fell_back is not None:
+            fallbacks += 1
+            fallback_reason = fallback_reason or fell_back
+        pairs = np.asarray(sel.pairs, dtype=np.int64).reshape(-1, 2)
+        if replay is not None:
+            new, n = replay.draw(pairs, truth.systems)
+            if new is None:
+                exhausted = True
+                break
+        else:
+            new, n = _judge_synthetic(spec, truth, pairs, rng), len(pairs)
+        spent += n
+        counts = counts + new
+    return Trace(strategy.name, rep, np.asarray(checkpoints, dtype=np.int64),
+                 {k: np.asarray(v, dtype=float) for k, v in values.items()}, exhausted, counts.totals(),
+                 fallbacks, fallback_reason)
+
+
+def safe_run(args) -> Trace:
+    """Run one task ``(spec, s_index, rep)``; an error becomes a failed run (a Trace with ``error``), never a crash."""
+    spec, s_index, rep = args
+    try:
+        return run_one(spec, s_index, rep)
+    except (PlannerError, ArithmeticError, ValueError, LookupError, RuntimeError, np.linalg.LinAlgError) as exc:
+        kind = "" if isinstance(exc, PlannerError) else f"{type(exc).__name__}: "
+        return Trace(spec.strategies[s_index].name, rep, np.zeros(0, dtype=np.int64), {}, error=f"{kind}{exc}"[:200],
+                     error_kind="usage" if isinstance(exc, UsageError) else "data")

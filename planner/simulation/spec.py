@@ -1,0 +1,132 @@
+"""What a simulation runs: its strategies, its options and its target.
+
+A :class:`SimulationSpec` holds everything one simulation needs (it is pickled
+to worker processes); :func:`parse_strategies` and :func:`parse_target` read the
+``--strategies`` and ``--target`` texts.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from typing import Sequence
+
+from planner.errors import UsageError
+from planner.simulation.judge import Judge
+from planner.simulation.replay import ReplayPool
+from planner.simulation.truth import Truth
+
+METRICS = ("tau", "rho", "rmse", "width", "max_width", "coverage", "top1", "credible_tau", "credible_all")
+TARGET_METRICS = ("tau", "rho", "rmse", "width", "coverage", "top1", "credible-tau", "credible-all")
+
+__all__ = ["METRICS", "TARGET_METRICS", "SimulationSpec", "Strategy", "parse_strategies", "parse_target"]
+
+
+@dataclass(frozen=True)
+class Strategy:
+    """A sampling strategy as the simulator runs it: ``name`` (the label),
+    ``strategy`` (an acquisition strategy) and ``objective`` (for active)."""
+
+    name: str
+    strategy: str
+    objective: str = "ranking"
+    top_k: int | None = None
+    explore: float | None = None        # active: exploration floor (acquisition.select_pairs explore)
+    thompson: bool = False              # active: Thompson-style draw in the ranking objective
+
+
+def parse_strategies(spec: str | Sequence[str]) -> tuple[Strategy, ...]:
+    """Parse ``"active,round-robin,entropy,active:top-k=3,active+explore=0.2"``.
+
+    Plain objective names (``ranking``, ``entropy``, ``variance``, ``anchor``)
+    mean ``active`` with that objective; ``active:OBJ`` likewise; ``top-k=K``
+    or ``active:top-k=K`` the top-K objective. An active item may end in
+    ``+explore=F`` (share of each batch to the least-judged pairs) and/or
+    ``+thompson`` (one posterior draw in the ranking objective); the whole
+    item is the strategy's label.
+    """
+    items = [s.strip() for s in (spec.split(",") if isinstance(spec, str) else spec) if s.strip()]
+    if not items:
+        raise UsageError("--strategies must name at least one strategy")
+    out = [_parse_item(label) for label in items]
+    out = [_with_modifiers(s, s.name.split("+")[1:]) for s in out]
+    names = [s.name for s in out]
+    if len(set(names)) != len(names):
+        raise UsageError(f"--strategies ({','.join(names)}) names a strategy twice")
+    return tuple(out)
+
+
+def _parse_item(label: str) -> Strategy:
+    """One ``--strategies`` item without its ``+`` modifiers (the label keeps them)."""
+    from planner.acquisition import OBJECTIVES, STRATEGIES
+
+    item = label.split("+")[0]
+    body = item[len("active:"):] if item.startswith("active:") else item
+    if body.startswith("top-k"):
+        try:
+            top_k = int(body.split("=", 1)[1])
+        except (IndexError, ValueError):
+            raise UsageError(f"--strategies ({item!r}): write top-k=K with an integer K") from None
+        return Strategy(label, "active", "top-k", top_k)
+    if body in OBJECTIVES and (item.startswith("active:") or body not in STRATEGIES):
+        return Strategy(label, "active", body)
+    if item in STRATEGIES:
+        return Strategy(label, item)
+    allowed = ", ".join(list(STRATEGIES) + [o for o in OBJECTIVES if o not in STRATEGIES])
+    raise UsageError(f"--strategies ({item!r}) must be one of {allowed} (or active:OBJECTIVE)")
+
+
+def _with_modifiers(s: Strategy, mods: list[str]) -> Strategy:
+    """Apply ``+explore=F`` / ``+thompson`` to an active strategy."""
+    for mod in mods:
+        if s.strategy != "active":
+            raise UsageError(f"--strategies ({s.name!r}): +{mod} applies to active strategies only")
+        if mod == "thompson":
+            s = replace(s, thompson=True)
+            continue
+        key, _, val = mod.partition("=")
+        try:
+            share = float(val)
+        except ValueError:
+            share = -1.0
+        if key != "explore" or not 0.0 <= share < 1.0:
+            raise UsageError(f"--strategies ({s.name!r}): +{mod} must be +explore=F with F in [0, 1) "
+                             "or +thompson")
+        s = replace(s, explore=share)
+    return s
+
+
+@dataclass(frozen=True)
+class SimulationSpec:
+    """Everything one simulation needs (picklable, sent to worker processes)."""
+
+    scenario: str                       # linear | arena | asap | from-study | replay
+    strategies: tuple[Strategy, ...]
+    n_systems: int = 16
+    spread: float = 400.0
+    arena_gamma: float = 2.0
+    judge: Judge = Judge()
+    budget: int = 2000
+    batch: int = 50
+    reps: int = 20
+    seed: int = 0
+    engine: str = "laplace"
+    anchor: int = 0
+    truth: Truth | None = None          # from-study / replay
+    replay: ReplayPool | None = None
+
+
+def parse_target(text: str) -> tuple[str, float]:
+    """``"tau=0.9"`` → ("tau", 0.9); ``"credible-tau=0.9"`` → ("credible_tau", 0.9);
+    ``"credible-all"`` (every credibly separated pair right) → ("credible_all", 1.0)."""
+    if text.strip() == "credible-all":
+        text = "credible-all=1"
+    try:
+        name, value = text.split("=", 1)
+        name, val = name.strip(), float(value)
+    except ValueError:
+        raise UsageError(f"--target ({text[:80]!r}) must look like tau=0.9, credible-tau=0.9, "
+                         "credible-all, rho=0.9, rmse=0.3 or width=100") from None
+    if name not in TARGET_METRICS or not math.isfinite(val):
+        raise UsageError(f"--target ({text[:80]!r}): metric must be one of {', '.join(TARGET_METRICS)}")
+    return name.replace("-", "_"), val
