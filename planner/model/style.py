@@ -235,7 +235,7 @@ def fit_style(design: StyleDesign, *, engine: str = "laplace", prior=None, coef_
     seed, draws, tune, chains, cores, progressbar
         As in :func:`planner.model.fit`.
     """
-    from planner.model import ENGINES, Prior
+    from planner.model.types import ENGINES, Prior
 
     if engine not in ENGINES:
         raise UsageError(f"--engine ({engine!r}) must be one of 'laplace' or 'nuts'")
@@ -260,9 +260,9 @@ def _problem(design: StyleDesign, prior, coef_sd: float):
     """The raw model's Newton problem with the style columns added to its design matrix."""
     from scipy import sparse
 
-    from planner.model import _Problem
+    from planner.model.laplace import Problem
 
-    class _StyleProblem(_Problem):
+    class _StyleProblem(Problem):
         def __init__(self):
             m, f = len(design.systems), len(design.features)
             self.m, self.k, self.f, self.by_stratum, self.prior = m, 0, f, False, prior
@@ -295,8 +295,9 @@ def _problem(design: StyleDesign, prior, coef_sd: float):
 
 def _laplace_style(design: StyleDesign, prior, coef_sd: float, seed: int, draws: int,
                    sigma: float | None) -> StyleFit:
-    from planner.model import (Diagnostics, Fit, Summary, _half_normal_log_scale, _newton, gaussian_at_mode,
-                               laplace_log_marginal, lognormal_summary, normal_summary, type2_log_sigma)
+    from planner.model.laplace import (gaussian_at_mode, half_normal_log_scale, laplace_log_marginal,
+                                       lognormal_summary, newton, normal_summary, type2_log_sigma)
+    from planner.model.types import Diagnostics, Fit, Summary
 
     prob = _problem(design, prior, coef_sd)
     m, f = prob.m, prob.f
@@ -304,10 +305,10 @@ def _laplace_style(design: StyleDesign, prior, coef_sd: float, seed: int, draws:
 
     def inner(log_sigma: float):
         prec = prob.precision(math.exp(log_sigma))
-        theta, fval, c, it, ok = _newton(prob, prec, state["theta"])
+        theta, fval, c, it, ok = newton(prob, prec, state["theta"])
         state.update(theta=theta, iters=state["iters"] + it, ok=state["ok"] and ok)
         lml = laplace_log_marginal(prob, prec, fval, c)
-        return -(lml + _half_normal_log_scale(log_sigma, prior.sigma_scale)), theta, c
+        return -(lml + half_normal_log_scale(log_sigma, prior.sigma_scale)), theta, c
 
     log_sigma = type2_log_sigma(lambda s: inner(s)[0]) if sigma is None else math.log(sigma)
     _, theta, c = inner(log_sigma)
