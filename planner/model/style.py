@@ -45,6 +45,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from planner.model import bt
+from planner.equality import array_eq
 from planner.errors import UsageError
 
 FEATURES = ("length", "headers", "lists", "bold")
@@ -92,6 +93,7 @@ def normalized_difference(fa, fb) -> np.ndarray:
 
 
 # ----------------------------------------------------------------- design
+@array_eq
 @dataclass(frozen=True)
 class StyleDesign:
     """Per-judgment design of the style-controlled model, grouped into rows.
