@@ -20,8 +20,8 @@ import numpy as np
 
 from planner.equality import array_eq
 from planner.errors import DataError
+from planner.vocabulary import OUTCOMES
 
-OUTCOMES = ("A", "B", "tie", "invalid")
 DEFAULT_STRATUM = "all"
 
 

@@ -287,3 +287,23 @@ def test_malformed_output_shapes_are_problems(tmp_path, line, message):
     p.write_text(json.dumps(line) + "\n", encoding="utf-8")
     (_, rec, problem), = read_judge_rows(p)
     assert rec is None and problem.startswith(message)
+
+
+def test_the_reader_understands_every_token_the_templates_ask_for():
+    """formats/templates.py is the contract: each ``[[TOKEN]]`` a default template asks the judge to end
+    with parses, through the reader, to the position verdict VERDICT_TOKENS gives it."""
+    import re
+
+    from planner.formats import templates, writers
+    from planner.vocabulary import POSITION_VERDICTS
+
+    asked = {t for tpl in (templates.DEFAULT_PAIRWISE_TEMPLATE, templates.DEFAULT_ACCEPTABILITY_TEMPLATE)
+             for t in re.findall(r"\[\[(\w+)\]\]", tpl)}
+    assert asked == set(templates.VERDICT_TOKENS) == {"A", "B", "C", "PASS", "FAIL"}
+    for token, verdict in templates.VERDICT_TOKENS.items():
+        assert verdict in POSITION_VERDICTS
+        assert parse_judge_verdict(f"Because.\nReason: accuracy\n[[{token}]]") == (verdict, "accuracy")
+    # one home: the writer fills the very objects the reader shares (no copy that could drift)
+    assert writers.DEFAULT_PAIRWISE_TEMPLATE is templates.DEFAULT_PAIRWISE_TEMPLATE
+    assert writers.DEFAULT_ACCEPTABILITY_TEMPLATE is templates.DEFAULT_ACCEPTABILITY_TEMPLATE
+    assert writers.check_template is templates.check_template

@@ -358,3 +358,41 @@ def test_nuts_without_data_samples_the_prior():
     # 0.15 covers Monte Carlo error at ESS ~500 of a heavy-tailed (scale-mixture) marginal
     assert abs(n.gamma.mean) < 0.15 and abs(n.gamma.sd - 1) < 0.15
     assert np.all(np.abs(n.sd - math.sqrt(1.5)) < 0.25)
+
+
+def test_model_package_layout():
+    """Issue 12: types / laplace / dispatch submodules, re-exported by the package; nuts is loaded only
+    for the NUTS engine and imports neither the package's dispatcher nor its ``__init__`` names."""
+    import ast
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import planner.model as model
+    from planner.model import dispatch, laplace, types
+
+    assert model.fit is dispatch.fit and model.Fit is types.Fit and model.Prior is types.Prior
+    assert model.gaussian_at_mode is laplace.gaussian_at_mode
+    assert set(model.__all__) <= set(dir(model))
+    src = Path(model.__file__).with_name("nuts.py").read_text(encoding="utf-8")
+    froms = [n for n in ast.walk(ast.parse(src)) if isinstance(n, ast.ImportFrom)]
+    assert not [n for n in froms if n.module == "planner.model.dispatch"]         # no model <-> nuts cycle
+    assert {a.name for n in froms if n.module == "planner.model" for a in n.names} == {"bt"}   # a submodule only
+    code = ("import sys\nfrom planner.counts import Counts\nfrom planner.model import fit\n"
+            "fit(Counts.from_records(('x', 'y'), [('x', 'y', 'A'), ('y', 'x', 'tie')]))\n"
+            "print(*(m in sys.modules for m in ('planner.model.nuts', 'pymc', 'arviz')))")
+    root = Path(model.__file__).resolve().parents[2]     # this checkout, not an installed copy
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=root)
+    assert out.stdout.split() == ["False", "False", "False"]
+
+
+def test_gaussian_posterior_compares_by_value():
+    """A frozen dataclass holding arrays: ``==`` compares values instead of raising (issue 12)."""
+    def post(mean):
+        return bt.GaussianPosterior(("x", "y"), np.array(mean), np.eye(2), gamma=0.1, nu=0.3)
+
+    assert post([0.5, -0.5]) == post([0.5, -0.5])
+    assert post([0.5, -0.5]) != post([0.4, -0.4])
+    assert post([0.5, -0.5]) != bt.GaussianPosterior(("x", "y"), np.array([0.5, -0.5]), np.eye(2), gamma=0.2, nu=0.3)
+    with pytest.raises(TypeError, match="unhashable"):
+        hash(post([0.0, 0.0]))

@@ -126,7 +126,8 @@ def test_weighted_gram_is_scipys_sparse_product(by_stratum):
     from scipy import sparse
 
     from planner.counts import Counts
-    from planner.model import Prior, _Problem
+    from planner.model import Prior
+    from planner.model.laplace import Problem as _Problem
 
     rng = np.random.default_rng(5)
     systems, strata = ["a", "b", "c", "d", "e"], ["s1", "s2", "s3"]

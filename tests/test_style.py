@@ -225,3 +225,17 @@ def test_nuts_agrees_with_laplace():
     assert nuts.fit.mean == pytest.approx(lap.fit.mean, abs=0.05)
     assert nuts.coef[0].mean == pytest.approx(lap.coef[0].mean, abs=0.08)
     assert nuts.coef[0].sd == pytest.approx(lap.coef[0].sd, rel=0.2)
+
+
+def test_design_compares_by_value():
+    """A frozen dataclass holding arrays: ``==`` compares values instead of raising (issue 12)."""
+    fa = np.array([[10, 0, 0, 0], [30, 0, 0, 0]], float)
+    fb = np.array([[30, 0, 0, 0], [10, 0, 0, 0]], float)
+
+    def build(outcome):
+        return StyleDesign.build(("x", "y"), [0, 1], [1, 0], [1, 1], [0, outcome], fa, fb)
+
+    assert build(1) == build(1) and build(1) is not build(1)
+    assert build(1) != build(2)                     # one judgment's outcome differs
+    with pytest.raises(TypeError, match="unhashable"):
+        hash(build(1))

@@ -26,10 +26,10 @@ from pathlib import Path
 from planner.errors import DataError, UsageError, quote
 from planner.formats import jsonsafe
 from planner.formats.jsonsafe import JSONProblem
+from planner.vocabulary import POSITION_VERDICTS  # noqa: F401  (the readers import it from here)
 
 Row = tuple[int, "dict | None", "str | None"]
 
-POSITION_VERDICTS = ("left", "right", "tie", "invalid", "pass", "fail")
 SNIFF_BYTES = 65536
 FIRST_ELEMENT_BYTES = 8 << 20  # detection reads this much to see the first element of a JSON array
 

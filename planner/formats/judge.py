@@ -1,8 +1,9 @@
-"""LLM-judge round trip: request writer re-exports and the judge OUTPUT reader.
+"""LLM-judge round trip: the judge OUTPUT reader.
 
 Requests are written by :func:`planner.formats.writers.judge_requests` (one
-OpenAI-batch-style chat-completions request per item, ``custom_id`` = item id).
-This module reads the answers back:
+OpenAI-batch-style chat-completions request per item, ``custom_id`` = item id)
+from the templates in :mod:`planner.formats.templates`, which this reader shares
+(it never imports the writers). This module reads the answers back:
 
 * :func:`parse_judge_verdict` turns a judge's text into a **position verdict**
   (``left``/``right``/``tie``, or ``pass``/``fail`` for acceptability items,
@@ -34,15 +35,16 @@ from pathlib import Path
 
 from planner.errors import DataError, UsageError, quote
 from planner.formats import jsonsafe
-from planner.formats.writers import (  # noqa: F401  (re-exported for the judge round trip)
+from planner.formats.templates import (  # noqa: F401  (re-exported for the judge round trip)
     DEFAULT_ACCEPTABILITY_TEMPLATE,
     DEFAULT_PAIRWISE_TEMPLATE,
-    judge_requests,
+    VERDICT_TOKENS,
 )
+from planner.vocabulary import POSITION_VERDICTS
 
-VERDICTS = ("left", "right", "tie", "pass", "fail", "invalid")
-_TOKEN = {"a": "left", "b": "right", "c": "tie", "left": "left", "right": "right", "tie": "tie",
-          "pass": "pass", "fail": "fail", "invalid": "invalid"}
+VERDICTS = POSITION_VERDICTS
+# the templates' bracket tokens (a, b, c, pass, fail) and the verdict words themselves, lower case
+_TOKEN = {**{t.lower(): v for t, v in VERDICT_TOKENS.items()}, **{v: v for v in POSITION_VERDICTS}}
 _BRACKET_RE = re.compile(r"\[\[\s*(a|b|c|left|right|tie|pass|fail)\s*\]\]", re.IGNORECASE)
 _FINAL_RE = re.compile(
     r"^[\s*_#>`]*(?:final\s+)?verdict[\s*_`]*[:=][\s*_`\"']*(a|b|c|left|right|tie|pass|fail|invalid)"

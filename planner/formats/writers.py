@@ -53,7 +53,6 @@ import json
 import math
 import os
 import re
-import string
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from xml.sax.saxutils import quoteattr
@@ -61,11 +60,18 @@ from xml.sax.saxutils import quoteattr
 from planner.csvcell import CSV_DANGEROUS, neutralize_cell  # noqa: F401  (re-exported)
 from planner.errors import DataError, UsageError, quote
 from planner.formats.staging import stage, write_atomically
+from planner.formats.templates import (  # noqa: F401  (re-exported: the judge templates' old home)
+    ACCEPTABILITY_FIELDS,
+    DEFAULT_ACCEPTABILITY_TEMPLATE,
+    DEFAULT_PAIRWISE_TEMPLATE,
+    JUDGE_SYSTEM_MESSAGE,
+    PAIRWISE_FIELDS,
+    check_template,
+)
+from planner.vocabulary import ACCEPTABILITY_VERDICTS, PAIRWISE_VERDICTS
 
 FORMATS = ("jsonl", "csv", "label-studio", "argilla", "judge")
 DEFAULT_EXT = {"jsonl": ".jsonl", "csv": ".csv", "label-studio": ".json", "argilla": ".json", "judge": ".jsonl"}
-PAIRWISE_VERDICTS = ("left", "right", "tie", "invalid")
-ACCEPTABILITY_VERDICTS = ("pass", "fail", "invalid")
 ACCEPTABILITY_QUESTION = "Would you be happy to send this response to a customer? (pass / fail)"
 CSV_COLUMNS = ("item", "prompt", "left", "right", "response", "question", "verdict", "reason")
 # No default judge model: the judge is a choice the user makes (and a default
@@ -77,80 +83,6 @@ NO_TEMPERATURE_MODELS = ("o1*", "o3*", "o4*", "o<digit>*", "gpt-5*")
 _NO_TEMPERATURE_RE = re.compile(r"^(?:.*/)?(?:o\d|gpt-5)", re.IGNORECASE)
 TEMPERATURE_RANGE = (0.0, 2.0)  # the chat-completions API's documented range
 _REASON_RE = re.compile(r"^[A-Za-z0-9_-]+$")
-
-JUDGE_SYSTEM_MESSAGE = "You are a careful and impartial evaluator of AI assistant responses."
-
-# MT-bench-style pairwise judging prompt (Zheng et al. 2023, "Judging
-# LLM-as-a-Judge with MT-Bench and Chatbot Arena", NeurIPS D&B), with a reason
-# code line added. Placeholders: {prompt} {left} {right} {reasons}.
-DEFAULT_PAIRWISE_TEMPLATE = """\
-Please act as an impartial judge and compare the two responses below to the user question.
-Decide which response follows the user's instructions and answers the question better, considering
-correctness, helpfulness, relevance, depth and clarity. The order in which the responses are shown
-must not influence you, and neither must their length. Do not favour a style or a name.
-
-[User Question]
-{prompt}
-
-[The Start of Assistant A's Answer]
-{left}
-[The End of Assistant A's Answer]
-
-[The Start of Assistant B's Answer]
-{right}
-[The End of Assistant B's Answer]
-
-First explain your comparison briefly. Then write one line "Reason: <code>" with the main reason for your
-decision, where <code> is one of: {reasons}.
-Finally give your verdict on the last line, exactly in this format: "[[A]]" if assistant A is better,
-"[[B]]" if assistant B is better, and "[[C]]" for a tie.
-"""
-
-# Single-response acceptability prompt. Placeholders: {prompt} {response} {reasons}.
-DEFAULT_ACCEPTABILITY_TEMPLATE = """\
-Please act as an impartial judge of the response below to the user question.
-Would you be happy to send this response to a customer as it is?
-
-[User Question]
-{prompt}
-
-[The Start of the Response]
-{response}
-[The End of the Response]
-
-First explain your judgment briefly. If the response is not acceptable, write one line "Reason: <code>"
-with the main problem, where <code> is one of: {reasons}.
-Finally give your verdict on the last line, exactly in this format: "[[PASS]]" if the response is
-acceptable, "[[FAIL]]" if it is not.
-"""
-
-PAIRWISE_FIELDS = frozenset({"prompt", "left", "right", "reasons"})
-ACCEPTABILITY_FIELDS = frozenset({"prompt", "response", "reasons"})
-
-
-# ---------------------------------------------------------------- templates
-def check_template(template: str, *, allowed: frozenset[str] = PAIRWISE_FIELDS,
-                   required: Sequence[str] = ("prompt", "left", "right"), option: str = "--template") -> str:
-    """Validate a ``str.format`` template; :class:`UsageError` names the bad placeholder."""
-    try:
-        parsed = list(string.Formatter().parse(template))
-    except ValueError as exc:
-        raise UsageError(f"{option}: not a valid template ({exc}); write literal braces as {{{{ and }}}}") from None
-    seen = set()
-    for _, name, spec, conv in parsed:
-        if name is None:
-            continue
-        if name not in allowed:
-            shown = "{" + name + "}"
-            raise UsageError(f"{option}: unknown placeholder {shown}; allowed: "
-                             + ", ".join("{" + a + "}" for a in sorted(allowed)))
-        if spec or conv:
-            raise UsageError(f"{option}: placeholder {{{name}}} must not carry a format spec or conversion")
-        seen.add(name)
-    missing = [r for r in required if r not in seen]
-    if missing:
-        raise UsageError(f"{option}: the template lacks the placeholder {{{missing[0]}}}")
-    return template
 
 
 def _check_reasons(reasons: Sequence[str]) -> tuple[str, ...]:

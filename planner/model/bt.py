@@ -28,6 +28,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from planner.equality import array_eq
+
 ELO_SCALE = 400.0 / np.log(10.0)  # 173.7177...: Elo points per logit unit
 ELO_BASE = 1500.0
 
@@ -89,6 +91,7 @@ def information(delta, nu: float = 0.0):
     return terms
 
 
+@array_eq
 @dataclass(frozen=True)
 class GaussianPosterior:
     """A Gaussian approximation to the posterior of the strengths.

@@ -26,9 +26,10 @@ import warnings
 
 import numpy as np
 
-from planner.model import bt
 from planner.counts import Counts
-from planner.model import Diagnostics, Fit, Prior, Summary
+from planner.model import bt
+from planner.model.laplace import fit_laplace, weights_dict
+from planner.model.types import Diagnostics, Fit, Prior, Summary
 
 R_HAT_MAX = 1.01      # Vehtari et al. (2021): use the sample only if r-hat < 1.01
 ESS_PER_CHAIN = 100   # Vehtari et al. (2021): bulk and tail ESS of at least 100 per chain
@@ -44,9 +45,9 @@ def choose_centred(counts: Counts, prior: Prior) -> bool:
     curved sigma-beta_raw ridge of the non-centred form; with thin data the non-centred form
     avoids the funnel of the centred one.
     """
-    from planner.model import fit
-
-    lap = fit(counts, prior=prior, draws=1)
+    # what fit(counts, prior=prior, draws=1) computes: the pooled Laplace fit, seed 0, one draw
+    pooled = counts.pooled() if len(counts.strata) > 1 else counts
+    lap = fit_laplace(pooled, tuple(counts.strata), False, prior, None, 0, 1)
     if len(counts.systems) < 2:
         return False
     return bool(np.max(lap.sd) < 0.5 * lap.sigma.mean)
@@ -190,10 +191,9 @@ def fit_nuts(counts: Counts, strata: tuple[str, ...], *, by_stratum: bool, prior
     gamma = _summary(_flat(idata, "gamma"))
     nu = _summary(_flat(idata, "nu"))
     post = bt.GaussianPosterior(systems, mean, cov, gamma=gamma.mean, nu=nu.mean)
-    weights_dict = {s: float(w) for s, w in zip(strata, weights)} if by_stratum else None
     return Fit(systems, strata, "nuts", post, beta_draws, gamma, nu, _summary(_flat(idata, "sigma")),
                _summary(_flat(idata, "tau")) if by_stratum else None,
-               stratum_mean, stratum_sd, stratum_draws, weights_dict,
+               stratum_mean, stratum_sd, stratum_draws, weights_dict(strata, weights) if by_stratum else None,
                int(counts.usable.sum()), int(counts.invalid.sum()), diag, prior, seed, idata=idata)
 
 

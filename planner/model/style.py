@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from planner.model import bt
+from planner.equality import array_eq
 from planner.errors import UsageError
 
 FEATURES = ("length", "headers", "lists", "bold")
@@ -92,6 +92,7 @@ def normalized_difference(fa, fb) -> np.ndarray:
 
 
 # ----------------------------------------------------------------- design
+@array_eq
 @dataclass(frozen=True)
 class StyleDesign:
     """Per-judgment design of the style-controlled model, grouped into rows.
@@ -235,7 +236,7 @@ def fit_style(design: StyleDesign, *, engine: str = "laplace", prior=None, coef_
     seed, draws, tune, chains, cores, progressbar
         As in :func:`planner.model.fit`.
     """
-    from planner.model import ENGINES, Prior
+    from planner.model.types import ENGINES, Prior
 
     if engine not in ENGINES:
         raise UsageError(f"--engine ({engine!r}) must be one of 'laplace' or 'nuts'")
@@ -247,85 +248,12 @@ def fit_style(design: StyleDesign, *, engine: str = "laplace", prior=None, coef_
     if sigma is not None and not (isinstance(sigma, (int, float)) and math.isfinite(sigma) and sigma > 0):
         raise UsageError(f"sigma ({sigma!r}) must be a finite number > 0")
     if engine == "laplace":
-        return _laplace_style(design, prior, coef_sd, seed, draws, sigma)
+        from planner.model.style_laplace import fit_style_laplace
+
+        return fit_style_laplace(design, prior, coef_sd, seed, draws, sigma)
     if sigma is None:
         raise UsageError("the type-II MAP of sigma (sigma=None) is a Laplace-engine option")
     from planner.model.style_nuts import fit_style_nuts
 
     return fit_style_nuts(design, prior=prior, coef_sd=coef_sd, sigma=sigma, seed=seed, draws=draws, tune=tune,
                           chains=chains, cores=cores, progressbar=progressbar)
-
-
-def _problem(design: StyleDesign, prior, coef_sd: float):
-    """The raw model's Newton problem with the style columns added to its design matrix."""
-    from scipy import sparse
-
-    from planner.model import _Problem
-
-    class _StyleProblem(_Problem):
-        def __init__(self):
-            m, f = len(design.systems), len(design.features)
-            self.m, self.k, self.f, self.by_stratum, self.prior = m, 0, f, False, prior
-            self.n_a, self.n_b, self.n_t = (v.astype(float) for v in (design.a_wins, design.b_wins, design.ties))
-            self.n = self.n_a + self.n_b + self.n_t
-            self.p = m + f + 2
-            self.ig, self.il = self.p - 2, self.p - 1
-            nc = design.a.size
-            dense = np.zeros((nc, self.p))
-            dense[np.arange(nc), design.a] += 1.0
-            dense[np.arange(nc), design.b] -= 1.0
-            dense[:, m: m + f] = design.x
-            dense[:, self.ig] = design.position
-            self.x = sparse.csr_matrix(dense)
-            self.xt = self.x.T.tocsr()
-            self.mu = np.zeros(self.p)
-            self.mu[self.ig] = prior.gamma_mean
-            self.mu[self.il] = prior.log_nu_mean
-
-        def precision(self, sigma, tau=None):
-            prec = np.empty(self.p)
-            prec[: self.m] = 1.0 / sigma**2
-            prec[self.m: self.m + self.f] = 1.0 / coef_sd**2
-            prec[self.ig] = 1.0 / self.prior.gamma_sd**2
-            prec[self.il] = 1.0 / self.prior.log_nu_sd**2
-            return prec
-
-    return _StyleProblem()
-
-
-def _laplace_style(design: StyleDesign, prior, coef_sd: float, seed: int, draws: int,
-                   sigma: float | None) -> StyleFit:
-    from planner.model import (Diagnostics, Fit, Summary, _half_normal_log_scale, _newton, gaussian_at_mode,
-                               laplace_log_marginal, lognormal_summary, normal_summary, type2_log_sigma)
-
-    prob = _problem(design, prior, coef_sd)
-    m, f = prob.m, prob.f
-    state = {"theta": prob.mu.copy(), "iters": 0, "ok": True}
-
-    def inner(log_sigma: float):
-        prec = prob.precision(math.exp(log_sigma))
-        theta, fval, c, it, ok = _newton(prob, prec, state["theta"])
-        state.update(theta=theta, iters=state["iters"] + it, ok=state["ok"] and ok)
-        lml = laplace_log_marginal(prob, prec, fval, c)
-        return -(lml + _half_normal_log_scale(log_sigma, prior.sigma_scale)), theta, c
-
-    log_sigma = type2_log_sigma(lambda s: inner(s)[0]) if sigma is None else math.log(sigma)
-    _, theta, c = inner(log_sigma)
-    cov, theta_draws = gaussian_at_mode(theta, c, seed, draws)
-    proj = np.eye(m) - 1.0 / m
-    mean = proj @ theta[:m]
-    bcov = proj @ cov[:m, :m] @ proj.T
-    beta_draws = theta_draws[:, :m] @ proj.T
-
-    nu = lognormal_summary(theta, cov, prob.il)
-    nan = float("nan")
-    warnings = () if state["ok"] else (
-        "The Laplace optimiser did not converge for the style-controlled model; use --engine nuts.",)
-    post = bt.GaussianPosterior(design.systems, mean, 0.5 * (bcov + bcov.T), gamma=float(theta[prob.ig]),
-                                nu=nu.mean)
-    fit = Fit(design.systems, ("all",), "laplace", post, beta_draws, normal_summary(theta, cov, prob.ig), nu,
-              Summary(math.exp(log_sigma), nan, nan, nan), None, None, None, None, None,
-              design.n_judgments, 0, Diagnostics(iterations=state["iters"], converged=state["ok"],
-                                                 warnings=warnings), prior, seed)
-    coef = tuple(normal_summary(theta, cov, m + j) for j in range(f))
-    return StyleFit(fit, design.features, coef, design.scale, theta_draws[:, m: m + f], coef_sd)

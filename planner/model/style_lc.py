@@ -144,7 +144,7 @@ def lc_win_rate(system: str, y, len_anchor, len_system, difficulty=None,
     prior_sd : float or None
         Weak Gaussian prior sd on every weight; None for plain maximum likelihood.
     """
-    from planner.model import Z95
+    from planner.model.types import Z95
 
     y = np.asarray(y, float)
     if y.size == 0:

@@ -41,7 +41,7 @@ def build_style_model(design, prior, coef_sd: float, sigma: float):
 def fit_style_nuts(design, *, prior, coef_sd: float, sigma: float, seed: int, draws: int, tune: int, chains: int,
                    cores: int | None, progressbar: bool):
     """Sample the style-controlled model; see :func:`planner.model.style.fit_style`."""
-    from planner.model import Fit, Summary
+    from planner.model.types import Fit, Summary
     from planner.model.nuts import _flat, _summary, diagnose, sample_model
     from planner.model.style import StyleFit
 
