@@ -347,7 +347,7 @@ def _manifest(n_batches, seed, strategy, objective, top_k, engine, size, format,
         "settled": bool(selection.settled),
         "advice": selection.reason,
         "model": _model_summary(fit) if fit is not None else {"engine": "none (--for humans)", "warnings": []},
-        "batch_manifest": batch.manifest,
+        "batch_manifest": batch.manifest.to_json(),
         "attention_expected": {it.item_id: it.expected for it in batch.items if it.kind == "attention"},
         "notes": notes,
     }
