@@ -429,7 +429,7 @@ def _presentation_order(everything: Sequence[Item], ann: list[str] | None,
     for it in everything:
         groups[it.annotator].append(it)
     ordered: list[Item] = []
-    for a, members in groups.items():
+    for members in groups.values():
         seq = [members[int(k)] for k in rng.permutation(len(members))]
         pos = {it.item_id: n for n, it in enumerate(seq)}
         for n in range(len(seq)):
