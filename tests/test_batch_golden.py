@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from pathlib import Path
 
 import numpy as np
@@ -19,18 +18,7 @@ import numpy as np
 import _batch_fixture as bfx
 import _report_fixture as fx
 from planner.store.study import Study
-
-GOLDEN = Path(__file__).parent / "data" / "golden"
-REGEN = os.environ.get("PLANNER_REGEN_GOLDEN") == "1"
-
-
-def _check(name: str, doc) -> None:
-    path = GOLDEN / name
-    text = json.dumps(doc, sort_keys=True, indent=1) + "\n"
-    if REGEN:
-        path.write_text(text, encoding="utf-8")
-    assert path.exists(), f"golden file {path} missing; run with PLANNER_REGEN_GOLDEN=1 once"
-    assert json.loads(text) == json.loads(path.read_text(encoding="utf-8"))
+from test_golden import _check   # the one golden comparison (tests/data/golden, PLANNER_REGEN_GOLDEN=1)
 
 
 def _stable(manifest: dict) -> dict:
@@ -43,12 +31,9 @@ def _stable(manifest: dict) -> dict:
 
 
 def _issue(study: Path, out: Path, **options):
-    from planner.workflows import next_batch as nb
+    from planner.workflows.next_batch import next_batch, options_from
 
-    kw = dict(options)
-    if hasattr(nb, "Selection"):   # the option objects (after the refactor)
-        return nb.next_batch(study, **nb.options_from(out=out, **kw))
-    return nb.next_batch(study, out=out, **kw)
+    return next_batch(study, **options_from(out=out, **options))
 
 
 def _files_doc(res) -> dict:
