@@ -61,19 +61,21 @@ def next_batch_cmd(
     Lost a file? planner next-batch my-study --rewrite 3 --out round3 writes batch 3 again.
     Judge requests failed? planner next-batch my-study --retry-failed --out retry writes just those items.
     """
-    from planner.workflows.next_batch import next_batch
+    from planner.workflows.next_batch import (HumansDesign, Output, QualityControl, Selection, TextOptions,
+                                              next_batch)
 
     if rewrite is not None or retry_failed or batch is not None:
         _reissue(study, rewrite, retry_failed, batch, out_path, force, json_out)
         return
-    result = call(next_batch, study, size=size, strategy=strategy, objective=objective, top_k=top_k,
-                  engine=engine, seed=seed, out=out_path, format=fmt, force=force, dry_run=dry_run,
-                  attention=attention, repeat=repeat, overlap=overlap, acceptability=acceptability,
-                  both_orders=both_orders, annotators=annotators, attention_pool=attention_pool,
-                  template=template, max_words=max_words, truncate=truncate, normalize_style=normalize_style,
-                  judge_model=judge_model, reuse_prompts=reuse_prompts, temperature=temperature,
-                  redact_names=redact_names, style_control=style_control, for_=for_, surrogate=surrogate,
-                  floor=floor)
+    result = call(next_batch, study,
+                  Selection(size=size, strategy=strategy, objective=objective, top_k=top_k, engine=engine, seed=seed,
+                            style_control=style_control, reuse_prompts=reuse_prompts),
+                  qc=QualityControl(attention=attention, repeat=repeat, overlap=overlap, acceptability=acceptability,
+                                    both_orders=both_orders, annotators=annotators, attention_pool=attention_pool),
+                  output=Output(out=out_path, format=fmt, force=force, dry_run=dry_run, template=template,
+                                judge_model=judge_model, temperature=temperature, redact_names=redact_names),
+                  text=TextOptions(max_words=max_words, truncate=truncate, normalize_style=normalize_style),
+                  humans=HumansDesign(for_=for_, surrogate=surrogate, floor=floor))
     for note in result.notes:
         warn(note)
     for w in result.manifest["model"]["warnings"]:

@@ -80,9 +80,9 @@ def test_qc_counts_match_rates_within_rounding(rates, both_orders):
     # Defined in planner/batch.py: k_x = round(r_x * n_base / (1 - S)) so |k_x - r_x * N| < 1.
     for kind, rate in rates.items():
         assert abs(kinds[kind] - rate * n) < 1, (kind, kinds[kind], rate * n)
-        assert batch.manifest["qc"][kind]["n"] == kinds[kind]
+        assert batch.manifest.qc[kind]["n"] == kinds[kind]
     assert kinds["swap"] == (kinds["regular"] if both_orders else 0)
-    assert batch.manifest["n_items"] == n
+    assert batch.manifest.n_items == n
 
 
 def test_rate_validation():
@@ -182,7 +182,7 @@ def test_max_words_skips_and_reports():
     assert long_pairs, "fixture: p05/gamma (500 words) is planned"
     assert len(batch.skipped) == len(long_pairs)
     assert all("500 words > --max-words 100" in s.reason and s.prompt_id == "p05" for s in batch.skipped)
-    assert batch.manifest["skipped"] == {"n": len(long_pairs), "prompts": ["p05"]}
+    assert batch.manifest.skipped == {"n": len(long_pairs), "prompts": ["p05"]}
     assert len(batch.items) == len(planned) - len(long_pairs)
     assert all(count_words(t) <= 100 for it in batch.items for t in (it.left_text, it.right_text))
 
@@ -193,7 +193,7 @@ def test_max_words_truncates_with_visible_marker():
     assert not batch.skipped and len(batch.items) == len(planned)
     cut = [t for it in batch.items for t in (it.left_text, it.right_text) if "truncated by planner" in t]
     assert cut and all(t.endswith("[… truncated by planner: 100 of 500 words shown]") for t in cut)
-    assert batch.manifest["truncated_texts"] == 1  # one stored text, cut once (cached)
+    assert batch.manifest.truncated_texts == 1  # one stored text, cut once (cached)
 
 
 def test_every_comparison_skipped_is_an_error():
@@ -264,13 +264,13 @@ def test_truncate_words_keeps_whitespace_and_counts():
 
 def test_manifest_length_ratio_and_left_share():
     batch = build(0, planned=fx.planned(4), attention=0.1, acceptability=0.1)
-    lr = batch.manifest["length_ratio"]
+    lr = batch.manifest.length_ratio
     pairwise = [it for it in batch.items if it.kind not in ("attention", "acceptability")]
     assert lr["n"] == len(pairwise)
     # ratio of (words+1): hand check of the median against numpy
     ratios = sorted((count_words(it.left_text) + 1) / (count_words(it.right_text) + 1) for it in pairwise)
     assert lr["median"] == pytest.approx(float(np.median(ratios)), rel=1e-12)  # same formula, float noise only
-    assert set(batch.manifest["left_share"]) == set(fx.SYSTEMS)
+    assert set(batch.manifest.left_share) == set(fx.SYSTEMS)
 
 
 def test_real_vicuna_batch_has_no_name_mentions(vicuna_data):
@@ -281,5 +281,34 @@ def test_real_vicuna_batch_has_no_name_mentions(vicuna_data):
     batch = assemble_batch(planned, prompt_text=ptext, response_text=resp, rng=np.random.default_rng(0),
                            attention=0.1, acceptability=0.1, repeat=0.05, normalize_style="full",
                            max_words=400, truncate=True)
-    assert batch.manifest["blinding_warnings"] == []
-    assert batch.manifest["kinds"]["regular"] == len(planned)
+    assert batch.manifest.blinding_warnings == []
+    assert batch.manifest.kinds["regular"] == len(planned)
+
+
+# ------------------------------------------------------------ the typed manifest
+def test_manifest_json_round_trip_keeps_keys_and_order():
+    import json
+
+    from planner.batch import BatchManifest
+
+    batch = build(2, **FULL_QC)
+    doc = batch.manifest.to_json()
+    # the key order the study has always stored (json.dumps without sort_keys writes it as is)
+    assert list(doc) == ["n_items", "n_comparisons", "kinds", "per_pair", "per_stratum", "per_annotator",
+                         "left_share", "qc", "qc_rule", "n_base", "acceptability_shortfall", "attention_fallbacks",
+                         "length_ratio", "truncated_texts", "skipped", "blinding_warnings", "options"]
+    back = BatchManifest.from_json(json.loads(json.dumps(doc)))
+    assert back == batch.manifest and json.dumps(back.to_json()) == json.dumps(doc)
+    assert back.n_items == len(batch.items) == doc["n_items"]
+
+
+def test_manifest_from_an_older_study_loads_and_writes_back_unchanged():
+    from planner.batch import BatchManifest
+
+    # an older manifest: no attention_fallbacks / blinding_warnings, and a key this version does not know
+    old = {"n_items": 3, "n_comparisons": 3, "kinds": {"regular": 3}, "qc_rule": "k = ...", "legacy_note": "x"}
+    m = BatchManifest.from_json(old)
+    assert m.attention_fallbacks is None and m.blinding_warnings is None and m.extra == {"legacy_note": "x"}
+    assert m.to_json() == old
+    with pytest.raises(DataError, match="must be a JSON object"):
+        BatchManifest.from_json(["not", "a", "manifest"])

@@ -21,7 +21,7 @@ from fake_openai_server import FakeOpenAI, judge_text
 from planner.connectors.cache import judge_totals
 from planner.errors import DataError, UsageError
 from planner.workflows.judge_run import JudgeOptions, judge_batch
-from planner.workflows.next_batch import next_batch
+from planner.workflows.next_batch import next_batch, options_from
 from planner.store.study import Study, status
 
 NO_QC = {"attention": 0, "repeat": 0, "overlap": 0, "acceptability": 0}
@@ -39,7 +39,7 @@ def study(tmp_path):
 
 
 def _batch(study, size=8, **kw):
-    return next_batch(study, size=size, format="judge", judge_model="judge-x", **{**NO_QC, **kw})
+    return next_batch(study, **options_from(size=size, format="judge", judge_model="judge-x", **{**NO_QC, **kw}))
 
 
 def _opts(srv, **kw) -> JudgeOptions:

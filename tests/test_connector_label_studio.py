@@ -30,7 +30,7 @@ from typer.testing import CliRunner
 from cli.main import app
 from planner.connectors.label_studio import LabelStudioClient
 from planner.errors import DataError
-from planner.workflows.next_batch import next_batch
+from planner.workflows.next_batch import Output, QualityControl, Selection, next_batch
 from planner.workflows.push_pull import ARTIFACT, pull, wait_for_annotations, waiting_items
 from planner.store.study import DB_NAME, Study, init_study
 
@@ -108,8 +108,10 @@ def flow(label_studio, tmp_path_factory, request):  # noqa: F811
     prompts, responses = _study_files(d)
     study = d / "study"
     init_study(study, systems=SYSTEMS, prompts_file=prompts, responses_file=responses, seed=11)
-    res = next_batch(study, size=12, format="label-studio", annotators=list(PLAN.values()), attention=0.0,
-                     repeat=0.0, overlap=0.0, acceptability=0.25, out=d / "batch-1.json", seed=5)
+    res = next_batch(study, Selection(size=12, seed=5),
+                     qc=QualityControl(annotators=list(PLAN.values()), attention=0.0, repeat=0.0, overlap=0.0,
+                                       acceptability=0.25),
+                     output=Output(format="label-studio", out=d / "batch-1.json"))
     with Study.open(study) as st:
         key = {it.item_id: it for it in st.items(res.batch_id)}
     out = {"ls": ls, "study": study, "key": key, "batch": res.batch_id, "steps": {}}

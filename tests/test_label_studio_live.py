@@ -30,7 +30,7 @@ import pytest
 from ls_server import ANNOTATORS
 
 from planner.errors import DataError
-from planner.workflows.next_batch import next_batch
+from planner.workflows.next_batch import Output, QualityControl, Selection, next_batch
 from planner.store.study import DB_NAME, Study, ingest, init_study
 
 pytestmark = [pytest.mark.labelstudio, pytest.mark.slow]
@@ -184,8 +184,10 @@ def _batch(d: Path):
     prompts, responses = _study_files(d)
     study = d / "study"
     init_study(study, systems=SYSTEMS, prompts_file=prompts, responses_file=responses, seed=11)
-    res = next_batch(study, size=12, format="label-studio", annotators=list(PLAN.values()), attention=0.0,
-                     repeat=0.0, overlap=0.0, acceptability=0.0, out=d / "batch-1.json", seed=5)
+    res = next_batch(study, Selection(size=12, seed=5),
+                     qc=QualityControl(annotators=list(PLAN.values()), attention=0.0, repeat=0.0, overlap=0.0,
+                                       acceptability=0.0),
+                     output=Output(format="label-studio", out=d / "batch-1.json"))
     with Study.open(study) as st:
         key = {it.item_id: it for it in st.items(res.batch_id)}
     config = next(Path(f) for f in res.files if f.endswith(".label-config.xml")).read_text(encoding="utf-8")

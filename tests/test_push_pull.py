@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 
 from cli.main import app
 from planner.errors import DataError, UsageError
-from planner.workflows.next_batch import next_batch
+from planner.workflows.next_batch import Output, QualityControl, Selection, next_batch
 from planner.workflows.push_pull import ARTIFACT, pull, push, wait_for_annotations, waiting_items
 from planner.store.study import Study, init_study
 
@@ -91,9 +91,10 @@ def _study(tmp: Path, fmt="label-studio", annotators=("alice", "bob"), acceptabi
                                  for i in range(10) for s in SYSTEMS))
     study = tmp / "study"
     init_study(study, prompts_file=prompts, responses_file=responses, seed=3)
-    res = next_batch(study, size=8, format=fmt, annotators=list(annotators) or None, attention=0.0, repeat=0.0,
-                     overlap=0.0, acceptability=acceptability, out=tmp / ("b1" + (".json" if fmt != "csv" else ".csv")),
-                     seed=1)
+    res = next_batch(study, Selection(size=8, seed=1),
+                     qc=QualityControl(annotators=list(annotators) or None, attention=0.0, repeat=0.0, overlap=0.0,
+                                       acceptability=acceptability),
+                     output=Output(format=fmt, out=tmp / ("b1" + (".json" if fmt != "csv" else ".csv"))))
     with Study.open(study) as st:
         return study, {it.item_id: it for it in st.items(res.batch_id)}
 

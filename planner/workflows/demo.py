@@ -129,7 +129,7 @@ def run_demo(directory, *, n_systems: int = 6, n_prompts: int = 40, rounds: int 
     ``progress(message)`` is called as the demo goes.
     """
     from planner.model import fit
-    from planner.workflows.next_batch import next_batch
+    from planner.workflows.next_batch import Output, QualityControl, Selection, next_batch
     from planner.simulation import Judge, Truth
     from planner.store.study import Study, ingest, init_study
 
@@ -155,8 +155,9 @@ def run_demo(directory, *, n_systems: int = 6, n_prompts: int = 40, rounds: int 
     idx = {s: i for i, s in enumerate(systems)}
     done = []
     for r in range(rounds):
-        res = next_batch(study, size=size, out=directory / f"batch-{r + 1}.jsonl", attention=0.05, repeat=0.05,
-                         overlap=0.0, acceptability=0.0)
+        res = next_batch(study, Selection(size=size),
+                         qc=QualityControl(attention=0.05, repeat=0.05, overlap=0.0, acceptability=0.0),
+                         output=Output(out=directory / f"batch-{r + 1}.jsonl"))
         def verdict_of(k):
             out = judge.judge(truth, np.array([idx[k.left]]), np.array([idx[k.right]]), rng)[0]
             return ("left", "right", "tie")[int(out)]

@@ -32,7 +32,8 @@ def _rendering(info) -> dict:
 
 def rebuild_items(study, info, items: Sequence) -> tuple:
     """:class:`planner.batch.Item` objects (annotator-facing texts included) for stored batch items."""
-    from planner.batch import Item, count_words, normalize_text, truncate_words
+    from planner.items import Item
+    from planner.textnorm import count_words, normalize_text, truncate_words
 
     r = _rendering(info)
     style, max_words, truncate = r.get("normalize_style", "none"), r.get("max_words"), r.get("truncate", False)

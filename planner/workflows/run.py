@@ -118,12 +118,13 @@ def _top3(manifest: dict) -> tuple[str, ...]:
 
 def _plan(study_path, judge: JudgeOptions, run: RunOptions, size: int, remaining: int):
     """A dry-run plan whose items fit in ``remaining`` (shrinking ``size``); None if none fits."""
-    from planner.workflows.next_batch import next_batch
+    from planner.workflows.next_batch import Output, QualityControl, Selection, next_batch
 
     while True:
-        plan = next_batch(study_path, size=size, strategy=run.strategy, objective=run.objective,
-                          engine=run.engine, format="judge", judge_model=judge.model, both_orders=run.both_orders,
-                          dry_run=True)
+        plan = next_batch(study_path,
+                          Selection(size=size, strategy=run.strategy, objective=run.objective, engine=run.engine),
+                          qc=QualityControl(both_orders=run.both_orders),
+                          output=Output(format="judge", judge_model=judge.model, dry_run=True))
         n = len(plan.items)
         if n <= remaining or plan.settled and run.until == "settled":
             return plan, size
@@ -145,7 +146,7 @@ def run_loop(study_path, judge: JudgeOptions, run: RunOptions, *,
     ``progress(event)`` gets ``{"phase": "round", ...}`` after each round and the
     judge's own events (``phase`` ``direct``/``batch``) while a round runs.
     """
-    from planner.workflows.next_batch import next_batch
+    from planner.workflows.next_batch import Output, QualityControl, Selection, next_batch
 
     if not isinstance(judge.model, str) or not judge.model.strip():
         raise UsageError("--judge-model is required (the judge's model name, e.g. gpt-4o)")
@@ -187,8 +188,10 @@ def run_loop(study_path, judge: JudgeOptions, run: RunOptions, *,
         if plan.settled and run.until == "settled":
             stopped = "settled"
             break
-        nb = next_batch(study_path, size=size, strategy=run.strategy, objective=run.objective, engine=run.engine,
-                        format="judge", judge_model=judge.model, both_orders=run.both_orders)
+        nb = next_batch(study_path,
+                        Selection(size=size, strategy=run.strategy, objective=run.objective, engine=run.engine),
+                        qc=QualityControl(both_orders=run.both_orders),
+                        output=Output(format="judge", judge_model=judge.model))
         notes.extend(nb.notes)
         jr = _judge(study_path, judge, nb.batch_id, progress, stop, on_answer)
         notes.extend(jr.notes)

@@ -50,12 +50,13 @@ def _state(study_path) -> tuple[int, list[int], int]:
 
 
 def _plan(study_path, run: RunOptions, human: HumanOptions, size: int, remaining: int):
-    from planner.workflows.next_batch import next_batch
+    from planner.workflows.next_batch import Output, QualityControl, Selection, next_batch
 
     while True:
-        plan = next_batch(study_path, size=size, strategy=run.strategy, objective=run.objective, engine=run.engine,
-                          format="label-studio", annotators=list(human.annotators) or None,
-                          both_orders=run.both_orders, dry_run=True)
+        plan = next_batch(study_path,
+                          Selection(size=size, strategy=run.strategy, objective=run.objective, engine=run.engine),
+                          qc=QualityControl(annotators=list(human.annotators) or None, both_orders=run.both_orders),
+                          output=Output(format="label-studio", dry_run=True))
         if len(plan.items) <= remaining or (plan.settled and run.until == "settled"):
             return plan, size
         if size == 1:
@@ -82,7 +83,7 @@ def run_humans_loop(study_path, run: RunOptions, human: HumanOptions, *,
     """
     import time
 
-    from planner.workflows.next_batch import next_batch
+    from planner.workflows.next_batch import Output, QualityControl, Selection, next_batch
 
     _check(run)
     if not (0 < human.poll <= human.timeout):
@@ -133,9 +134,10 @@ def run_humans_loop(study_path, run: RunOptions, human: HumanOptions, *,
             break
         out = Path(study_path) / "batches" / f"round-{n_round + 1}.json"
         out.parent.mkdir(exist_ok=True)
-        nb = next_batch(study_path, size=size, strategy=run.strategy, objective=run.objective, engine=run.engine,
-                        format="label-studio", annotators=list(human.annotators) or None,
-                        both_orders=run.both_orders, out=out)
+        nb = next_batch(study_path,
+                        Selection(size=size, strategy=run.strategy, objective=run.objective, engine=run.engine),
+                        qc=QualityControl(annotators=list(human.annotators) or None, both_orders=run.both_orders),
+                        output=Output(format="label-studio", out=out))
         notes.extend(nb.notes)
         w = _round(study_path, nb.batch_id, human, client, on_wait(nb.batch_id), sleep, clock)
         info = RoundInfo(n_round + 1, nb.batch_id, len(nb.items), w.pull.new, 0, None,

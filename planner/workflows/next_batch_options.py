@@ -1,0 +1,151 @@
+"""The option objects of :func:`planner.workflows.next_batch.next_batch` (re-exported there).
+
+Five frozen groups instead of thirty keyword parameters: :class:`Selection`
+(which comparisons), :class:`QualityControl` (QC items and annotators),
+:class:`Output` (files), :class:`TextOptions` (what the annotator sees),
+:class:`HumansDesign` (``--for humans``). The values are checked by
+``next_batch`` (one-line usage errors), not on construction.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Sequence
+
+from planner.errors import UsageError
+
+DEFAULT_SIZE = 50
+
+
+@dataclass(frozen=True)
+class Selection:
+    """Which comparisons: how many, chosen how, on which posterior.
+
+    ``size`` planned comparisons (regular items, 1..:data:`MAX_SIZE`);
+    ``strategy``/``objective``/``top_k`` as :func:`planner.acquisition.select_pairs`;
+    ``engine`` ``"laplace"`` or ``"nuts"``; ``seed`` >= 0 (default: the study's
+    seed + the batches already issued); ``style_control``: select on the
+    style-controlled strengths (``report --style-control``); ``frozen_first``:
+    frozen prompts first; ``reuse_prompts``: let a pair that has used every
+    prompt take one again.
+    """
+
+    size: int = DEFAULT_SIZE
+    strategy: str = "active"
+    objective: str = "ranking"
+    top_k: int | None = None
+    engine: str = "laplace"
+    seed: int | None = None
+    style_control: bool = False
+    frozen_first: bool = True
+    reuse_prompts: bool = False
+
+
+@dataclass(frozen=True)
+class QualityControl:
+    """QC items and who gets the batch.
+
+    ``attention``/``repeat``/``overlap``/``acceptability``: fractions of the
+    final batch in [0, 1) (sum < 1; default: the study's ``qc`` settings; the
+    study's overlap rate does not apply to a single annotator);
+    ``both_orders``: also issue every comparison in swapped order;
+    ``annotators``: int N (names ``a1..aN``), names, or ``"N"``/``"x,y"``: one
+    file per annotator; ``attention_pool``: file of texts for the broken side
+    of attention items.
+    """
+
+    attention: float | None = None
+    repeat: float | None = None
+    overlap: float | None = None
+    acceptability: float | None = None
+    both_orders: bool = False
+    annotators: Sequence[str] | int | str | None = None
+    attention_pool: str | Path | None = None
+
+
+@dataclass(frozen=True)
+class Output:
+    """Where and how the batch is written.
+
+    ``out``: output file (extension optional; default
+    ``<study>/batches/batch-<n>``); ``format``: one of
+    :data:`planner.formats.writers.FORMATS`; ``force``: overwrite;
+    ``dry_run``: plan and report, write nothing; ``template``: judge prompt
+    template file; ``judge_model``: ``body.model`` of judge requests;
+    ``temperature``: explicit judge temperature (see
+    :func:`planner.formats.writers.judge_temperature`); ``redact_names``:
+    replace system-name mentions in response texts by ``[a model]``.
+    """
+
+    out: str | Path | None = None
+    format: str = "jsonl"
+    force: bool = False
+    dry_run: bool = False
+    template: str | Path | None = None
+    judge_model: str | None = None
+    temperature: float | None = None
+    redact_names: bool = False
+
+
+@dataclass(frozen=True)
+class TextOptions:
+    """One-screen, style-blind items (:mod:`planner.batch`).
+
+    ``max_words`` defaults to no limit (a study's stored ``max_words`` other
+    than the old silent default 400 is honoured); in skip mode (no
+    ``truncate``) long responses are excluded before the prompts are chosen,
+    so ``size`` is honoured with other prompts. ``normalize_style``:
+    ``"none"``, ``"markdown"`` or ``"full"``.
+    """
+
+    max_words: int | None = None
+    truncate: bool = False
+    normalize_style: str = "none"
+
+
+@dataclass(frozen=True)
+class HumansDesign:
+    """``for_="humans"``: items for human labels where the ``surrogate`` judge is least reliable.
+
+    Drawn with known probabilities (``size`` = expected labels, ``floor`` the
+    uniform share); see :func:`planner.workflows.hybrid_report.plan_for_humans`.
+    The design is recorded in the manifest (``for_humans``) for ``report --surrogate``.
+    """
+
+    for_: str = "ranking"
+    surrogate: str | None = None
+    floor: float = 0.2
+
+
+_OPTION_TYPES = {"selection": Selection, "qc": QualityControl, "output": Output, "text": TextOptions,
+                 "humans": HumansDesign}
+
+
+def options_from(**flat) -> dict:
+    """The option objects of :func:`next_batch` from flat field names (for callers that hold them flat).
+
+    ``next_batch(study, **options_from(size=12, format="csv", annotators=2))``
+    is ``next_batch(study, Selection(size=12), qc=QualityControl(annotators=2),
+    output=Output(format="csv"))``. An unknown name is a usage error.
+    """
+    grouped: dict[str, dict] = {}
+    owner = {f.name: arg for arg, cls in _OPTION_TYPES.items() for f in fields(cls)}
+    for name, value in flat.items():
+        if name not in owner:
+            raise UsageError(f"next_batch option {name!r} is not one of {', '.join(sorted(owner))}")
+        grouped.setdefault(owner[name], {})[name] = value
+    return {arg: _OPTION_TYPES[arg](**kw) for arg, kw in grouped.items()}
+
+
+def _options(**given) -> tuple:
+    """The five option objects (defaults for the ones not given); a wrong type is a usage error."""
+    out = []
+    for name, cls in _OPTION_TYPES.items():
+        value = given[name]
+        if value is None:
+            value = cls()
+        elif not isinstance(value, cls):
+            raise UsageError(f"next_batch's {name} ({type(value).__name__}) must be a {cls.__name__}")
+        out.append(value)
+    return tuple(out)

@@ -1,0 +1,187 @@
+"""`next-batch`'s plan: which (prompt, system pair, stratum) comparisons the next batch holds.
+
+Fit the model (or the style-controlled one) → which pairs may still take a
+prompt (:mod:`planner.pair_prompts`, array bookkeeping) → ``select_pairs`` →
+stratum slots aimed at the population shares (:func:`planner.strata.stratum_weights`)
+→ one prompt per pick (:func:`planner.workflows.allocate.choose_prompts`).
+Every random choice comes from the caller's ``rng``, in a fixed order.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from typing import Sequence
+
+import numpy as np
+
+from planner.errors import DataError, UsageError
+
+
+def _target_shares(prompts, strata: Sequence[str]) -> dict[str, float]:
+    """Population share of each stratum: the one rule, :func:`planner.strata.stratum_weights`."""
+    from planner.strata import stratum_weights
+
+    return stratum_weights(prompts, strata).weights
+
+
+def _fit(study, selection, seed: int, notes: list[str]):
+    """``(judged_by_stratum, pending_by_stratum, judged, pending, fit)``: one scan each; pooled for the model."""
+    from planner.model import fit as fit_model
+
+    judged_s = study.counts(by_stratum=True)
+    pending_s = study.pending_counts(by_stratum=True)
+    judged, pending = judged_s.pooled(), pending_s.pooled()
+    if selection.style_control:   # the style-controlled strengths (planner.workflows.style_report)
+        from planner.workflows.style_report import controlled_fit
+
+        fit = controlled_fit(study, engine=selection.engine, seed=seed)[0].fit
+        notes.append("style control: pairs chosen on the strengths controlled for length and markdown style")
+    else:
+        fit = fit_model(judged, engine=selection.engine, seed=seed, progressbar=False)
+    return judged_s, pending_s, judged, pending, fit
+
+
+def _showable(study, max_words: int | None, notes: list[str]) -> list[tuple[str, str]]:
+    """``(prompt, system)`` of the responses that may be shown (skip mode leaves out longer ones, noted)."""
+    from planner.textnorm import count_words
+
+    shown: list[tuple[str, str]] = []
+    too_long: dict[str, list[str]] = defaultdict(list)
+    for r in study.responses():
+        if max_words is not None and count_words(r.text) > max_words:
+            too_long[r.prompt].append(r.system)
+            continue
+        shown.append((r.prompt, r.system))
+    if too_long:
+        n = sum(len(v) for v in too_long.values())
+        ids = sorted(too_long)
+        notes.append(f"--max-words {max_words}: {n} response(s) longer than {max_words} words are not shown; "
+                     f"other prompts were chosen instead. Prompts affected ({len(ids)}): "
+                     + ", ".join(f"{p} ({', '.join(sorted(too_long[p]))})" for p in ids[:12])
+                     + (" …" if len(ids) > 12 else "")
+                     + ". This biases the sample against long answers; use --truncate to show them cut")
+    return shown
+
+
+def _pair_prompts(study, systems, reuse_prompts: bool, max_words: int | None, notes: list[str]):
+    """The pairs' prompt bookkeeping, with the notes on reused and impossible pairs."""
+    from planner.pair_prompts import pair_prompts
+
+    pp = pair_prompts(systems, _showable(study, max_words, notes), study.pair_prompt_usage(),
+                      reuse_prompts=reuse_prompts)
+    reused = pp.n_reused()
+    if reused:
+        notes.append(f"{reused} system pair(s) have used every prompt; --reuse-prompts lets them take one again")
+    missing = [f"{a} vs {b}" for a, b in pp.missing()]
+    if missing:
+        notes.append(f"{len(missing)} system pair(s) have no prompt with responses from both systems and "
+                     f"cannot be issued: {', '.join(missing[:5])}{' …' if len(missing) > 5 else ''}")
+    if not np.any(pp.capacity > 0):
+        raise DataError("no comparison can be issued: every system pair has used all prompts that have "
+                        "responses from both systems (add prompts or responses, or allow --reuse-prompts)")
+    return pp
+
+
+def _stratum_slots(prompts, received, k: int, n_allowed: int, rng: np.random.Generator,
+                   notes: list[str]) -> tuple[list[str], list[str]]:
+    """``(strata, slots)``: one stratum per pick, aimed at the population shares, in a random order."""
+    from planner.workflows.allocate import plan_strata
+
+    strata = sorted({p.stratum or "all" for p in prompts})
+    target = _target_shares(prompts, strata)
+    already = Counter()
+    for s_idx, n in zip(received.stratum, received.usable + received.invalid):
+        already[received.strata[int(s_idx)]] += int(n)
+    n_prompts = Counter(p.stratum or "all" for p in prompts)
+    available = {s: n_prompts[s] * n_allowed for s in strata}
+    if k > sum(available.values()):   # more picks than stratum slots: issue what can be, say so
+        notes.append(f"{k - sum(available.values())} pick(s) dropped: the strata hold only "
+                     f"{sum(available.values())} unused comparison slot(s) for the pairs that can be issued")
+        k = sum(available.values())
+    plan = plan_strata(target, already, k, available)
+    slots = [s for s in strata for _ in range(plan.get(s, 0))]
+    return strata, [slots[int(i)] for i in rng.permutation(len(slots))]
+
+
+def _choose(prompts, pp, pairs, strata, slots, rng, frozen_first: bool, notes: list[str]) -> list:
+    """One prompt per (pair, stratum slot): the slot's stratum first, then the others; notes on the rest."""
+    from planner.batch import PlannedComparison
+    from planner.workflows.allocate import choose_prompts
+
+    systems = pp.systems
+    by_id = {p.id: p for p in prompts}
+    unused: dict[tuple[int, int], set] = {}
+    planned = []
+    used_now: dict[tuple[int, int], set] = defaultdict(set)
+    fallbacks = 0
+    dropped = Counter()
+    for (i, j), stratum in zip(pairs, slots):
+        key = (min(i, j), max(i, j))
+        if key not in unused:
+            unused[key] = pp.unused(*key)
+        candidates = [by_id[pid] for pid in sorted(unused[key] - used_now[key]) if pid in by_id]
+        pid = None
+        for s in [stratum] + [x for x in strata if x != stratum]:
+            got = choose_prompts(candidates, s, 1, used=frozenset(), rng=rng, frozen_first=frozen_first)
+            if got:
+                pid = got[0]
+                fallbacks += s != stratum
+                break
+        if pid is None:
+            dropped[(systems[key[0]], systems[key[1]])] += 1
+            continue
+        used_now[key].add(pid)
+        planned.append(PlannedComparison(pid, systems[key[0]], systems[key[1]], by_id[pid].stratum or "all"))
+    if fallbacks:
+        notes.append(f"{fallbacks} comparison(s) took a prompt from another stratum: their planned stratum had "
+                     "no unused prompt for the pair")
+    if dropped:
+        notes.append("no unused prompt was left for " + ", ".join(f"{a} vs {b} (x{n})" for (a, b), n in
+                                                                   sorted(dropped.items()))
+                     + "; those picks were dropped")
+    if not planned:
+        raise DataError("no comparison can be issued: the chosen pairs have no unused prompts left")
+    return planned
+
+
+def plan_next_batch(study, selection, *, seed: int, rng: np.random.Generator, max_words: int | None = None):
+    """Choose ``selection.size`` (prompt, system pair, stratum) comparisons for the study.
+
+    ``selection`` is a :class:`planner.workflows.next_batch.Selection` (size,
+    strategy, objective, top_k, engine, style_control, frozen_first,
+    reuse_prompts); ``seed`` is the seed in force (the fit's), ``rng`` the
+    batch's one generator.
+
+    A pair takes prompts not yet judged or issued for it; with ``reuse_prompts``
+    a pair that has used all of its prompts may take one again (a fresh
+    judgment of the same comparison).
+
+    With ``max_words`` (skip mode, no truncation) responses longer than that
+    are not eligible, so pairs take other prompts and ``size`` is honoured as
+    far as eligible prompts allow; one note names the prompts affected.
+
+    Returns ``(planned, selection_result, fit, notes)``; ``planned`` is a list of
+    :class:`planner.batch.PlannedComparison`.
+    """
+    from planner.acquisition import select_pairs
+
+    sel = selection
+    systems = tuple(study.systems)
+    notes: list[str] = []
+    judged_s, pending_s, judged, pending, fit = _fit(study, sel, seed, notes)
+    prompts = list(study.prompts())
+    pp = _pair_prompts(study, systems, sel.reuse_prompts, max_words, notes)
+    allowed = pp.allowed()
+    anchor = study.anchor
+    if sel.strategy == "anchor" or sel.objective == "anchor":
+        if anchor is None:
+            raise UsageError("--strategy/--objective anchor needs an anchor system; the study has none "
+                             "(set one with planner init --anchor)")
+    draws = fit.beta_draws if sel.engine == "nuts" else None
+    result = select_pairs(fit.posterior, sel.size, strategy=sel.strategy, objective=sel.objective,
+                          top_k=sel.top_k, anchor=anchor, judged=judged, pending=pending, rng=rng, draws=draws,
+                          allowed=allowed, capacity=pp.capacities())
+    notes.extend(result.notes)   # what the strategy could not do (short batch, swiss fallback)
+    strata, slots = _stratum_slots(prompts, judged_s + pending_s, len(result.pairs), len(allowed), rng, notes)
+    planned = _choose(prompts, pp, result.pairs, strata, slots, rng, sel.frozen_first, notes)
+    return planned, result, fit, notes
