@@ -21,7 +21,7 @@ import numpy as np
 from planner.errors import UsageError
 
 KINDS = ("regular", "swap", "repeat", "overlap", "attention", "acceptability")
-QC_KINDS = ("attention", "repeat", "overlap", "acceptability")
+from planner.vocabulary import QC_KINDS  # noqa: E402,F401
 ID_PREFIX = "it-"
 # Crockford base32 (no i, l, o, u), lower case; 12 symbols = 60 random bits.
 ID_ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"

@@ -13,8 +13,7 @@ from dataclasses import dataclass
 
 from planner.errors import UsageError
 
-STRATEGIES = ("active", "round-robin", "random", "anchor", "swiss", "arena", "oracle")
-OBJECTIVES = ("ranking", "entropy", "variance", "anchor", "top-k")
+from planner.vocabulary import OBJECTIVES, STRATEGIES  # noqa: F401 (re-exported: the acquisition rules' names)
 RISK_MODES = ("bayes", "truth", "fixed")
 
 

@@ -65,7 +65,7 @@ __all__ = ["ANNOTATOR_QC_MAX", "ENGINES", "LeaderRow", "StratumRow", "StrataRepo
            "build_report", "render_markdown", "write_markdown", "write_plots"]
 
 ANNOTATOR_QC_MAX = 20_000   # judgments (latest first) read for annotator QC
-ENGINES = ("laplace", "nuts")
+from planner.vocabulary import ENGINES  # noqa: E402
 
 
 # --------------------------------------------------------------- store reads
