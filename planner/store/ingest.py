@@ -41,7 +41,8 @@ from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
 from planner.errors import DataError, UsageError, quote
-from planner.store.study import Study, _now, _write
+from planner.store.db import now, write
+from planner.store.queries import Study
 
 CHUNK = 5000
 INGEST_CACHE = -32768  # sqlite page cache during ingest (negative = KiB): 32 MiB
@@ -373,7 +374,7 @@ def _unanswered(con, val: _Validator, rec: dict, where: str, st: _FileState) -> 
         return f"{where}: unknown item {quote(item)}; expected an item id issued by this study"
     error = str(rec.get("unanswered") or "failed")[:200]
     cur = con.execute("INSERT OR IGNORE INTO failures (item, file, error, source, at) VALUES (?, ?, ?, ?, ?)",
-                      (item, st.file_id, error, rec.get("annotator"), _now()))
+                      (item, st.file_id, error, rec.get("annotator"), now()))
     st.unanswered += cur.rowcount > 0
     return None
 
@@ -419,7 +420,7 @@ def _apply_changes(con, st: _FileState) -> int:
                     (c.new_verdict, c.new_reason, c.seconds, c.confidence, c.jid))
         con.execute("INSERT INTO judgment_edits (judgment, old_verdict, new_verdict, old_reason, new_reason, file, at) "
                     "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (c.jid, c.old_verdict, c.new_verdict, c.old_reason, c.new_reason, st.file_id, _now()))
+                    (c.jid, c.old_verdict, c.new_verdict, c.old_reason, c.new_reason, st.file_id, now()))
     return len(st.changes)
 
 
@@ -438,7 +439,7 @@ def _learn_aliases(con, val: _Validator, st: _FileState, seq0: int) -> list[str]
     out = []
     for identity, (name, how) in val.new_aliases.items():
         con.execute("INSERT OR IGNORE INTO annotator_aliases (source, name, how, at) VALUES (?, ?, ?, ?)",
-                    (identity, name, how, _now()))
+                    (identity, name, how, now()))
         out.append(f"{identity} -> {name}")
     for identity, names in sorted(val.to_learn.items()):
         if identity in val.aliases:
@@ -456,7 +457,7 @@ def _learn_aliases(con, val: _Validator, st: _FileState, seq0: int) -> list[str]
                                "judged some of the same items; expected one judgment per annotator and item")
             continue
         con.execute("INSERT INTO annotator_aliases (source, name, how, at) VALUES (?, ?, 'plan', ?)",
-                    (identity, name, _now()))
+                    (identity, name, now()))
         out.append(f"{identity} -> {name}")
     return out
 
@@ -465,7 +466,7 @@ def _ingest_file(con, sys_id, path: Path, reader, k: int, dry_run: bool, progres
                  accept_changes: bool) -> FileIngest:
     sha, total_lines = _hash_file(path)
     counts = {"A": 0, "B": 0, "tie": 0, "invalid": 0, "pass": 0, "fail": 0}
-    with _write(con, commit=not dry_run):
+    with write(con, commit=not dry_run):
         hit = con.execute("SELECT name, ingested, rows, retracted FROM files WHERE sha256 = ?", (sha,)).fetchone()
         if hit and hit[3]:
             raise _Refused(FileIngest(str(path), reader.name, sha, 0, 0, 0, 0, 0, 0, 0, 0, False), [
@@ -476,7 +477,7 @@ def _ingest_file(con, sys_id, path: Path, reader, k: int, dry_run: bool, progres
             return FileIngest(str(path), reader.name, sha, 0, *counts.values(), 0, not dry_run,
                               already=int(hit[2]), notes=(note,))
         file_id = con.execute("INSERT INTO files (sha256, name, format, ingested) VALUES (?, ?, ?, ?)",
-                              (sha, path.name, reader.name, _now())).lastrowid
+                              (sha, path.name, reader.name, now())).lastrowid
         con.execute(f"PRAGMA cache_size = {int(INGEST_CACHE)}")  # the id index stays in memory
         seq0 = con.execute("SELECT coalesce(max(seq), 0) FROM judgments").fetchone()[0]
         val = _Validator(con, sys_id)
@@ -582,9 +583,9 @@ def ingest(path, files: Sequence, format: str | None = None, dry_run: bool = Fal
     with Study.open(path) as study:
         con = study._con
         if amap and not dry_run:
-            with _write(con) as c:
+            with write(con) as c:
                 c.executemany("INSERT OR REPLACE INTO annotator_aliases (source, name, how, at) "
-                              "VALUES (?, ?, 'explicit', ?)", [(k, v, _now()) for k, v in amap.items()])
+                              "VALUES (?, ?, 'explicit', ?)", [(k, v, now()) for k, v in amap.items()])
         for k, (p, reader) in enumerate(zip(paths, readers)):
             try:
                 res = _ingest_file(con, study._sys_id, p, reader, k, dry_run, progress, options, accept_changes)
