@@ -20,7 +20,7 @@ import numpy as np
 from planner.counts import DEFAULT_STRATUM, Counts
 from planner.errors import DataError
 from planner.store import check as study_check
-from planner.store import schema
+from planner.store import scans, schema
 from planner.store.db import CONFIG_NAME, DB_NAME, connect, db_path, now, write
 from planner.store.records import (COUNTED_KINDS, ITEM_KINDS, PENDING_KINDS, AcceptabilityCounts, BatchInfo,
                                    BatchItem, Judgment, Prompt, Response)
@@ -143,20 +143,18 @@ class Study:
             overlap, swap, external — QC kinds excluded).
         """
         strata, sidx = self._strata_index(by_stratum)
-        # a judgment whose position is unknown (NULL) is counted in the two orientations alternately
-        # (by storage order), so it carries no information about the position term either way
-        pos = "coalesce(j.a_position, CASE j.seq % 2 WHEN 1 THEN 'left' ELSE 'right' END)"
-        q = (f"""SELECT CASE WHEN {pos}='right' THEN j.b ELSE j.a END,
-                        CASE WHEN {pos}='right' THEN j.a ELSE j.b END,
-                        coalesce(p.stratum, ?),
-                        CASE j.verdict WHEN 'A' THEN ({pos}='right')
-                                       WHEN 'B' THEN ({pos}='left')
-                                       WHEN 'tie' THEN 2 ELSE 3 END,
-                        count(*)
-                 FROM judgments j LEFT JOIN prompts p ON p.id = j.prompt
-                 WHERE j.b IS NOT NULL AND j.kind IN ({','.join('?' * len(kinds))})
-                 GROUP BY 1, 2, 3, 4""")
-        return self._aggregate(q, (DEFAULT_STRATUM, *kinds), strata, sidx, by_stratum, outcome=True)
+        span, index = scans.system_index(self._con)
+        left, right, outcome, ords = scans.judged_cells(self._con, kinds, index, span, with_prompt=by_stratum)
+        if not left.size:
+            return Counts.empty(self.systems, strata)
+        stratum = None
+        if by_stratum:  # prompt ord -> stratum place; slot 0 is a prompt the study does not hold ("all")
+            rows = self._con.execute("SELECT ord, coalesce(stratum, ?) FROM prompts", (DEFAULT_STRATUM,)).fetchall()
+            lut = np.full(max((r[0] for r in rows), default=-1) + 2, sidx.get(DEFAULT_STRATUM, -1), dtype=np.int64)
+            for ord_, name in rows:
+                lut[ord_ + 1] = sidx[name]
+            stratum = lut[ords + 1]
+        return Counts.from_arrays(self.systems, left, right, outcome, stratum, strata)
 
     def _aggregate(self, q, args, strata, sidx, by_stratum, outcome: bool) -> Counts:
         rows = self._con.execute(q, args).fetchall()
@@ -279,15 +277,27 @@ class Study:
         Keys are ``(x, y)`` with ``x`` before ``y`` in :attr:`systems`; values the
         prompt ids (any kind, any orientation, returned or pending).
         """
-        out: dict[tuple[str, str], set[str]] = {}
-        order = {s: i for i, s in enumerate(self.systems)}
-        for x, y, prompt in self._con.execute(
-                "SELECT a, b, prompt FROM judgments WHERE b IS NOT NULL UNION "
-                "SELECT left_sys, right_sys, prompt FROM items WHERE right_sys IS NOT NULL"):
-            u, v = self._sys_name[x], self._sys_name[y]
-            key = (u, v) if order[u] < order[v] else (v, u)
-            out.setdefault(key, set()).add(prompt)
-        return {k: frozenset(v) for k, v in out.items()}
+        span, _ = scans.system_index(self._con)
+        rows = self._con.execute("SELECT ord, id FROM prompts").fetchall()
+        pid = np.empty(max((r[0] for r in rows), default=-1) + 2, dtype=object)  # code = ord + 1 -> prompt id
+        for ord_, name in rows:  # code 0: a prompt the study does not hold, read by name below
+            pid[ord_ + 1] = name
+        codes = scans.pair_prompt_codes(self._con, span, len(pid))
+        pair, prompt = np.divmod(codes[codes % len(pid) != 0], len(pid))
+        starts = np.flatnonzero(np.r_[True, pair[1:] != pair[:-1]]) if pair.size else np.zeros(0, dtype=np.int64)
+        ends = np.r_[starts[1:], pair.size]
+        n = self._sys_name
+        out: dict[tuple[str, str], frozenset[str]] = {}
+        for lo, hi in zip(starts.tolist(), ends.tolist()):
+            x, y = divmod(int(pair[lo]), span)
+            out[(n[x], n[y])] = frozenset(pid[prompt[lo:hi]].tolist())
+        for x, y, name in self._con.execute(  # prompts the study does not hold (external judgments)
+                "SELECT min(a, b), max(a, b), prompt FROM judgments WHERE b IS NOT NULL "
+                "AND prompt NOT IN (SELECT id FROM prompts) UNION "
+                "SELECT min(left_sys, right_sys), max(left_sys, right_sys), prompt FROM items "
+                "WHERE right_sys IS NOT NULL AND prompt NOT IN (SELECT id FROM prompts)"):
+            out[(n[x], n[y])] = out.get((n[x], n[y]), frozenset()) | {name}
+        return out
 
     def annotated_judgments(self, limit: int) -> tuple[list, bool]:
         """The latest ``limit`` judgments that name an annotator, oldest first, and whether capped.
