@@ -128,7 +128,7 @@ def plan_next_batch(study, *, size: int, strategy: str, objective: str, top_k: i
     :class:`planner.batch.PlannedComparison`.
     """
     from planner.acquisition import select_pairs
-    from planner.workflows.allocate import choose_prompts, plan_strata
+    from planner.allocation import choose_prompts, plan_strata
     from planner.batch import PlannedComparison
     from planner.model import fit as fit_model
 
