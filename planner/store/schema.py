@@ -13,6 +13,17 @@ from planner.store.db import write
 
 SCHEMA_VERSION = 3
 
+#: the columns of the judgments table (schema version 2 on), shared by the schema and the v1 -> v2 migration
+_JUDGMENTS = """(
+    seq INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, item TEXT REFERENCES items(id),
+    prompt TEXT NOT NULL, a INTEGER NOT NULL REFERENCES systems(id), b INTEGER REFERENCES systems(id),
+    verdict TEXT NOT NULL CHECK (verdict = 'A' OR verdict = 'B' OR verdict = 'tie' OR verdict = 'invalid'
+                                 OR verdict = 'pass' OR verdict = 'fail'),
+    a_position TEXT CHECK (a_position IS NULL OR a_position = 'left' OR a_position = 'right'),
+    kind TEXT NOT NULL, annotator TEXT, reason TEXT, seconds REAL, confidence REAL,
+    file INTEGER NOT NULL REFERENCES files(id), source_annotator TEXT);
+"""
+
 #: tables added by schema version 2 (round trips: audit, transport failures, retractions, aliases).
 _V2_TABLES = """
 CREATE TABLE judgment_edits (
@@ -66,14 +77,7 @@ CREATE INDEX items_batch ON items(batch);
 CREATE TABLE files (
     id INTEGER PRIMARY KEY, sha256 TEXT NOT NULL UNIQUE, name TEXT NOT NULL, format TEXT NOT NULL,
     rows INTEGER NOT NULL DEFAULT 0, ingested TEXT NOT NULL, retracted TEXT);
-CREATE TABLE judgments (
-    seq INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, item TEXT REFERENCES items(id),
-    prompt TEXT NOT NULL, a INTEGER NOT NULL REFERENCES systems(id), b INTEGER REFERENCES systems(id),
-    verdict TEXT NOT NULL CHECK (verdict = 'A' OR verdict = 'B' OR verdict = 'tie' OR verdict = 'invalid'
-                                 OR verdict = 'pass' OR verdict = 'fail'),
-    a_position TEXT CHECK (a_position IS NULL OR a_position = 'left' OR a_position = 'right'),
-    kind TEXT NOT NULL, annotator TEXT, reason TEXT, seconds REAL, confidence REAL,
-    file INTEGER NOT NULL REFERENCES files(id), source_annotator TEXT);
+""" + "CREATE TABLE judgments " + _JUDGMENTS + """\
 CREATE UNIQUE INDEX judgments_item_annotator ON judgments(item, coalesce(annotator, ''))
     WHERE item IS NOT NULL;
 CREATE TABLE artifacts (name TEXT PRIMARY KEY, data BLOB NOT NULL, saved TEXT NOT NULL);
@@ -84,14 +88,7 @@ MIGRATIONS: dict[int, str] = {
     # v1 -> v2: position may be unknown (NULL), the source's own annotator identity is kept beside the
     # mapped name, batches can be voided, files retracted; audit, transport-failure and alias tables.
     1: """
-CREATE TABLE judgments_v2 (
-    seq INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, item TEXT REFERENCES items(id),
-    prompt TEXT NOT NULL, a INTEGER NOT NULL REFERENCES systems(id), b INTEGER REFERENCES systems(id),
-    verdict TEXT NOT NULL CHECK (verdict = 'A' OR verdict = 'B' OR verdict = 'tie' OR verdict = 'invalid'
-                                 OR verdict = 'pass' OR verdict = 'fail'),
-    a_position TEXT CHECK (a_position IS NULL OR a_position = 'left' OR a_position = 'right'),
-    kind TEXT NOT NULL, annotator TEXT, reason TEXT, seconds REAL, confidence REAL,
-    file INTEGER NOT NULL REFERENCES files(id), source_annotator TEXT);
+""" + "CREATE TABLE judgments_v2 " + _JUDGMENTS + """\
 INSERT INTO judgments_v2 (seq, id, item, prompt, a, b, verdict, a_position, kind, annotator, reason, seconds,
                           confidence, file)
     SELECT seq, id, item, prompt, a, b, verdict, a_position, kind, annotator, reason, seconds, confidence, file
