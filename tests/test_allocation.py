@@ -1,4 +1,4 @@
-"""Tests of planner.workflows.allocate: apportionment, methods, ordering, weights, files."""
+"""Tests of allocate (planner.allocation, apportion, the workflow): apportionment, methods, ordering, files."""
 
 from __future__ import annotations
 
@@ -10,19 +10,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from planner.workflows.allocate import (
-    Allocation,
-    allocate,
-    apportion,
-    choose_prompts,
-    parse_target,
-    plan_strata,
-    pointwise_gaps,
-    read_pilot,
-    read_prompts,
-    stratum_sd,
-    write_prompts,
-)
+from planner.allocation import Allocation, allocate, choose_prompts, parse_target, plan_strata
+from planner.allocation_stats import pointwise_gaps, stratum_sd
+from planner.apportion import apportion
+from planner.formats.prompts_writer import write_prompts
+from planner.workflows.allocate import read_pilot, read_prompts
 from planner.errors import DataError, UsageError
 from planner.formats.prompts import PromptRow
 

@@ -114,7 +114,8 @@ def test_damaged_study_is_one_line_and_untouched(base_study, tmp_path, damage, c
 
 def test_study_open_never_creates_a_database(tmp_path):
     from planner.errors import DataError
-    from planner.store.study import Study, _connect
+    from planner.store.db import connect as _connect
+    from planner.store.study import Study
 
     with pytest.raises(DataError, match="cannot open the study database"):
         _connect(tmp_path / "nope.sqlite")

@@ -179,7 +179,7 @@ def test_artifacts_and_schema_version(small):
 
 def test_migration_path(small, monkeypatch):
     # a study at version SCHEMA_VERSION - 1 is lifted by MIGRATIONS on open
-    import planner.store.study as ps
+    import planner.store.schema as ps
 
     monkeypatch.setattr(ps, "SCHEMA_VERSION", SCHEMA_VERSION + 1)
     monkeypatch.setitem(ps.MIGRATIONS, SCHEMA_VERSION, "CREATE TABLE extra (x INTEGER)")

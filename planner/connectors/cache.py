@@ -53,7 +53,7 @@ class Ledger:
     """The study's cache/ledger tables through a connection of its own (open the study first: migrations)."""
 
     def __init__(self, study_path):
-        from planner.store.study import BUSY_TIMEOUT_S, DB_NAME
+        from planner.store.db import BUSY_TIMEOUT_S, DB_NAME
 
         self._con = sqlite3.connect(str(Path(study_path) / DB_NAME), timeout=BUSY_TIMEOUT_S, isolation_level=None,
                                     check_same_thread=False)
@@ -132,7 +132,7 @@ def judge_totals(study_path) -> list[dict]:
     ``[{"model", "answers", "prompt_tokens", "completion_tokens", "cost_usd"}]``;
     ``cost_usd`` is None when no price was given for that model's answers.
     """
-    from planner.store.study import Study
+    from planner.store.queries import Study
 
     with Study.open(study_path):  # applies the v3 migration
         pass

@@ -41,7 +41,9 @@ from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
 from planner.errors import DataError, UsageError, quote
-from planner.store.study import Study, _now, _write
+from planner.store.db import now, write
+from planner.store.ingest_rows import Change, Validator, classify, inserts
+from planner.store.queries import Study
 
 CHUNK = 5000
 INGEST_CACHE = -32768  # sqlite page cache during ingest (negative = KiB): 32 MiB
@@ -153,151 +155,6 @@ class _Problems(list):
         return sorted(self, key=line)
 
 
-# ------------------------------------------------------------------ validation
-FULL = 13   # id, item, prompt, a, b, verdict, a_position, kind, annotator, reason, seconds, confidence, source
-SHORT = 7   # external row without reason/seconds/confidence: id, prompt, a, b, verdict, a_position, annotator
-
-
-def _inserts(file_id: int) -> dict[int, str]:
-    """INSERT statements by row width (binding fewer NULLs makes bulk ingest faster)."""
-    fid = int(file_id)
-    return {FULL: ("INSERT INTO judgments (id, item, prompt, a, b, verdict, a_position, kind, annotator, reason, "
-                   f"seconds, confidence, source_annotator, file) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, {fid})"),
-            SHORT: ("INSERT INTO judgments (id, prompt, a, b, verdict, a_position, annotator, kind, file) "
-                    f"VALUES (?, ?, ?, ?, ?, ?, ?, 'external', {fid})")}
-
-
-def _local(identity: str) -> str:
-    return identity.split("@", 1)[0] if "@" in identity else identity
-
-
-class _Validator:
-    """Turns reader records into judgment rows for one file, collecting problems."""
-
-    _POS = {"left": "A", "right": "B", "tie": "tie", "invalid": "invalid", "pass": "pass", "fail": "fail"}
-
-    def __init__(self, con: sqlite3.Connection, sys_id: dict[str, int]):
-        self.sys_id = sys_id
-        self.prompt_ids = {r[0] for r in con.execute("SELECT id FROM prompts")}
-        self.prompt_by_text: dict[str, str] = {}
-        self._con = con
-        self._items: dict[str, tuple | None] = {}
-        self.systems_txt = ", ".join(sys_id)
-        self.aliases = dict(con.execute("SELECT source, name FROM annotator_aliases"))
-        self.planned = {r[0] for r in con.execute("SELECT DISTINCT annotator FROM items WHERE annotator IS NOT NULL")}
-        self.to_learn: dict[str, set] = {}   # raw identity -> planned names of the items it judged (new rows)
-        self.new_aliases: dict[str, tuple[str, str]] = {}
-
-    def prompt_of_text(self, text):
-        if not self.prompt_by_text:
-            self.prompt_by_text = {t: i for i, t in self._con.execute("SELECT id, text FROM prompts")}
-        return self.prompt_by_text.get(text)
-
-    def item(self, item_id):
-        if item_id not in self._items:
-            self._items[item_id] = self._con.execute(
-                "SELECT prompt, left_sys, right_sys, kind, annotator FROM items WHERE id = ?", (item_id,)).fetchone()
-        return self._items[item_id]
-
-    def annotator(self, identity: str | None, assigned: str | None) -> tuple[str | None, str | None]:
-        """(stored annotator name, raw source identity) for a positional row."""
-        if identity is None:
-            return assigned, None
-        if identity in self.aliases:
-            return self.aliases[identity], identity
-        if identity in self.planned or _local(identity) in self.planned:
-            name = identity if identity in self.planned else _local(identity)
-            self.aliases[identity] = name
-            self.new_aliases[identity] = (name, "name")
-            return name, (identity if name != identity else None)
-        if assigned is not None:
-            self.to_learn.setdefault(identity, set()).add(assigned)
-        return identity, identity
-
-    def positional(self, rec: dict, where: str):
-        it = self.item(rec["item"])
-        if it is None:
-            return f"{where}: unknown item {quote(rec['item'])}; expected an item id issued by this study"
-        prompt, left, right, kind, assigned = it
-        v = rec["verdict"]
-        if (kind == "acceptability") != (v in ("pass", "fail")) and v != "invalid":
-            allowed = "pass, fail, invalid" if kind == "acceptability" else "left, right, tie, invalid"
-            return f"{where}: verdict {quote(v)} for {kind} item {quote(rec['item'])}; expected one of {allowed}"
-        annotator, source = self.annotator(rec.get("annotator"), assigned)
-        jid = rec.get("id") or (f"{rec['item']}@{annotator}" if annotator else rec["item"])
-        return (jid, rec["item"], prompt, left, right, self._POS[v], "left", kind, annotator,
-                rec.get("reason"), rec.get("seconds"), rec.get("confidence"), source)
-
-    def row(self, rec: dict, where: str):
-        """A tuple for the judgments INSERT, or a problem string naming ``where``."""
-        if "a" not in rec:  # positional: translate with the batch key
-            return self.positional(rec, where)
-        a, b = self.sys_id.get(rec["a"]), self.sys_id.get(rec["b"])
-        if a is None or b is None:
-            bad = rec["a"] if a is None else rec["b"]
-            return f"{where}: unknown system {quote(bad)}; expected one of {self.systems_txt}"
-        if a == b:
-            return f"{where}: a == b ({quote(rec['a'])}); a system cannot be compared with itself"
-        prompt = rec["prompt"]
-        if "prompt_text" in rec and prompt not in self.prompt_ids:
-            prompt = self.prompt_of_text(rec["prompt_text"]) or prompt
-        if self.prompt_ids and prompt not in self.prompt_ids:
-            return f"{where}: unknown prompt {quote(prompt)}; expected a prompt id of this study"
-        reason, seconds, conf = rec.get("reason"), rec.get("seconds"), rec.get("confidence")
-        if reason is None and seconds is None and conf is None:  # short row: fewer bound NULLs, faster
-            return (rec["id"], prompt, a, b, rec["verdict"], rec.get("a_position"), rec.get("annotator"))
-        return (rec["id"], None, prompt, a, b, rec["verdict"], rec.get("a_position"), "external",
-                rec.get("annotator"), reason, seconds, conf, None)
-
-
-def _as_full(row: tuple) -> tuple:
-    if len(row) == FULL:
-        return row
-    jid, prompt, a, b, verdict, pos, annotator = row
-    return (jid, None, prompt, a, b, verdict, pos, "external", annotator, None, None, None, None)
-
-
-# ------------------------------------------------------------------ conflicts
-@dataclass
-class _Change:
-    jid: str
-    old_verdict: str
-    new_verdict: str
-    old_reason: str | None
-    new_reason: str | None
-    seconds: float | None
-    confidence: float | None
-    where: str
-
-
-_EXISTING = ("SELECT id, file, verdict, reason, a, b, prompt, coalesce(a_position, ''), item FROM judgments ")
-
-
-def _classify(con, row: tuple, where: str, file_id: int):
-    """Why a row could not be inserted: ``"already"``, a :class:`_Change`, or a problem string."""
-    full = _as_full(row)
-    jid, item, prompt, a, b, verdict, pos, _kind, annotator, reason, seconds, conf, _src = full
-    hit = con.execute(_EXISTING + "WHERE id = ?", (jid,)).fetchone()
-    by_id = hit is not None
-    if hit is None and item is not None:
-        hit = con.execute(_EXISTING + "WHERE item = ? AND coalesce(annotator, '') = coalesce(?, '')",
-                          (item, annotator)).fetchone()
-    if hit is None:
-        return f"{where}: judgment {quote(jid)} rejected by the store"
-    old_id, old_file, old_verdict, old_reason, old_a, old_b, old_prompt, old_pos, old_item = hit
-    if old_file == file_id:
-        if by_id:
-            return f"{where}: duplicate judgment id {quote(jid)} (earlier in this file); expected unique ids"
-        return (f"{where}: annotator {quote(annotator)} already judged item {quote(item)} (earlier in this file); "
-                "one judgment per annotator and item (planned repeats have their own item ids)")
-    if (old_a, old_b, old_prompt, old_item) != (a, b, prompt, item) or (old_pos or None) != pos:
-        return (f"{where}: judgment id {quote(jid)} is already stored for a different comparison; "
-                "expected ids that name one judgment")
-    if (old_verdict, old_reason or None) == (verdict, reason or None):
-        return "already"
-    return _Change(old_id, old_verdict, verdict, old_reason, reason, seconds, conf, where)
-
-
 # ------------------------------------------------------------------ one file
 @dataclass
 class _FileState:
@@ -316,7 +173,7 @@ class _Writer:
 
     def __init__(self, con, state: _FileState):
         self.con, self.state = con, state
-        self.inserts = _inserts(state.file_id)
+        self.inserts = inserts(state.file_id)
         self.buf: list[tuple] = []
         self.wheres: list[str] = []
         self.width = 0
@@ -357,28 +214,28 @@ class _Writer:
             return
         except sqlite3.IntegrityError:
             pass
-        got = _classify(self.con, row, where, st.file_id)
+        got = classify(self.con, row, where, st.file_id)
         if got == "already":
             st.already += 1
-        elif isinstance(got, _Change):
+        elif isinstance(got, Change):
             st.changes.append(got)
         else:
             st.problems.append(got)
 
 
-def _unanswered(con, val: _Validator, rec: dict, where: str, st: _FileState) -> str | None:
+def _unanswered(con, val: Validator, rec: dict, where: str, st: _FileState) -> str | None:
     """Record a transport failure for an issued item; returns a problem or None."""
     item = rec.get("item")
     if val.item(item) is None:
         return f"{where}: unknown item {quote(item)}; expected an item id issued by this study"
     error = str(rec.get("unanswered") or "failed")[:200]
     cur = con.execute("INSERT OR IGNORE INTO failures (item, file, error, source, at) VALUES (?, ?, ?, ?, ?)",
-                      (item, st.file_id, error, rec.get("annotator"), _now()))
+                      (item, st.file_id, error, rec.get("annotator"), now()))
     st.unanswered += cur.rowcount > 0
     return None
 
 
-def _read_rows(con, val: _Validator, reader, path: Path, options: dict, st: _FileState, progress, k: int,
+def _read_rows(con, val: Validator, reader, path: Path, options: dict, st: _FileState, progress, k: int,
                total_lines: int) -> None:
     writer = _Writer(con, st)
     last = 0
@@ -419,7 +276,7 @@ def _apply_changes(con, st: _FileState) -> int:
                     (c.new_verdict, c.new_reason, c.seconds, c.confidence, c.jid))
         con.execute("INSERT INTO judgment_edits (judgment, old_verdict, new_verdict, old_reason, new_reason, file, at) "
                     "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (c.jid, c.old_verdict, c.new_verdict, c.old_reason, c.new_reason, st.file_id, _now()))
+                    (c.jid, c.old_verdict, c.new_verdict, c.old_reason, c.new_reason, st.file_id, now()))
     return len(st.changes)
 
 
@@ -433,12 +290,12 @@ def _changes_problem(st: _FileState) -> str:
             "(every replacement is kept in the audit trail)")
 
 
-def _learn_aliases(con, val: _Validator, st: _FileState, seq0: int) -> list[str]:
+def _learn_aliases(con, val: Validator, st: _FileState, seq0: int) -> list[str]:
     """Map raw identities of this file's new rows to planned names; returns "identity -> name" lines."""
     out = []
     for identity, (name, how) in val.new_aliases.items():
         con.execute("INSERT OR IGNORE INTO annotator_aliases (source, name, how, at) VALUES (?, ?, ?, ?)",
-                    (identity, name, how, _now()))
+                    (identity, name, how, now()))
         out.append(f"{identity} -> {name}")
     for identity, names in sorted(val.to_learn.items()):
         if identity in val.aliases:
@@ -456,7 +313,7 @@ def _learn_aliases(con, val: _Validator, st: _FileState, seq0: int) -> list[str]
                                "judged some of the same items; expected one judgment per annotator and item")
             continue
         con.execute("INSERT INTO annotator_aliases (source, name, how, at) VALUES (?, ?, 'plan', ?)",
-                    (identity, name, _now()))
+                    (identity, name, now()))
         out.append(f"{identity} -> {name}")
     return out
 
@@ -465,7 +322,7 @@ def _ingest_file(con, sys_id, path: Path, reader, k: int, dry_run: bool, progres
                  accept_changes: bool) -> FileIngest:
     sha, total_lines = _hash_file(path)
     counts = {"A": 0, "B": 0, "tie": 0, "invalid": 0, "pass": 0, "fail": 0}
-    with _write(con, commit=not dry_run):
+    with write(con, commit=not dry_run):
         hit = con.execute("SELECT name, ingested, rows, retracted FROM files WHERE sha256 = ?", (sha,)).fetchone()
         if hit and hit[3]:
             raise _Refused(FileIngest(str(path), reader.name, sha, 0, 0, 0, 0, 0, 0, 0, 0, False), [
@@ -476,10 +333,10 @@ def _ingest_file(con, sys_id, path: Path, reader, k: int, dry_run: bool, progres
             return FileIngest(str(path), reader.name, sha, 0, *counts.values(), 0, not dry_run,
                               already=int(hit[2]), notes=(note,))
         file_id = con.execute("INSERT INTO files (sha256, name, format, ingested) VALUES (?, ?, ?, ?)",
-                              (sha, path.name, reader.name, _now())).lastrowid
+                              (sha, path.name, reader.name, now())).lastrowid
         con.execute(f"PRAGMA cache_size = {int(INGEST_CACHE)}")  # the id index stays in memory
         seq0 = con.execute("SELECT coalesce(max(seq), 0) FROM judgments").fetchone()[0]
-        val = _Validator(con, sys_id)
+        val = Validator(con, sys_id)
         st = _FileState(path.name, file_id)
         _read_rows(con, val, reader, path, options, st, progress, k, total_lines)
         aliases = _learn_aliases(con, val, st, seq0)
@@ -582,9 +439,9 @@ def ingest(path, files: Sequence, format: str | None = None, dry_run: bool = Fal
     with Study.open(path) as study:
         con = study._con
         if amap and not dry_run:
-            with _write(con) as c:
+            with write(con) as c:
                 c.executemany("INSERT OR REPLACE INTO annotator_aliases (source, name, how, at) "
-                              "VALUES (?, ?, 'explicit', ?)", [(k, v, _now()) for k, v in amap.items()])
+                              "VALUES (?, ?, 'explicit', ?)", [(k, v, now()) for k, v in amap.items()])
         for k, (p, reader) in enumerate(zip(paths, readers)):
             try:
                 res = _ingest_file(con, study._sys_id, p, reader, k, dry_run, progress, options, accept_changes)
@@ -594,17 +451,23 @@ def ingest(path, files: Sequence, format: str | None = None, dry_run: bool = Fal
                 refused.append((p, exc.problems, total))
             results.append(res)
     if refused:
-        stored = [f"{Path(r.path).name} ({r.rows} new)" for r in results if r.stored]
-        def why(p, res, n):
-            if res.changed and not res.replaced and n == 1:  # the only problem: edits at the source
-                return f"{p.name} ({res.changed} judgment(s) changed at the source; --accept-changes applies them)"
-            return f"{p.name} ({n} problem{'s' if n != 1 else ''})"
-
-        by_path = {r.path: r for r in results}
-        msg = (f"{len(refused)} of {len(paths)} file(s) refused, nothing stored from "
-               + ", ".join(why(p, by_path[str(p)], n) for p, _, n in refused)
-               + (f"; stored: {', '.join(stored)}" if stored else ""))
-        problems = [q for _, ps, _ in refused
-                    for q in (ps.ordered() if isinstance(ps, _Problems) else ps)][:_Problems.KEEP]
-        raise DataError(msg, problems)
+        raise _refusal(paths, results, refused)
     return IngestResult(tuple(results), dry_run)
+
+
+def _refusal(paths: list[Path], results: list[FileIngest], refused: list[tuple[Path, list, int]]) -> DataError:
+    """The one error for refused files: which were refused and why, which were stored, the first problems."""
+    stored = [f"{Path(r.path).name} ({r.rows} new)" for r in results if r.stored]
+
+    def why(p, res, n):
+        if res.changed and not res.replaced and n == 1:  # the only problem: edits at the source
+            return f"{p.name} ({res.changed} judgment(s) changed at the source; --accept-changes applies them)"
+        return f"{p.name} ({n} problem{'s' if n != 1 else ''})"
+
+    by_path = {r.path: r for r in results}
+    msg = (f"{len(refused)} of {len(paths)} file(s) refused, nothing stored from "
+           + ", ".join(why(p, by_path[str(p)], n) for p, _, n in refused)
+           + (f"; stored: {', '.join(stored)}" if stored else ""))
+    problems = [q for _, ps, _ in refused
+                for q in (ps.ordered() if isinstance(ps, _Problems) else ps)][:_Problems.KEEP]
+    return DataError(msg, problems)

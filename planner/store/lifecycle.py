@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Sequence
 
 from planner.errors import DataError, UsageError, quote
-from planner.store.study import Study, _now, _write
+from planner.store.db import now, write
+from planner.store.queries import Study
 
 _JCOLS = ("seq, id, item, prompt, a, b, verdict, a_position, kind, annotator, reason, seconds, confidence, "
           "file, source_annotator")
@@ -54,7 +55,7 @@ class RetractResult:
 
 def _log(con, action: str, target: str, detail: str | None) -> None:
     con.execute("INSERT INTO lifecycle (action, target, detail, at) VALUES (?, ?, ?, ?)",
-                (action, target, detail, _now()))
+                (action, target, detail, now()))
 
 
 def void_batches(path, batches: Sequence[int] = (), *, older_than_days: float | None = None,
@@ -69,7 +70,7 @@ def void_batches(path, batches: Sequence[int] = (), *, older_than_days: float | 
         raise UsageError("batches: give batch ids or older_than_days; expected at least one")
     if older_than_days is not None and not (0 <= older_than_days < 1e5):
         raise UsageError(f"older_than_days ({older_than_days!r}) must be a number of days in [0, 100000)")
-    with Study.open(path) as study, _write(study._con) as con:
+    with Study.open(path) as study, write(study._con) as con:
         known = {r[0]: r[1] for r in con.execute("SELECT id, created FROM batches")}
         bad = [b for b in ids if b not in known]
         if bad:
@@ -87,7 +88,7 @@ def void_batches(path, batches: Sequence[int] = (), *, older_than_days: float | 
                 "SELECT count(*) FROM items i WHERE i.batch = ? AND i.kind IN ('regular', 'overlap', 'swap') "
                 "AND NOT EXISTS (SELECT 1 FROM judgments j WHERE j.item = i.id)", (b,)).fetchone()[0]
             con.execute("UPDATE batches SET voided = ?, void_reason = ? WHERE id = ?",
-                        (None, None, b) if undo else (_now(), reason, b))
+                        (None, None, b) if undo else (now(), reason, b))
             _log(con, "unvoid" if undo else "void", f"batch {b}", reason)
     return VoidResult(tuple(target), int(pending), undo)
 
@@ -117,7 +118,7 @@ def retract_file(path, ref: str, *, undo: bool = False) -> RetractResult:
     and :class:`DataError` when restoring would collide with judgments stored
     since (the same ids or the same annotator and item).
     """
-    with Study.open(path) as study, _write(study._con) as con:
+    with Study.open(path) as study, write(study._con) as con:
         fid, name, sha, retracted = _find_file(con, str(ref))
         if undo:
             if retracted is None:
@@ -136,10 +137,10 @@ def retract_file(path, ref: str, *, undo: bool = False) -> RetractResult:
         else:
             if retracted is not None:
                 raise UsageError(f"{name} was already retracted at {retracted}")
-            now = _now()
+            at = now()
             n = con.execute(f"INSERT INTO retracted_judgments ({_JCOLS}, retracted) SELECT {_JCOLS}, ? "
-                            "FROM judgments WHERE file = ?", (now, fid)).rowcount
+                            "FROM judgments WHERE file = ?", (at, fid)).rowcount
             con.execute("DELETE FROM judgments WHERE file = ?", (fid,))
-            con.execute("UPDATE files SET retracted = ? WHERE id = ?", (now, fid))
+            con.execute("UPDATE files SET retracted = ? WHERE id = ?", (at, fid))
         _log(con, "restore" if undo else "retract", f"file {name}", f"{sha} ({n} judgments)")
     return RetractResult(name, sha, int(n), undo)

@@ -12,7 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from planner.counts import half_tie_score
-from planner.store.study import COUNTED_KINDS, BatchInfo, Study
+from planner.store.queries import Study
+from planner.store.records import COUNTED_KINDS, BatchInfo
 
 
 @dataclass(frozen=True)

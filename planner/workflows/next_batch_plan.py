@@ -85,7 +85,7 @@ def _pair_prompts(study, systems, reuse_prompts: bool, max_words: int | None, no
 def _stratum_slots(prompts, received, k: int, n_allowed: int, rng: np.random.Generator,
                    notes: list[str]) -> tuple[list[str], list[str]]:
     """``(strata, slots)``: one stratum per pick, aimed at the population shares, in a random order."""
-    from planner.workflows.allocate import plan_strata
+    from planner.allocation import plan_strata
 
     strata = sorted({p.stratum or "all" for p in prompts})
     target = _target_shares(prompts, strata)
@@ -106,7 +106,7 @@ def _stratum_slots(prompts, received, k: int, n_allowed: int, rng: np.random.Gen
 def _choose(prompts, pp, pairs, strata, slots, rng, frozen_first: bool, notes: list[str]) -> list:
     """One prompt per (pair, stratum slot): the slot's stratum first, then the others; notes on the rest."""
     from planner.batch import PlannedComparison
-    from planner.workflows.allocate import choose_prompts
+    from planner.allocation import choose_prompts
 
     systems = pp.systems
     by_id = {p.id: p for p in prompts}

@@ -1,0 +1,415 @@
+"""The open study: :class:`Study` and its queries.
+
+``Study.open(path)`` checks the directory, applies pending schema migrations
+(:mod:`planner.store.schema`) and reads the systems; the methods read
+prompts, responses and judgments, aggregate them into
+:class:`planner.counts.Counts` (judged, pending, acceptability), and record
+batches and artifacts, each write one transaction (:func:`planner.store.db.write`).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import sqlite3
+from pathlib import Path
+from typing import Iterator, Sequence
+
+import numpy as np
+
+from planner.counts import DEFAULT_STRATUM, Counts
+from planner.errors import DataError
+from planner.store import check as study_check
+from planner.store import scans, schema
+from planner.store.db import CONFIG_NAME, DB_NAME, connect, db_path, now, write
+from planner.store.records import (COUNTED_KINDS, ITEM_KINDS, PENDING_KINDS, AcceptabilityCounts, BatchInfo,
+                                   BatchItem, Judgment, Prompt, Response)
+
+
+class Study:
+    """An open study. Use ``with Study.open(path) as study: ...``.
+
+    Attributes
+    ----------
+    path : Path
+        The study directory.
+    config : dict
+        The parsed ``study.json`` (systems, anchor, reasons, qc rates, tie
+        convention, seed, max_words).
+    systems : tuple of str
+        System names in config order; Counts indices follow this order.
+    anchor : str or None
+    """
+
+    def __init__(self, path, con: sqlite3.Connection, config: dict):
+        self.path = Path(path)
+        self._con = con
+        self.config = config
+        rows = con.execute("SELECT id, name FROM systems ORDER BY id").fetchall()
+        self._sys_id = {name: i for i, name in rows}
+        self._sys_name = {i: name for i, name in rows}
+        self.systems = tuple(name for _, name in rows)
+        self.anchor = config.get("anchor")
+
+    # ------------------------------------------------------------ lifecycle
+    @classmethod
+    def open(cls, path) -> "Study":
+        """Open an existing study (applies pending schema migrations)."""
+        path = Path(path)
+        cfg_path, db = path / CONFIG_NAME, db_path(path)
+        if not cfg_path.is_file() or not db.is_file():
+            raise DataError(f"{path}: not a study (expected {CONFIG_NAME} and {DB_NAME}; run `planner init` first)")
+        config = study_check.read_config(cfg_path)
+        study_check.check_database_file(db)
+        con = connect(db)
+        try:
+            version = int(con.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0])
+            study_check.check_tables(con, db)
+        except (sqlite3.DatabaseError, TypeError, ValueError) as exc:
+            con.close()
+            raise DataError(f"{db}: not a planner study database ({exc})") from None
+        except DataError:
+            con.close()
+            raise
+        if version > schema.SCHEMA_VERSION:
+            con.close()
+            raise DataError(f"{db}: schema version {version} is newer than this planner "
+                            f"({schema.SCHEMA_VERSION}); upgrade planner")
+        schema.migrate(con, version)
+        return cls(path, con, config)
+
+    def close(self) -> None:
+        self._con.close()
+
+    def __enter__(self) -> "Study":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # ------------------------------------------------------------ prompts etc.
+    def strata(self) -> tuple[str, ...]:
+        """Stratum names in prompt order; a prompt without a stratum is in ``"all"``.
+
+        ``("all",)`` when the study has no prompts; ``"all"`` is appended when
+        judgments exist on prompts the study does not hold.
+        """
+        rows = self._con.execute(
+            "SELECT coalesce(stratum, ?) FROM prompts GROUP BY 1 ORDER BY min(ord)", (DEFAULT_STRATUM,)).fetchall()
+        out = [r[0] for r in rows]
+        if DEFAULT_STRATUM not in out and (not out or self._con.execute(
+                "SELECT 1 FROM judgments WHERE prompt NOT IN (SELECT id FROM prompts) LIMIT 1").fetchone()):
+            out.append(DEFAULT_STRATUM)
+        return tuple(out)
+
+    def prompts(self) -> list[Prompt]:
+        """All prompts in file order."""
+        return [Prompt(r[0], r[1], r[2], r[3], r[4], bool(r[5])) for r in self._con.execute(
+            "SELECT id, text, stratum, weight, difficulty, frozen FROM prompts ORDER BY ord")]
+
+    def _responses(self, where: str = "", args: tuple = ()) -> list[Response]:
+        return [Response(r[0], self._sys_name[r[1]], r[2], r[3], None if r[4] is None else bool(r[4]))
+                for r in self._con.execute(
+                    "SELECT r.prompt, r.system, r.text, r.length, r.acceptable FROM responses r "
+                    "JOIN prompts p ON p.id = r.prompt " + where + " ORDER BY p.ord, r.system", args)]
+
+    def responses(self) -> list[Response]:
+        """All responses, by prompt order then system order."""
+        return self._responses()
+
+    def response(self, prompt_id: str, system: str) -> Response | None:
+        """The response of ``system`` to ``prompt_id``, or None when there is none."""
+        sid = self._sys_id.get(system)
+        if sid is None:
+            raise DataError(f"unknown system {system!r}; expected one of {', '.join(self.systems)}")
+        got = self._responses("WHERE r.prompt = ? AND r.system = ?", (prompt_id, sid))
+        return got[0] if got else None
+
+    # ------------------------------------------------------------ counts
+    def _strata_index(self, by_stratum: bool):
+        strata = self.strata() if by_stratum else (DEFAULT_STRATUM,)
+        return strata, {s: i for i, s in enumerate(strata)}
+
+    def counts(self, by_stratum: bool = False, kinds: Sequence[str] = COUNTED_KINDS) -> Counts:
+        """Aggregated pairwise counts, cell ``a`` = system shown left/first, ``b`` = right.
+
+        Parameters
+        ----------
+        by_stratum : bool
+            Split cells by the prompt's stratum (``"all"`` for prompts without
+            one); otherwise one stratum ``"all"``.
+        kinds : sequence of str
+            Judgment kinds counted; default :data:`COUNTED_KINDS` (regular,
+            overlap, swap, external — QC kinds excluded).
+        """
+        strata, sidx = self._strata_index(by_stratum)
+        span, index = scans.system_index(self._con)
+        left, right, outcome, ords = scans.judged_cells(self._con, kinds, index, span, with_prompt=by_stratum)
+        if not left.size:
+            return Counts.empty(self.systems, strata)
+        stratum = None
+        if by_stratum:  # prompt ord -> stratum place; slot 0 is a prompt the study does not hold ("all")
+            rows = self._con.execute("SELECT ord, coalesce(stratum, ?) FROM prompts", (DEFAULT_STRATUM,)).fetchall()
+            lut = np.full(max((r[0] for r in rows), default=-1) + 2, sidx.get(DEFAULT_STRATUM, -1), dtype=np.int64)
+            for ord_, name in rows:
+                lut[ord_ + 1] = sidx[name]
+            stratum = lut[ords + 1]
+        return Counts.from_arrays(self.systems, left, right, outcome, stratum, strata)
+
+    def _aggregate(self, q, args, strata, sidx, by_stratum, outcome: bool) -> Counts:
+        rows = self._con.execute(q, args).fetchall()
+        pos = {sid: i for i, sid in enumerate(self._sys_id.values())}
+        if not rows:
+            return Counts.empty(self.systems, strata)
+        n = np.array([r[-1] for r in rows], dtype=np.int64)
+        a = np.repeat([pos[r[0]] for r in rows], n)
+        b = np.repeat([pos[r[1]] for r in rows], n)
+        st = np.repeat([sidx[r[2]] if by_stratum else 0 for r in rows], n)
+        o = np.repeat([int(r[3]) if outcome else 2 for r in rows], n)
+        return Counts.from_arrays(self.systems, a, b, o, st, strata)
+
+    def _live_batches_sql(self) -> tuple[str, tuple]:
+        """SQL condition (on batch alias ``b``) for batches whose items still count as pending."""
+        days = self.config.get("pending_expiry_days") if isinstance(self.config, dict) else None
+        if isinstance(days, (int, float)) and not isinstance(days, bool) and days > 0:
+            cutoff = (_dt.datetime.now(_dt.timezone.utc) - _dt.timedelta(days=float(days))).replace(
+                microsecond=0).isoformat()
+            return "b.voided IS NULL AND b.created >= ?", (cutoff,)
+        return "b.voided IS NULL", ()
+
+    def pending_counts(self, by_stratum: bool = False) -> Counts:
+        """Issued-but-unreturned pairwise items (kinds regular, overlap, swap) per cell.
+
+        Convention: the number of pending items of a cell is in ``ties`` (so
+        ``.usable`` and ``.pair_matrix()`` count them); the other fields are 0.
+        An item is pending while it has no judgment at all and its batch is
+        neither voided nor older than the study's ``pending_expiry_days``.
+        """
+        strata, sidx = self._strata_index(by_stratum)
+        live, live_args = self._live_batches_sql()
+        q = (f"""SELECT i.left_sys, i.right_sys, coalesce(p.stratum, ?), 2, count(*)
+                 FROM items i JOIN prompts p ON p.id = i.prompt JOIN batches b ON b.id = i.batch
+                 WHERE i.right_sys IS NOT NULL AND i.kind IN ({','.join('?' * len(PENDING_KINDS))})
+                   AND {live}
+                   AND NOT EXISTS (SELECT 1 FROM judgments j WHERE j.item = i.id)
+                 GROUP BY 1, 2, 3""")
+        return self._aggregate(q, (DEFAULT_STRATUM, *PENDING_KINDS, *live_args), strata, sidx, by_stratum,
+                               outcome=False)
+
+    def unanswered_items(self, batch: int | None = None) -> list[BatchItem]:
+        """Items whose judge request failed in transport and that have no judgment yet.
+
+        Only items of batches that are not voided; in issue order. These are the
+        items ``next-batch --retry-failed`` writes again (same ids, same positions).
+        """
+        q = ("SELECT i.id, i.prompt, i.left_sys, i.right_sys, i.kind, i.annotator, i.link, i.order_group "
+             "FROM items i JOIN batches b ON b.id = i.batch WHERE b.voided IS NULL "
+             "AND EXISTS (SELECT 1 FROM failures f WHERE f.item = i.id) "
+             "AND NOT EXISTS (SELECT 1 FROM judgments j WHERE j.item = i.id)"
+             + (" AND i.batch = ?" if batch is not None else "") + " ORDER BY i.rowid")
+        n = self._sys_name
+        return [BatchItem(r[0], r[1], n[r[2]], None if r[3] is None else n[r[3]], *r[4:])
+                for r in self._con.execute(q, (batch,) if batch is not None else ())]
+
+    def acceptability_counts(self, by_stratum: bool = False) -> AcceptabilityCounts:
+        """Pass/fail/invalid acceptability verdicts per system (and stratum)."""
+        strata, sidx = self._strata_index(by_stratum)
+        pos = {sid: i for i, sid in enumerate(self._sys_id.values())}
+        arr = np.zeros((3, len(self.systems), len(strata)), dtype=np.int64)
+        code = {"pass": 0, "fail": 1, "invalid": 2}
+        for sid, st, verdict, n in self._con.execute(
+                "SELECT j.a, coalesce(p.stratum, ?), j.verdict, count(*) FROM judgments j "
+                "LEFT JOIN prompts p ON p.id = j.prompt WHERE j.kind = 'acceptability' GROUP BY 1, 2, 3",
+                (DEFAULT_STRATUM,)):
+            arr[code[verdict], pos[sid], sidx[st] if by_stratum else 0] += n
+        return AcceptabilityCounts(self.systems, strata, arr[0], arr[1], arr[2])
+
+    # ------------------------------------------------------------ judgments
+    def judgments(self) -> Iterator[Judgment]:
+        """Every stored judgment in ingest order (streamed)."""
+        names = self._sys_name
+        cur = self._con.execute(
+            """SELECT j.id, j.item, j.prompt, coalesce(p.stratum, ?), j.a, j.b, j.verdict, j.a_position, j.kind,
+                      j.annotator, j.reason, j.seconds, j.confidence, f.name, i.batch
+               FROM judgments j JOIN files f ON f.id = j.file LEFT JOIN prompts p ON p.id = j.prompt
+               LEFT JOIN items i ON i.id = j.item ORDER BY j.seq""", (DEFAULT_STRATUM,))
+        for r in cur:
+            yield Judgment(r[0], r[1], r[2], r[3], names[r[4]], None if r[5] is None else names[r[5]], *r[6:])
+
+    #: columns of :meth:`judgment_table`, in order
+    JUDGMENT_COLUMNS = ("judgment", "batch", "item", "kind", "prompt", "stratum", "a", "b", "a_position",
+                        "left", "right", "verdict", "position_verdict", "winner", "annotator",
+                        "source_annotator", "reason", "seconds", "confidence", "time", "file")
+
+    def judgment_table(self) -> Iterator[tuple]:
+        """Every stored judgment, unblinded, as rows of :data:`JUDGMENT_COLUMNS` (ingest order, streamed).
+
+        ``a``/``b`` the stored orientation and ``verdict`` relative to it
+        (A, B, tie, invalid; pass/fail for acceptability, ``b`` empty);
+        ``left``/``right`` the systems as shown and ``position_verdict`` in
+        position form (None when the position is unknown); ``winner`` the
+        winning system (None for tie/invalid/acceptability); ``time`` when the
+        file holding it was ingested; ``file`` that file's name.
+        """
+        names = self._sys_name
+        cur = self._con.execute(
+            """SELECT j.id, i.batch, j.item, j.kind, j.prompt, coalesce(p.stratum, ?), j.a, j.b, j.a_position,
+                      j.verdict, j.annotator, j.source_annotator, j.reason, j.seconds, j.confidence,
+                      f.ingested, f.name
+               FROM judgments j JOIN files f ON f.id = j.file LEFT JOIN prompts p ON p.id = j.prompt
+               LEFT JOIN items i ON i.id = j.item ORDER BY j.seq""", (DEFAULT_STRATUM,))
+        for (jid, batch, item, kind, prompt, stratum, a, b, pos, verdict, ann, src, reason, sec, conf,
+             at, fname) in cur:
+            a, b = names[a], None if b is None else names[b]
+            left, right = (a, b) if pos == "left" else (b, a) if pos == "right" else (None, None)
+            pv = None
+            if b is None or verdict in ("tie", "invalid"):
+                pv = verdict if pos is not None or b is None else None
+            elif pos is not None:
+                pv = "left" if (verdict == "A") == (pos == "left") else "right"
+            win = a if verdict == "A" else b if verdict == "B" else None
+            yield (jid, batch, item, kind, prompt, stratum, a, b, pos, left, right, verdict, pv, win, ann, src,
+                   reason, sec, conf, at, fname)
+
+    def pair_prompt_usage(self) -> dict[tuple[str, str], frozenset[str]]:
+        """Prompts already judged or issued for each unordered pair.
+
+        Keys are ``(x, y)`` with ``x`` before ``y`` in :attr:`systems`; values the
+        prompt ids (any kind, any orientation, returned or pending).
+        """
+        span, _ = scans.system_index(self._con)
+        rows = self._con.execute("SELECT ord, id FROM prompts").fetchall()
+        pid = np.empty(max((r[0] for r in rows), default=-1) + 2, dtype=object)  # code = ord + 1 -> prompt id
+        for ord_, name in rows:  # code 0: a prompt the study does not hold, read by name below
+            pid[ord_ + 1] = name
+        codes = scans.pair_prompt_codes(self._con, span, len(pid))
+        pair, prompt = np.divmod(codes[codes % len(pid) != 0], len(pid))
+        starts = np.flatnonzero(np.r_[True, pair[1:] != pair[:-1]]) if pair.size else np.zeros(0, dtype=np.int64)
+        ends = np.r_[starts[1:], pair.size]
+        n = self._sys_name
+        out: dict[tuple[str, str], frozenset[str]] = {}
+        for lo, hi in zip(starts.tolist(), ends.tolist()):
+            x, y = divmod(int(pair[lo]), span)
+            out[(n[x], n[y])] = frozenset(pid[prompt[lo:hi]].tolist())
+        for x, y, name in self._con.execute(  # prompts the study does not hold (external judgments)
+                "SELECT min(a, b), max(a, b), prompt FROM judgments WHERE b IS NOT NULL "
+                "AND prompt NOT IN (SELECT id FROM prompts) UNION "
+                "SELECT min(left_sys, right_sys), max(left_sys, right_sys), prompt FROM items "
+                "WHERE right_sys IS NOT NULL AND prompt NOT IN (SELECT id FROM prompts)"):
+            out[(n[x], n[y])] = out.get((n[x], n[y]), frozenset()) | {name}
+        return out
+
+    def annotated_judgments(self, limit: int) -> tuple[list, bool]:
+        """The latest ``limit`` judgments that name an annotator, oldest first, and whether capped.
+
+        Returns :class:`planner.diagnostics.JudgmentRecord` objects (the fields
+        annotator QC needs), read in one query.
+        """
+        from planner.diagnostics import JudgmentRecord
+
+        names = self._sys_name
+        rows = self._con.execute(
+            """SELECT j.id, j.item, j.prompt, j.a, j.b, j.verdict, j.a_position, j.kind, j.annotator,
+                      j.reason, j.seconds, j.confidence
+               FROM judgments j WHERE j.annotator IS NOT NULL ORDER BY j.seq DESC LIMIT ?""",
+            (limit + 1,)).fetchall()
+        capped = len(rows) > limit
+        rows = rows[:limit][::-1]
+        out = [JudgmentRecord(a=names[r[3]], b=None if r[4] is None else names[r[4]], verdict=r[5], id=r[0],
+                              item=r[1], prompt=r[2], a_position=r[6], kind=r[7], annotator=r[8], reason=r[9],
+                              seconds=r[10], confidence=r[11]) for r in rows]
+        return out, capped
+
+    # ------------------------------------------------------------ batches
+    def record_batch(self, manifest: dict, items: Sequence[BatchItem]) -> int:
+        """Record an issued batch and its key in ONE transaction; returns the batch id.
+
+        Raises :class:`DataError` (nothing stored) on unknown systems/prompts,
+        ``left == right``, a missing ``right`` on a pairwise item, an unknown
+        kind or a duplicate item id.
+        """
+        problems = []
+        prompts = {r[0] for r in self._con.execute("SELECT id FROM prompts")}
+        seen: set[str] = set()
+        rows = []
+        for k, it in enumerate(items):
+            where = f"item {k} ({it.item_id!r})"
+            if it.kind not in ITEM_KINDS:
+                problems.append(f"{where}: kind {it.kind!r}; expected one of {', '.join(ITEM_KINDS)}")
+            if it.item_id in seen:
+                problems.append(f"{where}: duplicate item id")
+            seen.add(it.item_id)
+            if it.prompt not in prompts:
+                problems.append(f"{where}: unknown prompt {it.prompt!r}")
+            ids = []
+            for side in ("left", "right"):
+                name = getattr(it, side)
+                if name is None:
+                    ids.append(None)
+                    if side == "left" or it.kind != "acceptability":
+                        problems.append(f"{where}: {side} system missing; only acceptability items have one system")
+                elif name not in self._sys_id:
+                    problems.append(f"{where}: unknown {side} system {name!r}; "
+                                    f"expected one of {', '.join(self.systems)}")
+                    ids.append(None)
+                else:
+                    ids.append(self._sys_id[name])
+            if it.right is not None and it.left == it.right:
+                problems.append(f"{where}: left == right ({it.left!r}); a system cannot be compared with itself")
+            if it.kind == "acceptability" and it.right is not None:
+                problems.append(f"{where}: acceptability items show one system; right must be None")
+            rows.append((it.item_id, it.prompt, ids[0], ids[1], it.kind, it.annotator, it.link, it.order_group))
+        if problems:
+            raise DataError(f"batch not recorded: {len(problems)} problem(s) in its items", problems)
+        with write(self._con) as con:
+            clash = [r[0] for r in con.execute(
+                f"SELECT id FROM items WHERE id IN ({','.join('?' * min(len(rows), 900))})",
+                [r[0] for r in rows[:900]])] if rows else []
+            if clash:
+                raise DataError(f"batch not recorded: item ids already issued: {', '.join(clash[:5])}")
+            cur = con.execute("INSERT INTO batches (created, manifest) VALUES (?, ?)",
+                              (now(), json.dumps(manifest, sort_keys=True, default=str)))
+            batch_id = cur.lastrowid
+            try:
+                # links may point to items of the same batch: insert originals first
+                con.execute("PRAGMA defer_foreign_keys = ON")
+                con.executemany("INSERT INTO items (id, batch, prompt, left_sys, right_sys, kind, annotator, link, "
+                                "order_group) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                                [(r[0], batch_id, *r[1:]) for r in rows])
+            except sqlite3.IntegrityError as exc:
+                raise DataError(f"batch not recorded: {exc} (an item id already exists or a link is unknown)") from None
+        return int(batch_id)
+
+    def batches(self) -> list[BatchInfo]:
+        """Every batch with its manifest and issued / returned / unanswered / pending item counts."""
+        out = []
+        live, live_args = self._live_batches_sql()
+        for bid, created, manifest, voided, why, is_live, issued, returned, failed in self._con.execute(
+                f"""SELECT b.id, b.created, b.manifest, b.voided, b.void_reason, ({live}), count(i.id),
+                          coalesce(sum(EXISTS (SELECT 1 FROM judgments j WHERE j.item = i.id)), 0),
+                          coalesce(sum(EXISTS (SELECT 1 FROM failures f WHERE f.item = i.id)
+                                       AND NOT EXISTS (SELECT 1 FROM judgments j WHERE j.item = i.id)), 0)
+                   FROM batches b LEFT JOIN items i ON i.batch = b.id GROUP BY b.id ORDER BY b.id""", live_args):
+            pending = issued - returned if is_live else 0
+            out.append(BatchInfo(bid, created, json.loads(manifest), issued, returned, pending, failed, voided, why))
+        return out
+
+    def items(self, batch: int | None = None) -> list[BatchItem]:
+        """Issued items (of one batch or all), in insertion order."""
+        q = "SELECT id, prompt, left_sys, right_sys, kind, annotator, link, order_group FROM items"
+        rows = self._con.execute(q + (" WHERE batch = ?" if batch is not None else "") + " ORDER BY rowid",
+                                 (batch,) if batch is not None else ())
+        n = self._sys_name
+        return [BatchItem(r[0], r[1], n[r[2]], None if r[3] is None else n[r[3]], *r[4:]) for r in rows]
+
+    # ------------------------------------------------------------ artifacts
+    def save_artifact(self, name: str, data: bytes) -> None:
+        """Store (or replace) a named blob, e.g. ``posterior.nc`` or a manifest."""
+        with write(self._con) as con:
+            con.execute("INSERT OR REPLACE INTO artifacts (name, data, saved) VALUES (?, ?, ?)",
+                        (name, sqlite3.Binary(bytes(data)), now()))
+
+    def load_artifact(self, name: str) -> bytes | None:
+        """The blob saved under ``name``, or None."""
+        row = self._con.execute("SELECT data FROM artifacts WHERE name = ?", (name,)).fetchone()
+        return None if row is None else bytes(row[0])

@@ -1,0 +1,151 @@
+"""The store's records and kinds: what a study holds, as frozen dataclasses.
+
+Accounting rules (never bend):
+
+* every judgment is exactly one of ``A``, ``B``, ``tie``, ``invalid`` relative to
+  its stored orientation ``(a, b)`` (acceptability judgments: ``pass``,
+  ``fail``, ``invalid`` on a single system); invalid is stored and reported,
+  never dropped or turned into a tie;
+* the half-tie score is ``(wins + ties/2) / (wins + losses + ties)`` and is
+  ``None`` (JSON ``null``) when there is no usable judgment — never 0.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+ITEM_KINDS = ("regular", "attention", "repeat", "overlap", "swap", "acceptability")
+JUDGMENT_KINDS = ITEM_KINDS + ("external",)
+#: kinds that enter :meth:`Study.counts` by default: attention items (one side
+#: deliberately broken), repeats (the same annotator again) and acceptability
+#: items are quality control, not evidence about the systems.
+COUNTED_KINDS = ("regular", "overlap", "swap", "external")
+PENDING_KINDS = ("regular", "overlap", "swap")
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """A prompt: ``weight`` is its production frequency (relative), ``frozen``
+    marks prompts that must be used first (e.g. a regression set)."""
+
+    id: str
+    text: str
+    stratum: str | None = None
+    weight: float | None = None
+    difficulty: float | None = None
+    frozen: bool = False
+
+
+@dataclass(frozen=True)
+class Response:
+    """A system's response to a prompt; ``length`` in characters; ``acceptable``
+    is the optional absolute label from the responses file (None = unlabelled)."""
+
+    prompt: str
+    system: str
+    text: str
+    length: int
+    acceptable: bool | None = None
+
+
+@dataclass(frozen=True)
+class Judgment:
+    """One stored judgment.
+
+    ``verdict`` is ``A`` (system ``a`` won), ``B``, ``tie`` or ``invalid`` —
+    or ``pass``/``fail``/``invalid`` for ``kind == "acceptability"`` (then
+    ``b`` is None). ``a_position`` says where ``a`` was shown (``left`` = first).
+    ``item`` is the batch item (None for external data), ``batch`` its batch
+    id, ``source`` the ingested file name, ``seconds`` annotator time in
+    seconds, ``confidence`` the source's strength (arena-hard: 1.0 ``>>``,
+    0.5 ``>``).
+    """
+
+    id: str
+    item: str | None
+    prompt: str
+    stratum: str
+    a: str
+    b: str | None
+    verdict: str
+    a_position: str
+    kind: str
+    annotator: str | None
+    reason: str | None
+    seconds: float | None
+    confidence: float | None
+    source: str
+    batch: int | None
+
+
+@dataclass(frozen=True)
+class BatchItem:
+    """One item of an issued batch (the key: item id → prompt, left, right).
+
+    ``right`` is None for single-response ``acceptability`` items. ``link`` is
+    the original item id for ``repeat``/``swap`` items; ``order_group`` groups
+    items that belong together (e.g. both orders of one comparison).
+    """
+
+    item_id: str
+    prompt: str
+    left: str
+    right: str | None
+    kind: str = "regular"
+    annotator: str | None = None
+    link: str | None = None
+    order_group: str | None = None
+
+
+@dataclass(frozen=True)
+class BatchInfo:
+    """An issued batch.
+
+    ``issued`` items, ``returned`` (at least one judgment), ``unanswered``
+    (no judgment, and a judge request for it failed in transport: re-issue with
+    ``next-batch --retry-failed``), ``pending`` (no judgment yet, still
+    expected: issued - returned, or 0 once the batch is voided or expired).
+    ``voided`` is the time the batch was voided (None while it counts).
+    """
+
+    id: int
+    created: str
+    manifest: dict
+    issued: int
+    returned: int
+    pending: int
+    unanswered: int = 0
+    voided: str | None = None
+    void_reason: str | None = None
+
+
+@dataclass(frozen=True)
+class StudyInfo:
+    """What :func:`init_study` created."""
+
+    path: str
+    systems: tuple[str, ...]
+    anchor: str | None
+    prompts: int
+    responses: int
+    strata: tuple[str, ...]
+    missing_responses: int
+    config: dict
+
+
+@dataclass(frozen=True)
+class AcceptabilityCounts:
+    """Pass/fail/invalid acceptability judgments, arrays of shape (n_systems, n_strata)."""
+
+    systems: tuple[str, ...]
+    strata: tuple[str, ...]
+    passed: np.ndarray
+    failed: np.ndarray
+    invalid: np.ndarray
+
+    def pass_rate(self) -> list[float | None]:
+        """Pass rate per system pooled over strata (None when no pass/fail)."""
+        p, f = self.passed.sum(axis=1), self.failed.sum(axis=1)
+        return [None if p[i] + f[i] == 0 else float(p[i] / (p[i] + f[i])) for i in range(len(self.systems))]
