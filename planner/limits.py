@@ -140,8 +140,8 @@ def check_exact_n(name: str, value, n_normal: float) -> None:
     if not (n_normal <= MAX_EXACT_N):  # also NaN/inf
         about = "an unbounded number of" if not math.isfinite(n_normal) else f"about {n_normal:,.0f}"
         raise UsageError(f"{name} ({quote(value)}) needs {about} comparisons per pair; planner computes "
-                         f"exact sizes up to {MAX_EXACT_N:,} per pair (a larger effect, --alpha or smaller "
-                         f"--power needs fewer)", parameters=parameters_of(name))
+                         f"exact sizes up to {MAX_EXACT_N:,} per pair (a larger effect, alpha or smaller "
+                         f"power needs fewer)", parameters=parameters_of(name))
 
 
 # ------------------------------------------------------------------ output paths
@@ -215,19 +215,19 @@ def check_output_dir(name: str, path) -> Path | None:
 # ------------------------------------------------------------------ per-command option checks
 def check_report_options(*, seed, draws, tune, chains) -> None:
     """``report``: seed and the posterior sample sizes (memory grows with draws x systems x chains)."""
-    check_seed("--seed", seed)
-    check_int("--draws", draws, 1, MAX_DRAWS)
-    check_int("--tune", tune, 0, MAX_TUNE)
-    check_int("--chains", chains, 1, MAX_CHAINS)
+    check_seed("seed", seed)
+    check_int("draws", draws, 1, MAX_DRAWS)
+    check_int("tune", tune, 0, MAX_TUNE)
+    check_int("chains", chains, 1, MAX_CHAINS)
 
 
 def check_allocate_options(*, budget, seed, min_per_stratum=0, gap=None) -> None:
     """``allocate``: budget, seed, --min-per-stratum and --gap."""
-    check_int("--budget", budget, 1, MAX_PROMPT_BUDGET)
-    check_seed("--seed", seed)
-    check_int("--min-per-stratum", min_per_stratum, 0, MAX_PROMPT_BUDGET)
+    check_int("budget", budget, 1, MAX_PROMPT_BUDGET)
+    check_seed("seed", seed)
+    check_int("min_per_stratum", min_per_stratum, 0, MAX_PROMPT_BUDGET)
     if gap is not None:
-        check_float("--gap", gap, 0, math.inf, high_open=True)
+        check_float("gap", gap, 0, math.inf, high_open=True)
 
 
 def check_simulation_options(*, n_systems, spread, arena_gamma, tie_rate, position, flip, budget, batch, reps,
@@ -238,19 +238,19 @@ def check_simulation_options(*, n_systems, spread, arena_gamma, tie_rate, positi
     --systems is ignored and --anchor is checked against the truth later).
     """
     if n_systems is not None:
-        check_int("--systems", n_systems, 2, MAX_SIM_SYSTEMS)
-    check_float("--spread", spread, 0, MAX_SPREAD)
-    check_float("--arena-gamma", arena_gamma, 0, MAX_ARENA_GAMMA, low_open=True)
-    check_float("--tie-rate", tie_rate, 0, 1, high_open=True)
-    check_float("--position", position, -MAX_POSITION, MAX_POSITION)
-    check_float("--flip", flip, 0, 0.5, high_open=True)
-    check_int("--budget", budget, 1, MAX_SIM_BUDGET)
-    check_int("--batch", batch, 1, budget)
-    check_int("--reps", reps, 1, MAX_SIM_REPS)
-    check_seed("--seed", seed)
+        check_int("systems", n_systems, 2, MAX_SIM_SYSTEMS)
+    check_float("spread", spread, 0, MAX_SPREAD)
+    check_float("arena_gamma", arena_gamma, 0, MAX_ARENA_GAMMA, low_open=True)
+    check_float("tie_rate", tie_rate, 0, 1, high_open=True)
+    check_float("position", position, -MAX_POSITION, MAX_POSITION)
+    check_float("flip", flip, 0, 0.5, high_open=True)
+    check_int("budget", budget, 1, MAX_SIM_BUDGET)
+    check_int("batch", batch, 1, budget)
+    check_int("reps", reps, 1, MAX_SIM_REPS)
+    check_seed("seed", seed)
     if workers is not None:
-        check_int("--workers", workers, 1, MAX_WORKERS)
-    check_int("--anchor", anchor, 0, None if n_systems is None else n_systems - 1)
+        check_int("workers", workers, 1, MAX_WORKERS)
+    check_int("anchor", anchor, 0, None if n_systems is None else n_systems - 1)
 
 
 # ------------------------------------------------------------------ input files

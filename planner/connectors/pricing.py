@@ -12,6 +12,7 @@ import math
 from dataclasses import dataclass
 
 from planner.errors import UsageError, quote
+from planner.errors import parameters_of
 
 #: completion tokens assumed for a request before any answer of the run has been seen
 #: (a verdict with a short explanation; MT-bench-style answers run ~100–300 tokens).
@@ -54,15 +55,17 @@ class Prices:
 
 def check_prices(price_in, price_out, max_cost) -> Prices:
     """Validate ``--price-in``/``--price-out``/``--max-cost`` (USD); both prices or neither."""
-    for flag, v in (("--price-in", price_in), ("--price-out", price_out), ("--max-cost", max_cost)):
+    for flag, v in (("price_in", price_in), ("price_out", price_out), ("max_cost", max_cost)):
         if v is None:
             continue
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
-            raise UsageError(f"{flag} ({quote(v)}) must be a dollar amount >= 0")
+            raise UsageError(f"{flag} ({quote(v)}) must be a dollar amount >= 0", parameters=parameters_of(flag))
     if (price_in is None) != (price_out is None):
-        raise UsageError("--price-in and --price-out go together (USD per 1M prompt and completion tokens)")
+        raise UsageError("price_in and price_out go together (USD per 1M prompt and completion tokens)",
+                         parameters=('price_in', 'price_out'))
     if max_cost is not None and price_in is None:
-        raise UsageError("--max-cost needs the model's prices: --price-in and --price-out (USD per 1M tokens)")
+        raise UsageError("max_cost needs the model's prices: price_in and price_out (USD per 1M tokens)",
+                         parameters=('max_cost', 'price_in', 'price_out'))
     return Prices(None if price_in is None else float(price_in), None if price_out is None else float(price_out))
 
 

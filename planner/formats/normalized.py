@@ -16,6 +16,7 @@ from collections.abc import Collection
 from pathlib import Path
 
 from planner.errors import DataError, UsageError
+from planner.errors import parameters_of
 from planner.formats.readers import read_normalized
 
 MAX_PROBLEMS = 20
@@ -29,7 +30,7 @@ def load_normalized(path: str | os.PathLike, option: str,
     ----------
     path : path-like
     option : str
-        How the caller names the file in messages (e.g. ``"--replay"``).
+        How the caller names the file in messages (e.g. ``"replay"``).
     prompts : collection of str, optional
         The known prompt ids; a judgment on another prompt is a problem.
 
@@ -50,7 +51,7 @@ def load_normalized(path: str | os.PathLike, option: str,
     """
     p = Path(path)
     if not p.is_file():
-        raise UsageError(f"{option} ({path}): no such file")
+        raise UsageError(f"{option} ({path}): no such file", parameters=parameters_of(option))
     out, problems = [], []
     for line, rec, problem in read_normalized(p):
         if problem is None and rec.get("a") == rec.get("b"):

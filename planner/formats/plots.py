@@ -38,7 +38,8 @@ def write_plots(report: Any, directory) -> tuple[str, ...]:
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise UsageError(f"--plot ({directory}) cannot be created: {exc.strerror or exc}") from None
+        raise UsageError(f"plot ({directory}) cannot be created: {exc.strerror or exc}",
+                         parameters=('plot',)) from None
     paths: list[str] = []
     rows = report.leaderboard
     with matplotlib.rc_context({"svg.hashsalt": "planner", "font.size": 9}):

@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 from planner.errors import DataError, UsageError
+from planner.errors import parameters_of
 
 
 def _first(problems: list[str], what: str) -> DataError:
@@ -25,7 +26,7 @@ def _records(path: str | os.PathLike, option: str) -> list[tuple[str, dict]]:
 
     p = Path(path)
     if not p.is_file():
-        raise UsageError(f"{option} ({path}): no such file")
+        raise UsageError(f"{option} ({path}): no such file", parameters=parameters_of(option))
     rows, problems = [], []
     for line, rec, problem in iter_table(p):
         if problem:
@@ -46,7 +47,7 @@ def read_pointwise(path: str | os.PathLike, known: set[str]) -> list[dict]:
     naming ``file:line``.
     """
     problems, seen, recs = [], {}, []
-    for where, rec in _records(path, "--pointwise"):
+    for where, rec in _records(path, "pointwise"):
         prompt, system, score = rec.get("prompt"), rec.get("system"), rec.get("score")
         try:
             score = float(score) if not isinstance(score, bool) else float("nan")

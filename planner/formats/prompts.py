@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from planner.errors import UsageError, quote
+from planner.errors import parameters_of
 
 #: Spellings of a flag, compared after ``strip().lower()``; JSON true/false and
 #: the numbers 1/0 are accepted too.
@@ -138,7 +139,7 @@ def _row(rec: dict, where: str, seen: dict[str, str], problems: list[str]) -> Pr
     return PromptRow(pid, text, stratum, weight, difficulty, bool(frozen), where)
 
 
-def read_prompts(path: str | os.PathLike, option: str = "--prompts") -> tuple[list[PromptRow], list[str]]:
+def read_prompts(path: str | os.PathLike, option: str = "prompts") -> tuple[list[PromptRow], list[str]]:
     """Read a prompts file: ``(rows, problems)``, each problem one line naming ``file:line``.
 
     Rows with a problem are left out; the caller decides whether any problem
@@ -153,7 +154,7 @@ def read_prompts(path: str | os.PathLike, option: str = "--prompts") -> tuple[li
 
     p = Path(path)
     if not p.is_file():
-        raise UsageError(f"{option} ({path}): no such file")
+        raise UsageError(f"{option} ({path}): no such file", parameters=parameters_of(option))
     rows: list[PromptRow] = []
     problems: list[str] = []
     seen: dict[str, str] = {}

@@ -18,6 +18,7 @@ import string
 from collections.abc import Sequence
 
 from planner.errors import UsageError
+from planner.errors import parameters_of
 
 JUDGE_SYSTEM_MESSAGE = "You are a careful and impartial evaluator of AI assistant responses."
 
@@ -72,12 +73,13 @@ VERDICT_TOKENS = {"A": "left", "B": "right", "C": "tie", "PASS": "pass", "FAIL":
 
 
 def check_template(template: str, *, allowed: frozenset[str] = PAIRWISE_FIELDS,
-                   required: Sequence[str] = ("prompt", "left", "right"), option: str = "--template") -> str:
+                   required: Sequence[str] = ("prompt", "left", "right"), option: str = "template") -> str:
     """Validate a ``str.format`` template; :class:`UsageError` names the bad placeholder."""
     try:
         parsed = list(string.Formatter().parse(template))
     except ValueError as exc:
-        raise UsageError(f"{option}: not a valid template ({exc}); write literal braces as {{{{ and }}}}") from None
+        raise UsageError(f"{option}: not a valid template ({exc}); write literal braces as {{{{ and }}}}",
+                         parameters=parameters_of(option)) from None
     seen = set()
     for _, name, spec, conv in parsed:
         if name is None:
@@ -87,11 +89,13 @@ def check_template(template: str, *, allowed: frozenset[str] = PAIRWISE_FIELDS,
             raise UsageError(f"{option}: unknown placeholder {shown}; allowed: "
                              + ", ".join("{" + a + "}" for a in sorted(allowed)))
         if spec or conv:
-            raise UsageError(f"{option}: placeholder {{{name}}} must not carry a format spec or conversion")
+            raise UsageError(f"{option}: placeholder {{{name}}} must not carry a format spec or conversion",
+                             parameters=parameters_of(option))
         seen.add(name)
     missing = [r for r in required if r not in seen]
     if missing:
-        raise UsageError(f"{option}: the template lacks the placeholder {{{missing[0]}}}")
+        raise UsageError(f"{option}: the template lacks the placeholder {{{missing[0]}}}",
+                         parameters=parameters_of(option))
     return template
 
 

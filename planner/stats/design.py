@@ -64,20 +64,20 @@ class Design:
     design: str = "anchor"
 
     def validated(self) -> "Design":
-        check_range("--alpha", self.alpha, 0, 1)
-        check_range("--power", self.power, 0, 1)
-        choice("--alternative", self.alternative, ALTERNATIVES)
-        choice("--ties", self.ties, TIE_CONVENTIONS)
-        choice("--design", self.design, DESIGNS)
-        check_range("--tie-rate", self.tie_rate, 0, 1, low_open=False)
-        check_range("--invalid-rate", self.invalid_rate, 0, 1, low_open=False)
-        limits.check_int("--per-prompt", self.per_prompt, 1, limits.MAX_PER_PROMPT)
-        check_range("--icc", self.icc, 0, 1, low_open=False, high_open=False)
-        limits.check_int("--systems", self.systems, 2, limits.MAX_SYSTEMS)
+        check_range("alpha", self.alpha, 0, 1)
+        check_range("power", self.power, 0, 1)
+        choice("alternative", self.alternative, ALTERNATIVES)
+        choice("ties", self.ties, TIE_CONVENTIONS)
+        choice("design", self.design, DESIGNS)
+        check_range("tie_rate", self.tie_rate, 0, 1, low_open=False)
+        check_range("invalid_rate", self.invalid_rate, 0, 1, low_open=False)
+        limits.check_int("per_prompt", self.per_prompt, 1, limits.MAX_PER_PROMPT)
+        check_range("icc", self.icc, 0, 1, low_open=False, high_open=False)
+        limits.check_int("systems", self.systems, 2, limits.MAX_SYSTEMS)
         if self.alpha_per_pair < limits.MIN_ALPHA_PER_PAIR:
-            raise UsageError(f"--alpha ({self.alpha:g}) gives {self.alpha_per_pair:.3g} per pair, below "
+            raise UsageError(f"alpha ({self.alpha:g}) gives {self.alpha_per_pair:.3g} per pair, below "
                              f"{limits.MIN_ALPHA_PER_PAIR:g}, where the exact test's tail cannot be "
-                             "computed in double precision")
+                             "computed in double precision", parameters=('alpha',))
         return self
 
     @property
@@ -126,10 +126,10 @@ class Design:
 
 def check_effect(d: float) -> float:
     """``d`` if it is a valid effect, in (0, 0.5)."""
-    return check_range("--effect", d, 0, 0.5)
+    return check_range("effect", d, 0, 0.5)
 
 
 def effect_from_win_rate(p: float) -> float:
     """Effect ``d = p - 0.5`` for a win rate ``p`` in (0.5, 1)."""
-    check_range("--win-rate", p, 0.5, 1)
+    check_range("win_rate", p, 0.5, 1)
     return p - 0.5

@@ -49,10 +49,10 @@ class PassRateSize:
 def pass_rate_size(pass_rate: float, precision: float, confidence: float = 0.95,
                    invalid_rate: float = 0.0) -> PassRateSize:
     """Items needed to estimate a pass rate to ±``precision``; see :class:`PassRateSize`."""
-    check_range("--pass-rate", pass_rate, 0, 1, low_open=False, high_open=False)
-    check_range("--precision", precision, 0, 0.5)
-    check_range("--confidence", confidence, 0, 1)
-    check_range("--invalid-rate", invalid_rate, 0, 1, low_open=False)
+    check_range("pass_rate", pass_rate, 0, 1, low_open=False, high_open=False)
+    check_range("precision", precision, 0, 0.5)
+    check_range("confidence", confidence, 0, 1)
+    check_range("invalid_rate", invalid_rate, 0, 1, low_open=False)
     z = float(norm.isf((1 - confidence) / 2))
     n_norm = max(1, int(math.ceil(z * z * pass_rate * (1 - pass_rate) / precision ** 2 - 1e-9)))
     lo, hi = 1, max(4, 4 * n_norm + 100)

@@ -125,10 +125,10 @@ def sequential_design(looks: int, alpha: float = 0.05, power: float = 0.8,
     """
     from planner.stats.optim import brentq  # scipy.optimize.brentq step for step, without its import
 
-    limits.check_int("--looks", looks, 1, limits.MAX_LOOKS)
-    choice("--boundary", boundary, BOUNDARIES)
-    check_range("--alpha", alpha, 0, 1)
-    check_range("--power", power, 0, 1)
+    limits.check_int("looks", looks, 1, limits.MAX_LOOKS)
+    choice("boundary", boundary, BOUNDARIES)
+    check_range("alpha", alpha, 0, 1)
+    check_range("power", power, 0, 1)
     two = alternative == "two-sided"
     shape = _shape(looks, boundary)
     def type1(c: float) -> float:
@@ -162,9 +162,10 @@ def sequential_design(looks: int, alpha: float = 0.05, power: float = 0.8,
 
 def check_look(look: int | None, looks: int) -> int:
     """Validate ``--look k --looks K`` (1 <= k <= K); ``look`` defaults to the final look ``K``."""
-    limits.check_int("--looks", looks, 1, limits.MAX_LOOKS)
+    limits.check_int("looks", looks, 1, limits.MAX_LOOKS)
     if look is None:
         return int(looks)
     if not limits._is_int(look) or not 1 <= look <= looks:
-        raise UsageError(f"--look ({limits.quote(look)}) must be in [1, {looks}] (--looks)")
+        raise UsageError(f"look ({limits.quote(look)}) must be in [1, {looks}] (looks)",
+                         parameters=('look', 'looks'))
     return int(look)

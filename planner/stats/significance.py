@@ -96,12 +96,12 @@ def significance(wins: int, losses: int, ties: int = 0, *, ties_convention: str 
         spaced ones; the test uses the matching Pocock / O'Brien–Fleming boundary
         (:func:`sequential_design`) instead of ``pvalue < alpha``.
     """
-    for name, v in (("--wins", wins), ("--losses", losses), ("--ties", ties)):
+    for name, v in (("wins", wins), ("losses", losses), ("ties", ties)):
         limits.check_int(name, v, 0, limits.MAX_COUNT)
-    choice("--ties-convention", ties_convention, TIE_CONVENTIONS)
-    choice("--alternative", alternative, ALTERNATIVES)
-    check_range("--confidence", confidence, 0, 1)
-    choice("--boundary", boundary, BOUNDARIES)
+    choice("ties_convention", ties_convention, TIE_CONVENTIONS)
+    choice("alternative", alternative, ALTERNATIVES)
+    check_range("confidence", confidence, 0, 1)
+    choice("boundary", boundary, BOUNDARIES)
     look = check_look(look, looks)
     from scipy import stats  # binomtest: only `significance` pays for importing scipy.stats
 

@@ -21,7 +21,7 @@ from planner.formats.prompts_writer import check_out, write_prompts
 __all__ = ["allocate_files", "read_pilot", "read_pointwise", "read_prompts"]
 
 
-def read_prompts(path: str | os.PathLike, option: str = "--prompts") -> list:
+def read_prompts(path: str | os.PathLike, option: str = "prompts") -> list:
     """Read a prompts file with the one prompts reader (:func:`planner.formats.prompts.read_prompts`).
 
     Returns :class:`planner.formats.prompts.PromptRow` records. Bad rows and
@@ -53,7 +53,7 @@ def read_pilot(path: str | os.PathLike, known: set[str]) -> list[dict]:
     from planner.formats.normalized import load_normalized
 
     return [{"prompt": r["prompt"], "a": r["a"], "b": r["b"], "verdict": r["verdict"]}
-            for r in load_normalized(path, "--pilot", prompts=known)]
+            for r in load_normalized(path, "pilot", prompts=known)]
 
 
 
@@ -75,16 +75,18 @@ def allocate_files(*, budget: int, prompts: str | os.PathLike | None = None,
 
     check_allocate_options(budget=budget, seed=seed, min_per_stratum=options.get("min_per_stratum", 0), gap=gap)
     if (prompts is None) == (study is None):
-        raise UsageError("give exactly one of --prompts FILE or --study STUDY")
+        raise UsageError("give exactly one of prompts FILE or study STUDY", parameters=('prompts', 'study'))
     if contested_only and gap is None:
-        raise UsageError("--contested-only needs --gap G (keep prompts whose pointwise scores differ by <= G)")
+        raise UsageError("contested_only needs gap G (keep prompts whose pointwise scores differ by <= G)",
+                         parameters=('contested_only', 'gap'))
     if gap is not None and not contested_only:
-        raise UsageError("--gap is used only with --contested-only")
+        raise UsageError("gap is used only with contested_only", parameters=('gap', 'contested_only'))
     if contested_only and pointwise is None:
-        raise UsageError("--contested-only needs --pointwise FILE")
+        raise UsageError("contested_only needs pointwise FILE", parameters=('contested_only', 'pointwise'))
     method = options.get("method", "proportional")
     if pilot is not None and method != "neyman":
-        raise UsageError(f"--pilot is used only with --method neyman (got --method {method})")
+        raise UsageError(f"pilot is used only with method neyman (got method {method})",
+                         parameters=('pilot', 'method'))
     if out is not None:
         check_out(out, force)
     judgments: list = []
@@ -92,7 +94,8 @@ def allocate_files(*, budget: int, prompts: str | os.PathLike | None = None,
         try:
             from planner.store.study import Study
         except ImportError:
-            raise UsageError("--study is not available yet in this version; use --prompts FILE") from None
+            raise UsageError("study is not available yet in this version; use prompts FILE",
+                             parameters=('study', 'prompts')) from None
         with Study.open(study) as st:
             rows = list(st.prompts())
             if method == "neyman" and pilot is None:

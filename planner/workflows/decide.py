@@ -36,7 +36,7 @@ def decide(path, candidate: str, baseline: str, *, margin: float = 0.05, mode: s
     from planner.strata import stratum_weights
     from planner.store.study import Study
 
-    check_seed("--seed", seed)
+    check_seed("seed", seed)
     with Study.open(path) as study:
         check_systems(study.systems, candidate, baseline)
         counts = study.counts(by_stratum=True)

@@ -114,11 +114,12 @@ def _check_demo_target(directory: Path, force: bool) -> None:
         raise UsageError(f"DIRECTORY ({name}) holds a study; the demo never replaces a study")
     if directory.exists() and any(directory.iterdir()):
         if not force:
-            raise UsageError(f"DIRECTORY ({name}) already exists and is not empty (use --force to replace a demo)")
+            raise UsageError(f"DIRECTORY ({name}) already exists and is not empty (use force to replace a demo)",
+                             parameters=('force',))
         other = [p.name for p in directory.iterdir() if not any(fnmatch(p.name, g) for g in DEMO_ENTRIES)]
         if other:
             raise UsageError(f"DIRECTORY ({name}) holds {quote(other[0])}, which the demo did not write; "
-                             "--force replaces only a demo directory")
+                             "force replaces only a demo directory", parameters=('force',))
     limits.check_output_dir("DIRECTORY", directory)
 
 
@@ -133,11 +134,11 @@ def run_demo(directory, *, n_systems: int = 6, n_prompts: int = 40, rounds: int 
     from planner.simulation import Judge, Truth
     from planner.store.study import Study, ingest, init_study
 
-    limits.check_int("--systems", n_systems, 2, 26)
-    limits.check_int("--prompts", n_prompts, 4, limits.MAX_DEMO_PROMPTS)
-    limits.check_int("--rounds", rounds, 1, limits.MAX_DEMO_ROUNDS)
-    limits.check_int("--size", size, 1, limits.MAX_DEMO_SIZE)
-    limits.check_seed("--seed", seed)
+    limits.check_int("systems", n_systems, 2, 26)
+    limits.check_int("prompts", n_prompts, 4, limits.MAX_DEMO_PROMPTS)
+    limits.check_int("rounds", rounds, 1, limits.MAX_DEMO_ROUNDS)
+    limits.check_int("size", size, 1, limits.MAX_DEMO_SIZE)
+    limits.check_seed("seed", seed)
     directory = Path(directory)
     _check_demo_target(directory, force)
     if directory.exists() and any(directory.iterdir()):

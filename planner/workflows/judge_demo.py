@@ -126,9 +126,9 @@ def run_demo_live(directory, *, n_systems: int = 6, n_prompts: int = 40, budget:
     from planner import limits
     from planner.workflows.demo import _check_demo_target
 
-    limits.check_int("--systems", n_systems, 2, 26)
-    limits.check_int("--prompts", n_prompts, 4, limits.MAX_DEMO_PROMPTS)
-    limits.check_seed("--seed", seed)
+    limits.check_int("systems", n_systems, 2, 26)
+    limits.check_int("prompts", n_prompts, 4, limits.MAX_DEMO_PROMPTS)
+    limits.check_seed("seed", seed)
     directory = Path(directory)
     _check_demo_target(directory, force)  # the demo's own rule: never a study, --force only on a demo directory
     if directory.exists() and any(directory.iterdir()):

@@ -137,22 +137,25 @@ def _check_options(size, strategy, objective, top_k, engine, fmt, normalize_styl
     from planner.formats.writers import FORMATS
 
     if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or not 1 <= size <= MAX_SIZE:
-        raise UsageError(f"--size ({quote(size)}) must be a whole number from 1 to {MAX_SIZE:,}")
+        raise UsageError(f"size ({quote(size)}) must be a whole number from 1 to {MAX_SIZE:,}",
+                         parameters=('size',))
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0):
-        raise UsageError(f"--seed ({quote(seed)}) must be a whole number >= 0")
+        raise UsageError(f"seed ({quote(seed)}) must be a whole number >= 0", parameters=('seed',))
     public = [s for s in STRATEGIES if s != "oracle"]
     if strategy not in public:
-        raise UsageError(f"--strategy ({strategy!r}) must be one of {', '.join(public)}")
+        raise UsageError(f"strategy ({strategy!r}) must be one of {', '.join(public)}", parameters=('strategy',))
     if objective not in OBJECTIVES:
-        raise UsageError(f"--objective ({objective!r}) must be one of {', '.join(OBJECTIVES)}")
+        raise UsageError(f"objective ({objective!r}) must be one of {', '.join(OBJECTIVES)}",
+                         parameters=('objective',))
     if objective == "top-k" and (top_k is None or top_k < 1):
-        raise UsageError("--objective top-k needs --top-k K with K >= 1")
+        raise UsageError("objective top-k needs top_k K with K >= 1", parameters=('objective', 'top_k'))
     if engine not in ("laplace", "nuts"):
-        raise UsageError(f"--engine ({engine!r}) must be one of 'laplace' or 'nuts'")
+        raise UsageError(f"engine ({engine!r}) must be one of 'laplace' or 'nuts'", parameters=('engine',))
     if fmt not in FORMATS:
-        raise UsageError(f"--format ({fmt!r}) must be one of {', '.join(FORMATS)}")
+        raise UsageError(f"format ({fmt!r}) must be one of {', '.join(FORMATS)}", parameters=('format',))
     if normalize_style not in NORMALIZE_STYLES:
-        raise UsageError(f"--normalize-style ({normalize_style!r}) must be one of {', '.join(NORMALIZE_STYLES)}")
+        raise UsageError(f"normalize_style ({normalize_style!r}) must be one of {', '.join(NORMALIZE_STYLES)}",
+                         parameters=('normalize_style',))
 
 
 def _annotator_names(annotators) -> list[str] | None:
@@ -161,12 +164,14 @@ def _annotator_names(annotators) -> list[str] | None:
     if isinstance(annotators, int) or (isinstance(annotators, str) and annotators.strip().isdigit()):
         n = int(annotators)
         if n < 1:
-            raise UsageError(f"--annotators ({n}) must be >= 1 or a comma-separated list of names")
+            raise UsageError(f"annotators ({n}) must be >= 1 or a comma-separated list of names",
+                             parameters=('annotators',))
         return [f"a{i + 1}" for i in range(n)]
     names = [a.strip() for a in (annotators.split(",") if isinstance(annotators, str) else annotators)]
     names = [a for a in names if a]
     if not names:
-        raise UsageError("--annotators must be a number or a comma-separated list of names")
+        raise UsageError("annotators must be a number or a comma-separated list of names",
+                         parameters=('annotators',))
     return names
 
 
@@ -177,13 +182,16 @@ def _read_template(template) -> str | None:
     try:
         return p.read_text(encoding="utf-8-sig")
     except FileNotFoundError:
-        raise UsageError(f"--template: {quote(str(p))} does not exist") from None
+        raise UsageError(f"template: {quote(str(p))} does not exist", parameters=('template',)) from None
     except IsADirectoryError:
-        raise UsageError(f"--template: {quote(str(p))} is a directory; give a template file") from None
+        raise UsageError(f"template: {quote(str(p))} is a directory; give a template file",
+                         parameters=('template',)) from None
     except UnicodeDecodeError as exc:
-        raise UsageError(f"--template: {quote(str(p))} is not UTF-8 ({exc.reason} at byte {exc.start})") from None
+        raise UsageError(f"template: {quote(str(p))} is not UTF-8 ({exc.reason} at byte {exc.start})",
+                         parameters=('template',)) from None
     except OSError as exc:
-        raise UsageError(f"--template: cannot read {quote(str(p))} ({exc.strerror or exc})") from None
+        raise UsageError(f"template: cannot read {quote(str(p))} ({exc.strerror or exc})",
+                         parameters=('template',)) from None
 
 
 def _qc_rates(config, names, attention, repeat, overlap, acceptability, notes) -> dict[str, float]:
@@ -261,9 +269,9 @@ def next_batch(study_path, selection: Selection | None = None, *, qc: QualityCon
     _check_options(sel.size, sel.strategy, sel.objective, sel.top_k, sel.engine, output.format,
                    text.normalize_style, sel.seed)
     if humans.for_ not in ("ranking", "humans"):
-        raise UsageError(f"--for ({str(humans.for_)[:40]!r}) must be one of ranking, humans")
+        raise UsageError(f"for ({str(humans.for_)[:40]!r}) must be one of ranking, humans", parameters=('for',))
     if humans.for_ != "humans" and humans.surrogate is not None:
-        raise UsageError("--surrogate is used only with --for humans")
+        raise UsageError("surrogate is used only with for humans", parameters=('surrogate', 'for'))
     temperature = check_temperature(output.temperature)
     names = _annotator_names(qc.annotators)
     template_text = _read_template(output.template)
@@ -324,7 +332,7 @@ def _prepare(study, study_path, output: Output, names, rates, template_text, tem
         out = _default_out(study_path, out, n_batches)
         from planner.formats.staging import check_outputs
 
-        check_outputs(output_paths(out, output.format, names, acceptability=rates["acceptability"] > 0), "--out",
+        check_outputs(output_paths(out, output.format, names, acceptability=rates["acceptability"] > 0), "out",
                       force=output.force)
         notes.extend(recover_interrupted(study))
         n_batches = len(study.batches())
@@ -359,7 +367,8 @@ def _assemble(study, planned, rates, names, pool, both_orders: bool, words, text
                            previous_items=[it.item_id for it in study.items()])
     if not batch.items:
         raise DataError("no item could be issued: every planned comparison was skipped "
-                        f"({len(batch.skipped)} skipped; see --max-words/--truncate)")
+                        f"({len(batch.skipped)} skipped; see max_words/truncate)",
+                        parameters=('max_words', 'truncate'))
     return batch
 
 
@@ -376,7 +385,7 @@ def _default_out(study_path, out, n_batches: int) -> Path:
     if not out_dir.is_dir():
         from planner.formats.staging import check_output
 
-        check_output(out_dir, "--out")  # the study directory must take a new directory
+        check_output(out_dir, "out")  # the study directory must take a new directory
         out_dir.mkdir()
     return out_dir / f"batch-{n_batches + 1:03d}"
 
@@ -413,5 +422,6 @@ def _issue(study, batch, manifest: dict, rendering: dict, out, force: bool):
         staged.release()
         raise DataError(f"batch {batch_id} was recorded but its files could not be put in place "
                         f"({exc.strerror or exc}); the next `planner next-batch` completes them, or run "
-                        f"`planner next-batch STUDY --rewrite {batch_id} --out PATH`") from None
+                        f"`planner next-batch STUDY rewrite {batch_id} out PATH`",
+                        parameters=('rewrite', 'out')) from None
     return batch_id, targets

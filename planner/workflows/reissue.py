@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from planner.errors import DataError, UsageError, quote
+from planner.errors import parameters_of
 
 _RENDER_KEYS = ("format", "reasons", "template", "acceptability_template", "judge_model", "temperature",
                 "redact_names")
@@ -85,17 +86,19 @@ def _render(items, rendering: dict, out):
 
 def _batch_info(study, batch_id, option: str):
     if isinstance(batch_id, bool) or not isinstance(batch_id, int) or batch_id < 1:
-        raise UsageError(f"{option} ({quote(batch_id)}) must be a batch id (a whole number >= 1)")
+        raise UsageError(f"{option} ({quote(batch_id)}) must be a batch id (a whole number >= 1)",
+                         parameters=parameters_of(option))
     infos = {b.id: b for b in study.batches()}
     if batch_id not in infos:
         have = f"batches 1–{max(infos)}" if infos else "no batch yet"
-        raise UsageError(f"{option} ({batch_id}): the study has no such batch ({have})")
+        raise UsageError(f"{option} ({batch_id}): the study has no such batch ({have})",
+                         parameters=parameters_of(option))
     return infos[batch_id]
 
 
 def render_recorded(study, batch_id: int, out=None):
     """``(files, info)``: the recorded batch's files rendered for ``out`` (default: the original path)."""
-    info = _batch_info(study, batch_id, "--rewrite")
+    info = _batch_info(study, batch_id, "rewrite")
     rendering = _rendering(info)
     items = rebuild_items(study, info, study.items(batch_id))
     return _render(items, rendering, out if out is not None else rendering["out"]), info
@@ -108,7 +111,7 @@ def rewrite_batch(study_path, batch_id: int, *, out=None, force: bool = False):
     from planner.store.study import Study
 
     if out is not None:
-        check_output(out, "--out", exists_ok=True)
+        check_output(out, "out", exists_ok=True)
     with Study.open(study_path) as study:
         notes = recover_interrupted(study)
         files, info = render_recorded(study, batch_id, out)
@@ -127,9 +130,9 @@ def _unanswered(study, batch: int | None) -> list[tuple]:
     """``[(BatchInfo, [BatchItem, ...]), ...]`` for batches with failed judge requests."""
     query = getattr(study, "unanswered_items", None)
     if query is None:
-        raise UsageError("--retry-failed needs a study store that tracks failed judge requests "
-                         "(Study.unanswered_items); this planner's store does not yet")
-    infos = [_batch_info(study, batch, "--batch")] if batch is not None else study.batches()
+        raise UsageError("retry_failed needs a study store that tracks failed judge requests "
+                         "(Study.unanswered_items); this planner's store does not yet", parameters=('retry_failed',))
+    infos = [_batch_info(study, batch, "batch")] if batch is not None else study.batches()
     out = []
     for info in infos:
         if getattr(info, "voided", None):
@@ -152,7 +155,7 @@ def retry_failed(study_path, *, out=None, force: bool = False, batch: int | None
     from planner.store.study import Study
 
     if out is not None:
-        check_output(out, "--out", force=force)
+        check_output(out, "out", force=force)
     with Study.open(study_path) as study:
         notes = recover_interrupted(study)
         failed = _unanswered(study, batch)
@@ -162,14 +165,15 @@ def retry_failed(study_path, *, out=None, force: bool = False, batch: int | None
                                    tuple(notes), False, ())
         kinds = {tuple(repr(_rendering(info).get(k)) for k in _RENDER_KEYS) for info, _ in failed}
         if len(kinds) > 1:
-            raise UsageError("--retry-failed: the failed items come from batches written with different options "
-                             f"(batches {', '.join(str(i.id) for i, _ in failed)}); retry one with --batch ID")
+            raise UsageError("retry_failed: the failed items come from batches written with different options "
+                             f"(batches {', '.join(str(i.id) for i, _ in failed)}); retry one with batch ID",
+                             parameters=('retry_failed', 'batch'))
         items = [it for info, bis in failed for it in rebuild_items(study, info, bis)]
         rendering = _rendering(failed[0][0])
         if out is None:
             out_dir = Path(study_path) / "batches"
             if not out_dir.is_dir():
-                check_output(out_dir, "--out")
+                check_output(out_dir, "out")
                 out_dir.mkdir()
             out = out_dir / ("retry-batch-" + "-".join(str(i.id) for i, _ in failed))
         files = _render(items, rendering, out)
