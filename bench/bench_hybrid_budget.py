@@ -23,7 +23,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from planner.workflows.simulate_hybrid import replay_money, simulate_money  # noqa: E402
+from planner.simulation.money import replay_money, simulate_money
 
 SYNTHETIC = [  # (agreement per order, position logit, human cost, judge cost)
     (0.8, 0.5, 1.0, 0.05),

@@ -28,9 +28,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from planner.workflows.simulate import (  # noqa: E402
-    SimulationSpec, parse_strategies, read_replay, replay_truth, simulate,
-)
+from planner.workflows.simulate import read_replay, simulate  # noqa: E402
+from planner.simulation.spec import SimulationSpec, parse_strategies  # noqa: E402
+from planner.simulation.replay import replay_truth  # noqa: E402
 
 STRATEGIES = "active,round-robin,random,swiss,arena,entropy,oracle"
 SCENARIOS = {
@@ -48,7 +48,8 @@ def time_iteration(n_systems: int, batch: int = 50, spent: int = 1000, repeat: i
     from planner.acquisition import select_pairs
     from planner.counts import Counts
     from planner.model import fit
-    from planner.workflows.simulate import Judge, make_truth
+    from planner.simulation.judge import Judge
+    from planner.simulation.truth import make_truth
 
     rng = np.random.default_rng(0)
     truth = make_truth("linear", n_systems, rng)

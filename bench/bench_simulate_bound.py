@@ -29,7 +29,7 @@ from scipy.special import ndtr
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from planner.workflows.simulate import make_truth  # noqa: E402
+from planner.simulation.truth import make_truth
 
 SCEN = {"linear": (16, 0.9), "arena": (20, 0.8), "asap": (20, 0.9)}
 

@@ -27,7 +27,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from planner.workflows.simulate import SimulationSpec, parse_strategies, read_replay, replay_truth, simulate  # noqa: E402
+from planner.workflows.simulate import read_replay, simulate  # noqa: E402
+from planner.simulation.spec import SimulationSpec, parse_strategies  # noqa: E402
+from planner.simulation.replay import replay_truth  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data" / "judgments"
 SETS = ("vicuna80_human", "vicuna80_gpt4", "oa_gpt4")

@@ -52,19 +52,13 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 
 from planner.errors import DataError, UsageError, check_range
-from planner.items import (ID_ALPHABET, ID_LENGTH, ID_PREFIX, KINDS, QC_KINDS, Ids, Item, PlannedComparison,
+from planner.items import (KINDS, QC_KINDS, Ids, Item, PlannedComparison,
                            Skipped, as_planned, previous_ids, swapped)
-from planner.qc_items import (ATTENTION_MIN_WORDS, ATTENTION_WORDS, Context, Issuable, acceptability_items,
+from planner.qc_items import (Context, Issuable, acceptability_items,
                               attention_items, overlap_items, qc_targets, repeat_items)
-from planner.textnorm import (NORMALIZE_STYLES, SELF_ID_ANYWHERE, SELF_ID_OPENINGS, TRAILING_SIGNATURES,
-                              TRUNCATION_MARKER, ShownTexts, count_words, normalize_text, truncate_words)
+from planner.textnorm import (NORMALIZE_STYLES, ShownTexts, count_words)
 
-__all__ = [
-    "ATTENTION_MIN_WORDS", "ATTENTION_WORDS", "Batch", "BatchManifest", "ID_ALPHABET", "ID_LENGTH", "ID_PREFIX",
-    "Item", "KINDS", "NORMALIZE_STYLES", "PlannedComparison", "QC_KINDS", "SELF_ID_ANYWHERE", "SELF_ID_OPENINGS",
-    "Skipped", "TRAILING_SIGNATURES", "TRUNCATION_MARKER", "assemble_batch", "build_manifest", "count_words",
-    "normalize_text", "truncate_words",
-]
+__all__ = ["Batch", "BatchManifest", "assemble_batch", "build_manifest"]
 
 _ANNOTATOR_RE = re.compile(r"^[A-Za-z0-9_-]+$")
 

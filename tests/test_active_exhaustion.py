@@ -121,7 +121,7 @@ def test_thompson_is_seeded_and_leaves_the_stopping_advice_alone():
 
 
 def test_simulator_strategy_modifiers():
-    from planner.workflows.simulate import parse_strategies
+    from planner.simulation.spec import parse_strategies
 
     a, b, c = parse_strategies("active+explore=0.2,active+thompson,active:top-k=2+explore=0.1")
     assert (a.strategy, a.explore, a.thompson) == ("active", 0.2, False)

@@ -11,8 +11,9 @@ import numpy as np
 import pytest
 
 import _batch_fixture as fx
-from planner.batch import (ID_ALPHABET, PlannedComparison, assemble_batch, count_words, normalize_text,
-                           truncate_words)
+from planner.batch import assemble_batch
+from planner.items import ID_ALPHABET, PlannedComparison
+from planner.textnorm import count_words, normalize_text, truncate_words
 from planner.errors import DataError, UsageError
 
 ID_RE = re.compile(r"^it-[" + ID_ALPHABET + r"]{12}$")

@@ -7,7 +7,8 @@ import pytest
 
 from planner.counts import Counts
 from planner.equality import values_equal
-from planner.workflows.simulate import ReplayPool, Truth
+from planner.simulation.replay import ReplayPool
+from planner.simulation.truth import Truth
 
 SYSTEMS = ("x", "y", "z")
 

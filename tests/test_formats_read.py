@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from planner.errors import DataError, UsageError
-from planner.formats.readers import READERS, Reader, detect_format, iter_csv, register
+from planner.formats.readers import READERS, Reader, detect_format, register
+from planner.formats._base import iter_csv
 from planner.store.study import BatchItem, Study, ingest, init_study
 
 

@@ -7,7 +7,7 @@ import json
 import pytest
 
 import _report_fixture as fx
-from planner.batch import count_words
+from planner.textnorm import count_words
 from planner.workflows.next_batch import (LEGACY_DEFAULT_MAX_WORDS, Output, QualityControl, Selection, TextOptions,
                                           _word_limit, next_batch)
 

@@ -16,7 +16,9 @@ import pytest
 from scipy.stats import binomtest, spearmanr
 
 from planner.errors import DataError, UsageError
-from planner.workflows.report import build_report, render_markdown, write_markdown, write_plots
+from planner.workflows.report import build_report
+from planner.formats.markdown import render_markdown, write_markdown
+from planner.formats.plots import write_plots
 from planner.store.study import Study, init_study
 import _report_fixture as fx
 

@@ -12,16 +12,11 @@ from typer.testing import CliRunner
 from cli.main import app
 from planner.model import bt
 from planner.errors import DataError, UsageError
-from planner.workflows.simulate import (
-    Judge,
-    SimulationSpec,
-    make_truth,
-    parse_strategies,
-    parse_target,
-    read_replay,
-    replay_truth,
-    simulate,
-)
+from planner.workflows.simulate import read_replay, simulate
+from planner.simulation.judge import Judge
+from planner.simulation.spec import SimulationSpec, parse_strategies, parse_target
+from planner.simulation.truth import make_truth
+from planner.simulation.replay import replay_truth
 from planner.simulation.loop import run_one as _run_one
 
 

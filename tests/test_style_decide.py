@@ -11,7 +11,7 @@ import _style_fixture as F
 from cli.main import app
 from planner.workflows.decide import decide
 from planner.workflows.next_batch import Output, Selection, next_batch
-from planner.workflows.style_report import STYLE_DECIDE_NOTE
+from planner.text import STYLE_DECIDE_NOTE
 
 
 @pytest.fixture(scope="module")

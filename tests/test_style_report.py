@@ -10,7 +10,8 @@ import pytest
 from typer.testing import CliRunner
 
 import _style_fixture as F
-from planner.workflows.report import build_report, render_markdown
+from planner.workflows.report import build_report
+from planner.formats.markdown import render_markdown
 
 
 

@@ -19,7 +19,7 @@ from planner.errors import UsageError
 from planner.model.bt import ELO_SCALE
 from planner.text import num, pct
 
-__all__ = ["pct", "num", "table", "render_markdown", "write_markdown", "style_section"]
+__all__ = ["table", "render_markdown", "write_markdown", "style_section"]
 
 
 FLAGGED = " — **flagged**"   # Markdown mark after a flagged figure's sentence

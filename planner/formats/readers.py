@@ -346,26 +346,4 @@ register(Reader("judge", _read_judge, lambda s: "custom_id" in s.keys,
                 "LLM-judge outputs keyed by custom_id (OpenAI batch output or error file, JSONL)"),
          before="positions")
 
-__all__ = [
-    "READERS",
-    "Reader",
-    "Row",
-    "Sniff",
-    "detect_format",
-    "iter_csv",
-    "iter_json_array",
-    "iter_jsonl",
-    "iter_table",
-    "read_alpaca_eval",
-    "read_arena_hard",
-    "read_argilla",
-    "read_argilla_flat",
-    "read_label_studio",
-    "read_label_studio_csv",
-    "read_label_studio_min",
-    "read_mt_bench",
-    "read_normalized",
-    "read_positions",
-    "register",
-    "sniff",
-]
+__all__ = ["READERS", "Reader", "detect_format", "read_normalized", "read_positions", "register"]

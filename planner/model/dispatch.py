@@ -11,7 +11,8 @@ import numpy as np
 from planner.counts import Counts
 from planner.errors import UsageError
 from planner.model.laplace import fit_laplace
-from planner.model.types import ENGINES, Fit, Prior
+from planner.model.types import Fit, Prior
+from planner.vocabulary import ENGINES
 
 
 def _stratum_weights(counts: Counts, stratum_weights: dict | None) -> np.ndarray:

@@ -236,7 +236,8 @@ def fit_style(design: StyleDesign, *, engine: str = "laplace", prior=None, coef_
     seed, draws, tune, chains, cores, progressbar
         As in :func:`planner.model.fit`.
     """
-    from planner.model.types import ENGINES, Prior
+    from planner.model.types import Prior
+    from planner.vocabulary import ENGINES
 
     if engine not in ENGINES:
         raise UsageError(f"engine ({engine!r}) must be one of 'laplace' or 'nuts'", parameters=('engine',))

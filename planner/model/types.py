@@ -15,7 +15,6 @@ import numpy as np
 
 from planner.errors import UsageError
 from planner.model import bt
-from planner.vocabulary import ENGINES
 
 Z95 = 1.959963984540054  # standard normal 97.5% quantile
 
@@ -249,4 +248,4 @@ class Fit:
         }
         return out
 
-__all__ = ["ENGINES", "Z95", "Diagnostics", "Fit", "Prior", "Summary"]
+__all__ = ["Z95", "Diagnostics", "Fit", "Prior", "Summary"]

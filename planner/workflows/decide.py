@@ -58,7 +58,7 @@ def decide(path, candidate: str, baseline: str, *, margin: float = 0.05, mode: s
     notes = tuple(n for n in res.notes if not n.startswith("strata weighted equally")) + (
         f"stratum weights: {how}",)
     if style_control:
-        from planner.workflows.style_report import STYLE_DECIDE_NOTE
+        from planner.text import STYLE_DECIDE_NOTE
 
         notes += (STYLE_DECIDE_NOTE,)
     return replace(res, notes=notes)

@@ -155,7 +155,7 @@ def plan_for_humans(study, *, surrogate: str | None, size: int, rng, floor: floa
     the chosen ones) goes into the batch manifest as ``for_humans`` for :func:`recorded_design`.
     Returns ``(planned, selection, design, notes)``.
     """
-    from planner.batch import PlannedComparison
+    from planner.items import PlannedComparison
     from planner.hybrid.select import select_for_humans
     from planner.strata import stratum_of
 

@@ -133,7 +133,7 @@ def _word_limit(max_words: int | None, config: dict) -> int | None:
 
 def _check_options(size, strategy, objective, top_k, engine, fmt, normalize_style, seed=None):
     from planner.acquisition import OBJECTIVES, STRATEGIES
-    from planner.batch import NORMALIZE_STYLES
+    from planner.textnorm import NORMALIZE_STYLES
     from planner.formats.writers import FORMATS
 
     if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or not 1 <= size <= MAX_SIZE:

@@ -106,7 +106,7 @@ def _stratum_slots(prompts, received, k: int, n_allowed: int, rng: np.random.Gen
 
 def _choose(prompts, pp, pairs, strata, slots, rng, frozen_first: bool, notes: list[str]) -> list:
     """One prompt per (pair, stratum slot): the slot's stratum first, then the others; notes on the rest."""
-    from planner.batch import PlannedComparison
+    from planner.items import PlannedComparison
     from planner.allocation import choose_prompts
 
     systems = pp.systems

@@ -55,14 +55,11 @@ from planner import diagnostics as dg
 from planner import text
 from planner.counts import Counts, half_tie_score
 from planner.errors import UsageError, check_range
-from planner.formats.markdown import render_markdown, write_markdown
-from planner.formats.plots import write_plots
 from planner.model.bt import to_elo
 from planner.report_results import LeaderRow, ModelReport, Report, StrataReport, StratumRow
 from planner.strata import stratum_weights
 
-__all__ = ["ANNOTATOR_QC_MAX", "ENGINES", "LeaderRow", "StratumRow", "StrataReport", "ModelReport", "Report",
-           "build_report", "render_markdown", "write_markdown", "write_plots"]
+__all__ = ["ANNOTATOR_QC_MAX", "build_report"]
 
 ANNOTATOR_QC_MAX = 20_000   # judgments (latest first) read for annotator QC
 from planner.vocabulary import ENGINES  # noqa: E402

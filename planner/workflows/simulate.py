@@ -25,36 +25,16 @@ from __future__ import annotations
 from pathlib import Path
 
 from planner.errors import DataError, UsageError, check_range
-from planner.simulation.judge import Judge
-from planner.simulation.metrics import (
-    CREDIBLE,
-    SMALLER_IS_BETTER,
-    TARGET_TOL,
-    Z95,
-    credible_scores,
-    meets,
-    metrics,
-    pair_order_probs,
-    pair_table,
-)
 from planner.simulation.replay import ReplayPool, pool_from_records, replay_truth
 from planner.simulation.spec import (
-    METRICS,
-    TARGET_METRICS,
     SimulationSpec,
-    Strategy,
-    parse_strategies,
     parse_target,
 )
-from planner.simulation.summary import SimulationResult, StrategyResult, build_result, run_notes, summarise
-from planner.simulation.truth import ASAP_SIGMA, SCENARIOS, Truth, make_truth, truth_from_counts
+from planner.simulation.summary import SimulationResult, build_result, run_notes, summarise
+from planner.simulation.truth import SCENARIOS, Truth, truth_from_counts
 
 # the workflow's own functions, then the core names a caller of simulate() works with (re-exported)
-__all__ = ["simulate", "load_truth", "read_replay", "study_truth",
-           "ASAP_SIGMA", "CREDIBLE", "Judge", "METRICS", "ReplayPool", "SCENARIOS", "SMALLER_IS_BETTER",
-           "SimulationResult", "SimulationSpec", "Strategy", "StrategyResult", "TARGET_METRICS", "TARGET_TOL",
-           "Truth", "Z95", "credible_scores", "make_truth", "meets", "metrics", "pair_order_probs", "pair_table",
-           "parse_strategies", "parse_target", "replay_truth"]
+__all__ = ["simulate", "load_truth", "read_replay", "study_truth"]
 
 
 def read_replay(path: str | Path) -> ReplayPool:

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import numpy as np
 
-from planner.simulation.money import MoneyRow, draw_items, judge_rho, replay_money, simulate_money
+from planner.simulation.money import MoneyRow, replay_money
 
-__all__ = ["MoneyRow", "draw_items", "judge_rho", "replay_money", "replay_study", "simulate_money"]
+__all__ = ["replay_study"]
 
 
 def replay_study(study_path: str | Path, surrogate: str, budgets, *, human_cost: float, judge_cost: float,

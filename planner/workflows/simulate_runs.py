@@ -26,10 +26,10 @@ from pathlib import Path
 import numpy as np
 
 from planner.errors import UsageError, quote
-from planner.formats.simulate_runs import FORMAT, read_results, trace_line
+from planner.formats.simulate_runs import read_results, trace_line
 from planner.simulation.loop import safe_run  # safe_run: one run, an error kept as a failed run
 
-__all__ = ["FORMAT", "fingerprint", "open_results", "read_results", "run_tasks", "safe_run", "trace_line"]
+__all__ = ["fingerprint", "open_results", "run_tasks"]
 
 
 def _strategy_key(s) -> dict:

@@ -22,12 +22,11 @@ import numpy as np
 from planner.errors import DataError, UsageError
 from planner import text
 from planner.formats.markdown import style_section as markdown_section
-from planner.text import STYLE_DECIDE_NOTE, lc_sentence, style_sentence
+from planner.text import style_sentence
 
 __all__ = ["VERDICT_CODE", "StyleInputs", "read_style_inputs", "design_from_inputs", "controlled_fit",
-           "controlled_fit_by_stratum", "STYLE_DECIDE_NOTE", "StyleRow", "CoefRow", "StyleControlReport",
-           "style_sentence", "lc_rates",
-           "is_anchor_design", "style_control_report", "lc_sentence", "markdown_section"]
+           "controlled_fit_by_stratum", "StyleRow", "CoefRow", "StyleControlReport", "lc_rates",
+           "is_anchor_design", "style_control_report", "markdown_section"]
 
 VERDICT_CODE = {"A": 0, "B": 1, "tie": 2}
 
