@@ -272,25 +272,25 @@ def parse_target(text: str) -> dict[str, float]:
                 raise ValueError
             out[name.strip()] = float(value)
         except ValueError:
-            raise UsageError(f"target ({part.strip()!r}) must look like stratum=share,"
+            raise UsageError(f"`target` ({part.strip()!r}) must look like stratum=share,"
                              " e.g. common=0.4,factual=0.6", parameters=('target',)) from None
     if not out:
-        raise UsageError(f"target ({text!r}) names no stratum; e.g. common=0.4,factual=0.6", parameters=('target',))
+        raise UsageError(f"`target` ({text!r}) names no stratum; e.g. common=0.4,factual=0.6", parameters=('target',))
     return out
 
 
 def _check_shares(shares: Mapping[str, float], known: Sequence[str] | None) -> dict[str, float]:
     for h, s in shares.items():
         if not (isinstance(s, (int, float)) and math.isfinite(s) and 0 <= s <= 1):
-            raise UsageError(f"target share of {h!r} ({s}) must be in [0, 1]", parameters=('target',))
+            raise UsageError(f"`target` share of {h!r} ({s}) must be in [0, 1]", parameters=('target',))
     total = float(sum(shares.values()))
     if abs(total - 1.0) > SHARE_TOLERANCE:
-        raise UsageError(f"target shares sum to {total:g}; they must sum to 1 (within {SHARE_TOLERANCE:g})",
+        raise UsageError(f"`target` shares sum to {total:g}; they must sum to 1 (within {SHARE_TOLERANCE:g})",
                          parameters=('target',))
     if known is not None:
         unknown = sorted(set(shares) - set(known))
         if unknown:
-            raise UsageError(f"target names unknown strata {', '.join(unknown)}; "
+            raise UsageError(f"`target` names unknown strata {', '.join(unknown)}; "
                              f"allowed: {', '.join(sorted(known))}", parameters=('target',))
     return dict(shares)
 
@@ -382,24 +382,24 @@ def allocate(prompts: Sequence[Any], budget: int, *, method: str = "proportional
 def _check_options(method: str, by: str | None, budget: int, min_per_stratum: int, gap: float | None,
                    pointwise: Mapping[str, float] | None, target: Mapping[str, float] | None) -> None:
     if method not in METHODS:
-        raise UsageError(f"method ({method!r}) must be one of {', '.join(METHODS)}", parameters=('method',))
+        raise UsageError(f"`method` ({method!r}) must be one of {', '.join(METHODS)}", parameters=('method',))
     if by is not None and by not in BY:
-        raise UsageError(f"by ({by!r}) must be one of {', '.join(BY)}", parameters=('by',))
+        raise UsageError(f"`by` ({by!r}) must be one of {', '.join(BY)}", parameters=('by',))
     if isinstance(budget, bool) or int(budget) != budget or budget <= 0:
-        raise UsageError(f"budget ({budget}) must be an integer >= 1", parameters=('budget',))
+        raise UsageError(f"`budget` ({budget}) must be an integer >= 1", parameters=('budget',))
     if isinstance(min_per_stratum, bool) or int(min_per_stratum) != min_per_stratum or min_per_stratum < 0:
-        raise UsageError(f"min_per_stratum ({min_per_stratum}) must be an integer >= 0",
+        raise UsageError(f"`min_per_stratum` ({min_per_stratum}) must be an integer >= 0",
                          parameters=('min_per_stratum',))
     if gap is not None:
         if pointwise is None:
-            raise UsageError("contested_only/gap needs pointwise FILE",
+            raise UsageError("`contested_only`/`gap` needs `pointwise` FILE",
                              parameters=('contested_only', 'gap', 'pointwise'))
         if not (math.isfinite(gap) and gap >= 0):
-            raise UsageError(f"gap ({gap:g}) must be a finite number >= 0", parameters=('gap',))
+            raise UsageError(f"`gap` ({gap:g}) must be a finite number >= 0", parameters=('gap',))
     if method == "target" and target is None:
-        raise UsageError("method target needs target stratum=share,...", parameters=('method', 'target'))
+        raise UsageError("`method` target needs `target` stratum=share,...", parameters=('method', 'target'))
     if method != "target" and target is not None:
-        raise UsageError(f"target is used only with method target (got method {method})",
+        raise UsageError(f"`target` is used only with `method` target (got `method` {method})",
                          parameters=('target', 'method'))
 
 
@@ -408,8 +408,8 @@ def _strata(prompts: Sequence[Any], by: str | None, key: str, notes: list[str]) 
     labelled = [p for p in prompts if stratum_label(p, key) != ONE_STRATUM]
     if not labelled:
         if by is not None:
-            raise DataError(f"no prompt has a {key!r}; by {key} needs one "
-                            f"(without by, all prompts form one stratum)", parameters=('by',))
+            raise DataError(f"no prompt has a {key!r}; `by` {key} needs one "
+                            f"(without `by`, all prompts form one stratum)", parameters=('by',))
         notes.append("prompts have no stratum: all prompts form one stratum 'all'")
     elif len(labelled) < len(prompts):
         missing = [f"{_where(p)}: prompt {p.id!r} has no {key}" for p in prompts
@@ -431,7 +431,7 @@ def _population_shares(method: str, prompts: Sequence[Any], names: list[str], si
                    if getattr(p, "weight", None) is None]
         raise problems_error(missing, "prompts without a weight (--method frequency needs one for every prompt)")
     if sum(weight_sum.values()) <= 0:
-        raise DataError("all prompt weights are 0; method frequency needs positive weights", parameters=('method',))
+        raise DataError("all prompt weights are 0; `method` frequency needs positive weights", parameters=('method',))
     return {h: weight_sum[h] / sum(weight_sum.values()) for h in names}
 
 
@@ -472,13 +472,13 @@ def _bounds(names: list[str], avail: Mapping[str, int], budget: int, min_per_str
             with_replacement: bool, notes: list[str]) -> tuple[dict[str, int], dict[str, int | None]]:
     """Each stratum's minimum and cap (None = no cap) for :func:`planner.apportion.quotas`."""
     if not with_replacement and budget > sum(avail.values()):
-        raise UsageError(f"budget ({budget}) must be <= {sum(avail.values())}, the prompts available "
-                         "(or pass with_replacement)", parameters=('budget', 'with_replacement'))
+        raise UsageError(f"`budget` ({budget}) must be <= {sum(avail.values())}, the prompts available "
+                         "(or pass `with_replacement`)", parameters=('budget', 'with_replacement'))
     lower = {h: min(min_per_stratum, avail[h]) if not with_replacement else
              (min_per_stratum if avail[h] else 0) for h in names}
     if sum(lower.values()) > budget:
-        raise UsageError(f"min_per_stratum ({min_per_stratum}) over {len(names)} strata needs "
-                         f"{sum(lower.values())} prompts, more than budget ({budget})",
+        raise UsageError(f"`min_per_stratum` ({min_per_stratum}) over {len(names)} strata needs "
+                         f"{sum(lower.values())} prompts, more than `budget` ({budget})",
                          parameters=('min_per_stratum', 'budget'))
     short = [h for h in names if avail[h] < min_per_stratum]
     if short and not with_replacement:

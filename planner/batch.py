@@ -166,28 +166,28 @@ def _check_options(attention, repeat, overlap, acceptability, annotators, max_wo
     total = sum(rates.values())
     if total >= 1.0:
         raise UsageError(
-            "QC rates attention + repeat + overlap + acceptability "
+            "QC rates `attention` + `repeat` + `overlap` + `acceptability` "
             f"({total:g}) must sum to less than 1", parameters=('attention', 'repeat', 'overlap', 'acceptability'))
     if normalize_style not in NORMALIZE_STYLES:
-        raise UsageError(f"normalize_style ({normalize_style!r}) must be one of {', '.join(NORMALIZE_STYLES)}",
+        raise UsageError(f"`normalize_style` ({normalize_style!r}) must be one of {', '.join(NORMALIZE_STYLES)}",
                          parameters=('normalize_style',))
     if max_words is not None and (isinstance(max_words, bool) or int(max_words) != max_words or max_words < 1):
-        raise UsageError(f"max_words ({max_words}) must be a whole number >= 1", parameters=('max_words',))
+        raise UsageError(f"`max_words` ({max_words}) must be a whole number >= 1", parameters=('max_words',))
     if truncate and max_words is None:
-        raise UsageError("truncate needs max_words", parameters=('truncate', 'max_words'))
+        raise UsageError("`truncate` needs `max_words`", parameters=('truncate', 'max_words'))
     if annotators is not None:
         if len(annotators) == 0:
-            raise UsageError("annotators must name at least one annotator", parameters=('annotators',))
+            raise UsageError("`annotators` must name at least one annotator", parameters=('annotators',))
         bad = [a for a in annotators if not isinstance(a, str) or not _ANNOTATOR_RE.match(a)]
         if bad:
-            raise UsageError(f"annotators: {bad[0]!r} is not a valid annotator name "
+            raise UsageError(f"`annotators`: {bad[0]!r} is not a valid annotator name "
                              "(letters, digits, '_' and '-' only; it becomes part of a file name)",
                              parameters=('annotators',))
         dup = sorted({a for a in annotators if list(annotators).count(a) > 1})
         if dup:
-            raise UsageError(f"annotators: {dup[0]!r} is listed twice", parameters=('annotators',))
+            raise UsageError(f"`annotators`: {dup[0]!r} is listed twice", parameters=('annotators',))
     if overlap > 0 and (annotators is None or len(annotators) < 2):
-        raise UsageError(f"overlap ({overlap:g}) needs at least two annotators (annotators)",
+        raise UsageError(f"`overlap` ({overlap:g}) needs at least two annotators (`annotators`)",
                          parameters=('overlap', 'annotators'))
     return rates
 
@@ -394,8 +394,8 @@ def _issuable(plan: Sequence[PlannedComparison], prompt_text: Mapping[str, str],
         max_words = texts.max_words
         problems = [f"prompt {s.prompt_id!r} ({s.system_i} vs {s.system_j}): {s.reason}" for s in skipped]
         if all("max_words" in s.reason for s in skipped):
-            raise UsageError(f"max_words ({max_words}) skips every planned comparison; "
-                             "raise it or use truncate", problems=problems, parameters=('max_words', 'truncate'))
+            raise UsageError(f"`max_words` ({max_words}) skips every planned comparison; "
+                             "raise it or use `truncate`", problems=problems, parameters=('max_words', 'truncate'))
         raise DataError("no planned comparison can be issued (missing prompts or responses)",
                         problems=problems)
     return kept, skipped

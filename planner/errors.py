@@ -11,8 +11,8 @@ catches it, prints ``str(error)`` as one line on stderr and exits with
   choice, inconsistent combination).
 
 The library speaks in parameter names, not command-line flags: an error about
-an option names the parameter (``batch_size (0) must be an integer >= 1``) and
-lists it in ``parameters``. :meth:`PlannerError.lines` given a ``flags`` mapping
+an option names the parameter in backquotes (```batch_size` (0) must be an
+integer >= 1``) and lists it in ``parameters``. :meth:`PlannerError.lines` given a ``flags`` mapping
 names each listed parameter as the caller knows it; the CLI passes its flags,
 so the same error reads ``--batch-size (0) must be an integer >= 1`` there
 (:func:`flag_for` is the default spelling, ``batch_size`` → ``--batch-size``).
@@ -20,7 +20,6 @@ so the same error reads ``--batch-size (0) must be an integer >= 1`` there
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 
 
@@ -72,14 +71,18 @@ def flag_for(parameter: str) -> str:
 
 
 def _rename(text: str, parameters: tuple[str, ...], flags) -> str:
-    """``text`` with each parameter, as a whole word, replaced by its flag."""
+    """``text`` with each listed parameter, written `like_this`, replaced by its flag."""
     if not parameters or flags is None or flags is False:
         return text
     table = flags if isinstance(flags, Mapping) else {}
-    for name in sorted(parameters, key=len, reverse=True):
-        flag = table.get(name) or flag_for(name)
-        text = re.sub(rf"(?<![\w.\-`'\"/\\]){re.escape(name)}(?![\w\-'\"(=/\\])", lambda _m, f=flag: f, text)
+    for name in parameters:
+        text = text.replace(f"`{name}`", table.get(name) or flag_for(name))
     return text
+
+
+def shown(name: str) -> str:
+    """A parameter as a message names it: `name` in backquotes (an identifier), else as given."""
+    return f"`{name}`" if name.isidentifier() else name
 
 
 def check_range(name: str, value: float, low: float, high: float, *,
@@ -87,7 +90,7 @@ def check_range(name: str, value: float, low: float, high: float, *,
     """Raise :class:`UsageError` unless ``value`` lies in the given interval.
 
     The message names the parameter, the value and the allowed range, e.g.
-    ``effect (0.7) must be in (0, 0.5)`` (``--effect`` on the command line).
+    ```effect` (0.7) must be in (0, 0.5)`` (``--effect`` on the command line).
     """
     import math
 
@@ -97,7 +100,8 @@ def check_range(name: str, value: float, low: float, high: float, *,
     if not ok:
         lb = "(" if low_open else "["
         rb = ")" if high_open else "]"
-        raise UsageError(f"{name} ({value:g}) must be in {lb}{low:g}, {high:g}{rb}", parameters=parameters_of(name))
+        raise UsageError(f"{shown(name)} ({value:g}) must be in {lb}{low:g}, {high:g}{rb}",
+                         parameters=parameters_of(name))
     return value
 
 

@@ -31,7 +31,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from planner.errors import UsageError, parameters_of, quote
+from planner.errors import UsageError, parameters_of, quote, shown
 
 # ------------------------------------------------------------------ maxima
 MAX_SEED = 2 ** 63 - 1            # seeds are stored in SQLite (signed 64-bit) and fed to numpy
@@ -92,12 +92,12 @@ def check_int(name: str, value, low: int, high: int | None = None) -> int:
     """``value`` as an int in ``[low, high]`` or a :class:`UsageError` naming ``name``."""
     if not _is_int(value):
         rng = f"an integer >= {low}" if high is None else f"an integer in [{low}, {high:,}]"
-        raise UsageError(f"{name} ({quote(value)}) must be {rng}", parameters=parameters_of(name))
+        raise UsageError(f"{shown(name)} ({quote(value)}) must be {rng}", parameters=parameters_of(name))
     if value < low:
-        raise UsageError(f"{name} ({quote(value)}) must be an integer >= {low}"
+        raise UsageError(f"{shown(name)} ({quote(value)}) must be an integer >= {low}"
                          + (f" (and <= {high:,})" if high is not None else ""), parameters=parameters_of(name))
     if high is not None and value > high:
-        raise UsageError(f"{name} ({quote(value)}) must be an integer <= {high:,} "
+        raise UsageError(f"{shown(name)} ({quote(value)}) must be an integer <= {high:,} "
                          f"(planner's documented maximum; docs/guide.md, Limits)", parameters=parameters_of(name))
     return int(value)
 
@@ -111,7 +111,7 @@ def check_seed(name: str, value) -> int | None:
     if value is None:
         return None
     if not (_is_int(value) and 0 <= value <= MAX_SEED):
-        raise UsageError(f"{name} ({quote(value)}) must be an integer in [0, 2**63 - 1]",
+        raise UsageError(f"{shown(name)} ({quote(value)}) must be an integer in [0, 2**63 - 1]",
                          parameters=parameters_of(name))
     return int(value)
 
@@ -126,11 +126,12 @@ def check_float(name: str, value, low: float, high: float, *, low_open: bool = F
     try:
         x = float(value)
     except (TypeError, ValueError, OverflowError):
-        raise UsageError(f"{name} ({quote(value)}) must be a finite number", parameters=parameters_of(name)) from None
+        raise UsageError(f"{shown(name)} ({quote(value)}) must be a finite number",
+                         parameters=parameters_of(name)) from None
     ok = math.isfinite(x) and (x > low if low_open else x >= low) and (x < high if high_open else x <= high)
     if not ok:
         lb, rb = "(" if low_open else "[", ")" if high_open else "]"
-        raise UsageError(f"{name} ({quote(value)}) must be a finite number in {lb}{_fmt(low)}, {_fmt(high)}{rb}",
+        raise UsageError(f"{shown(name)} ({quote(value)}) must be a finite number in {lb}{_fmt(low)}, {_fmt(high)}{rb}",
                          parameters=parameters_of(name))
     return x
 
@@ -139,23 +140,24 @@ def check_exact_n(name: str, value, n_normal: float) -> None:
     """Refuse a sample-size question whose answer lies beyond :data:`MAX_EXACT_N` per pair."""
     if not (n_normal <= MAX_EXACT_N):  # also NaN/inf
         about = "an unbounded number of" if not math.isfinite(n_normal) else f"about {n_normal:,.0f}"
-        raise UsageError(f"{name} ({quote(value)}) needs {about} comparisons per pair; planner computes "
-                         f"exact sizes up to {MAX_EXACT_N:,} per pair (a larger effect, alpha or smaller "
-                         f"power needs fewer)", parameters=parameters_of(name))
+        raise UsageError(f"{shown(name)} ({quote(value)}) needs {about} comparisons per pair; planner computes "
+                         f"exact sizes up to {MAX_EXACT_N:,} per pair (a larger effect, `alpha` or smaller "
+                         f"`power` needs fewer)", parameters=parameters_of(name))
 
 
 # ------------------------------------------------------------------ output paths
 def _probe_dir(name: str, path: Path, directory: Path) -> None:
     """``directory`` (existing) must be a directory we can create files in."""
     if not directory.is_dir():
-        raise UsageError(f"{name} ({quote(str(path))}) cannot be written: {quote(str(directory))} is not a directory",
+        raise UsageError(f"{shown(name)} ({quote(str(path))}) cannot be written: {quote(str(directory))} is not "
+                         f"a directory",
                          parameters=parameters_of(name))
     try:
         fd, tmp = tempfile.mkstemp(dir=directory, prefix=".planner-probe-")
         os.close(fd)
         os.unlink(tmp)
     except OSError as exc:
-        raise UsageError(f"{name} ({quote(str(path))}) cannot be written: "
+        raise UsageError(f"{shown(name)} ({quote(str(path))}) cannot be written: "
                          f"{exc.strerror or exc} in {quote(str(directory))}", parameters=parameters_of(name)) from None
 
 
@@ -178,20 +180,20 @@ def check_output_file(name: str, path, *, create_parents: bool = False,
         return None
     path = Path(path)
     if suffixes and path.suffix.lower() not in suffixes:
-        raise UsageError(f"{name} ({quote(str(path))}) must end in {' or '.join(suffixes)}",
+        raise UsageError(f"{shown(name)} ({quote(str(path))}) must end in {' or '.join(suffixes)}",
                          parameters=parameters_of(name))
     if path.is_dir():
-        raise UsageError(f"{name} ({quote(str(path))}) is a directory; expected a file name",
+        raise UsageError(f"{shown(name)} ({quote(str(path))}) is a directory; expected a file name",
                          parameters=parameters_of(name))
     if path.exists():
         if not os.access(path, os.W_OK):
-            raise UsageError(f"{name} ({quote(str(path))}) cannot be written: permission denied",
+            raise UsageError(f"{shown(name)} ({quote(str(path))}) cannot be written: permission denied",
                              parameters=parameters_of(name))
         _probe_dir(name, path, path.absolute().parent)
         return path
     parent = path.absolute().parent
     if not parent.exists() and not create_parents:
-        raise UsageError(f"{name} ({quote(str(path))}) cannot be written: "
+        raise UsageError(f"{shown(name)} ({quote(str(path))}) cannot be written: "
                          f"the directory {quote(str(path.parent))} does not exist", parameters=parameters_of(name))
     _probe_dir(name, path, parent if parent.exists() else _existing_parent(path))
     return path
@@ -204,7 +206,8 @@ def check_output_dir(name: str, path) -> Path | None:
     path = Path(path)
     if path.exists():
         if not path.is_dir():
-            raise UsageError(f"{name} ({quote(str(path))}) is not a directory; expected a directory for the files",
+            raise UsageError(f"{shown(name)} ({quote(str(path))}) is not a directory; expected a directory for "
+                             f"the files",
                              parameters=parameters_of(name))
         _probe_dir(name, path, path)
         return path
@@ -260,11 +263,12 @@ def check_input_file(name: str, path):
     if path is None:
         return None
     p = Path(path)
-    shown = str(p) if len(str(p)) <= 200 and str(p).isprintable() else quote(str(p))
+    path_text = str(p) if len(str(p)) <= 200 and str(p).isprintable() else quote(str(p))
     if not p.exists():
-        raise UsageError(f"{name} ({shown}): no such file", parameters=parameters_of(name))
+        raise UsageError(f"{shown(name)} ({path_text}): no such file", parameters=parameters_of(name))
     if p.is_dir():
-        raise UsageError(f"{name} ({shown}) is a directory; expected a file", parameters=parameters_of(name))
+        raise UsageError(f"{shown(name)} ({path_text}) is a directory; expected a file", parameters=parameters_of(name))
     if not os.access(p, os.R_OK):
-        raise UsageError(f"{name} ({shown}) cannot be read: permission denied", parameters=parameters_of(name))
+        raise UsageError(f"{shown(name)} ({path_text}) cannot be read: permission denied",
+                         parameters=parameters_of(name))
     return p

@@ -78,7 +78,7 @@ def qc_targets(rates: Mapping[str, float], n_base: int) -> dict[str, int]:
 def repeat_items(regular: Sequence[Item], k: int, rate: float, ctx: Context) -> list[Item]:
     """``k`` regular items again, positions swapped, for the same annotator."""
     if k > len(regular):
-        raise UsageError(f"repeat ({rate:g}) asks for {k} repeat items but the batch has "
+        raise UsageError(f"`repeat` ({rate:g}) asks for {k} repeat items but the batch has "
                          f"only {len(regular)} regular items to repeat; lower the QC rates", parameters=('repeat',))
     repeats = [swapped(regular[int(c)], "repeat", ctx.ids)
                for c in sorted(ctx.rng.choice(len(regular), size=k, replace=False))]
@@ -93,7 +93,7 @@ def overlap_items(regular: Sequence[Item], k: int, rate: float, ctx: Context) ->
     ann, rng, load = ctx.annotators, ctx.rng, ctx.load
     capacity = len(regular) * (len(ann) - 1)
     if k > capacity:
-        raise UsageError(f"overlap ({rate:g}) asks for {k} overlap copies but "
+        raise UsageError(f"`overlap` ({rate:g}) asks for {k} overlap copies but "
                          f"{len(regular)} regular items over {len(ann)} annotators allow at most {capacity}",
                          parameters=('overlap',))
     holders: dict[str, set[str]] = {it.item_id: {it.annotator} for it in regular}
@@ -180,7 +180,7 @@ def _attention_inputs(kept: Sequence[Issuable], attention_pool: Sequence[str] | 
     pool = [texts.fit(normalize_text(t, texts.style)) for t in (attention_pool or ())]
     pool = [t for t in pool if t.strip() and not texts.too_long(count_words(t))]
     if attention_pool is not None and not pool:
-        raise UsageError("attention_pool has no usable text (empty, or every text exceeds max_words)",
+        raise UsageError("`attention_pool` has no usable text (empty, or every text exceeds `max_words`)",
                          parameters=('attention_pool', 'max_words'))
     return _Attention(pool, _PromptsOf(texts.response_text.keys()), {p.prompt_id: p.stratum for p, *_ in kept})
 

@@ -158,7 +158,7 @@ def normalize_text(text: str, style: str = "none") -> str:
     (strings are immutable; the caller's mappings are only read).
     """
     if style not in NORMALIZE_STYLES:
-        raise UsageError(f"normalize_style ({style!r}) must be one of {', '.join(NORMALIZE_STYLES)}",
+        raise UsageError(f"`normalize_style` ({style!r}) must be one of {', '.join(NORMALIZE_STYLES)}",
                          parameters=('normalize_style',))
     if style == "none":
         return text

@@ -128,5 +128,5 @@ def test_simulator_strategy_modifiers():
     assert (b.explore, b.thompson, b.name) == (None, True, "active+thompson")
     assert (c.objective, c.top_k, c.explore) == ("top-k", 2, 0.1)
     for bad in ("round-robin+explore=0.2", "active+explore=2", "active+wild"):
-        with pytest.raises(UsageError, match="strategies"):
+        with pytest.raises(UsageError, match="`strategies`"):
             parse_strategies(bad)

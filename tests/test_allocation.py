@@ -114,7 +114,7 @@ def test_target_shares_and_errors():
         allocate(prompts, 20, method="target", target={"common": 0.9})
     with pytest.raises(UsageError, match="unknown strata hard"):
         allocate(prompts, 20, method="target", target={"common": 0.5, "hard": 0.5})
-    with pytest.raises(UsageError, match="target"):
+    with pytest.raises(UsageError, match="`target`"):
         parse_target("common:0.4")
 
 
@@ -156,13 +156,13 @@ def test_stratum_sd_hand_example():
 
 def test_budget_and_min_errors():
     prompts = rows({"a": 3, "b": 3})
-    with pytest.raises(UsageError, match=r"budget \(7\) must be <= 6"):
+    with pytest.raises(UsageError, match=r"`budget` \(7\) must be <= 6"):
         allocate(prompts, 7)
-    with pytest.raises(UsageError, match=r"budget \(0\) must be an integer >= 1"):
+    with pytest.raises(UsageError, match=r"`budget` \(0\) must be an integer >= 1"):
         allocate(prompts, 0)
-    with pytest.raises(UsageError, match="min_per_stratum"):
+    with pytest.raises(UsageError, match="`min_per_stratum`"):
         allocate(prompts, 3, min_per_stratum=2)
-    with pytest.raises(UsageError, match="method"):
+    with pytest.raises(UsageError, match="`method`"):
         allocate(prompts, 3, method="optimal")
 
 
@@ -176,7 +176,7 @@ def test_missing_stratum_one_stratum_or_error():
     prompts = [PromptRow(f"p{i}", "t") for i in range(5)]
     res = allocate(prompts, 3)
     assert [s.stratum for s in res.strata] == ["all"] and "one stratum" in res.notes[0]
-    with pytest.raises(DataError, match="by stratum needs one"):
+    with pytest.raises(DataError, match="`by` stratum needs one"):
         allocate(prompts, 3, by="stratum")
     mixed = prompts + rows({"a": 2})
     with pytest.raises(DataError, match="prompt 'p0' has no stratum") as exc:
@@ -317,7 +317,7 @@ def test_write_prompts_refuses_overwrite_and_writes_both_formats(tmp_path):
     for name in ("out.csv", "out.jsonl"):
         path = tmp_path / name
         write_prompts(res, path)
-        with pytest.raises(UsageError, match="exists; pass force"):
+        with pytest.raises(UsageError, match="exists; pass `force`"):
             write_prompts(res, path)
         write_prompts(res, path, force=True)
     lines = (tmp_path / "out.jsonl").read_text().splitlines()

@@ -93,7 +93,7 @@ def test_rate_validation():
                 dict(truncate=True), dict(annotators=["a", "a"]), dict(annotators=["a/b"]), dict(annotators=[])):
         with pytest.raises(UsageError):
             build(0, **bad)
-    with pytest.raises(UsageError, match="repeat"):
+    with pytest.raises(UsageError, match="`repeat`"):
         build(0, planned=fx.planned(1)[:3], repeat=0.6, attention=0.3)  # 3 regular, asks for 18 repeats
     with pytest.raises(UsageError, match="no planned"):
         build(0, planned=[])
@@ -199,7 +199,7 @@ def test_max_words_truncates_with_visible_marker():
 
 def test_every_comparison_skipped_is_an_error():
     only_long = [("p05", "gamma", "zeta", "math")]
-    with pytest.raises(UsageError, match="max_words"):
+    with pytest.raises(UsageError, match="`max_words`"):
         build(0, planned=only_long, max_words=10)
     with pytest.raises(DataError, match="no planned comparison"):
         build(0, planned=[("nope", "gamma", "zeta", "math")])

@@ -152,13 +152,13 @@ def test_rho_interval_fisher_z():
 
 
 def test_bad_inputs():
-    with pytest.raises(UsageError, match="human_cost"):
+    with pytest.raises(UsageError, match="`human_cost`"):
         hb.plan(100, 0.5, 0.0, 0.1)
-    with pytest.raises(UsageError, match="judge_cost 0"):
+    with pytest.raises(UsageError, match="`judge_cost` 0"):
         hb.plan(100, 0.5, 1.0, 0.0)
-    with pytest.raises(UsageError, match="rho"):
+    with pytest.raises(UsageError, match="`rho`"):
         hb.plan(100, 1.0, 1.0, 0.1)
-    with pytest.raises(UsageError, match="max_items"):
+    with pytest.raises(UsageError, match="`max_items`"):
         hb.plan(100, 0.5, 1.0, 0.1, max_items=50)
     with pytest.raises(DataError, match="need at least 3"):
         hb.rho_from_items(np.array([[0, 1]]), [1.0], [1.0])

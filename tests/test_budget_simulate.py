@@ -50,9 +50,9 @@ def test_same_seed_same_rows_and_bad_inputs():
     a = sh.simulate_money([100], rng=np.random.default_rng(3), **kw)
     b = sh.simulate_money([100], rng=np.random.default_rng(3), **kw)
     assert a == b
-    with pytest.raises(UsageError, match="money"):
+    with pytest.raises(UsageError, match="`money`"):
         sh.simulate_money([0], rng=np.random.default_rng(0), **kw)
-    with pytest.raises(UsageError, match="agreement"):
+    with pytest.raises(UsageError, match="`agreement`"):
         sh.simulate_money([100], agreement=1.5, rng=np.random.default_rng(0), **kw)
     with pytest.raises(UsageError, match="need at least 2"):
         sh.simulate_money([1.5], rng=np.random.default_rng(0), **kw)

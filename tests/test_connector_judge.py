@@ -250,7 +250,7 @@ def test_cost_cap_stops_before_exceeding(study, srv):
     res2 = judge_batch(study, opts)                          # a rerun knows the spend: sends nothing more
     assert (res2.sent, res2.stopped_by_cost, srv.chat_calls) == (0, True, res.sent)
     assert res2.spent_usd == pytest.approx(res.spent_usd)
-    with pytest.raises(UsageError, match="max_cost needs the model's prices"):
+    with pytest.raises(UsageError, match="`max_cost` needs the model's prices"):
         judge_batch(study, _opts(srv, max_cost=1.0))
 
 
@@ -317,7 +317,7 @@ def test_model_override_drops_temperature_for_o_series(study, srv):
 
 def test_both_orders_needs_swapped_items(study, srv):
     _batch(study, size=3)
-    with pytest.raises(UsageError, match="next-batch both_orders"):
+    with pytest.raises(UsageError, match="next-batch `both_orders`"):
         judge_batch(study, _opts(srv, both_orders=True))
     _batch(study, size=3, both_orders=True)
     res = judge_batch(study, _opts(srv, both_orders=True))

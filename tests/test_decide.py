@@ -301,7 +301,7 @@ def test_superiority_mode():
 def test_bad_input(tmp_path):
     c = counts_of({"all": (10, 10, 0)})
     with pytest.raises(UsageError,
-                       match=r"candidate \(nope\) is not a system of the study; expected one of new, old, ref"):
+                       match=r"`candidate` \(nope\) is not a system of the study; expected one of new, old, ref"):
         decide_counts(c, "nope", "old")
     with pytest.raises(UsageError, match="must be different systems"):
         decide_counts(c, "old", "old")

@@ -144,7 +144,7 @@ def test_detection_and_override(tmp_path):
     n = jl(tmp_path / "n.jsonl", [{"id": "1", "prompt": "p", "a": "x", "b": "y", "verdict": "A"}])
     assert detect_format(n).name == "normalized"
     assert detect_format(n, "positions").name == "positions"
-    with pytest.raises(UsageError, match="format"):
+    with pytest.raises(UsageError, match="`format`"):
         detect_format(n, "excel")
     u = jl(tmp_path / "u.jsonl", [{"foo": 1}])
     with pytest.raises(DataError, match="cannot tell the format"):

@@ -218,7 +218,7 @@ def test_hybrid_report_on_a_study(vicuna10):
     assert np.trace(c.ppi.cov) <= np.trace(c.human.cov)
     with pytest.raises(DataError, match="no judgments by 'gpt-5'"):
         hybrid_report(study, surrogate="gpt-5")
-    with pytest.raises(UsageError, match="target"):
+    with pytest.raises(UsageError, match="`target`"):
         hybrid_report(study, surrogate="gpt-4", target="robots")
 
 

@@ -155,9 +155,9 @@ def test_cost_does_not_depend_on_judgment_count():
 
 def test_usage_errors():
     c = Counts.empty(["a", "b"])
-    with pytest.raises(UsageError, match="engine"):
+    with pytest.raises(UsageError, match="`engine`"):
         fit(c, engine="mcmc")
-    with pytest.raises(UsageError, match="draws"):
+    with pytest.raises(UsageError, match="`draws`"):
         fit(c, draws=0)
     with pytest.raises(UsageError, match="sigma_scale"):
         fit(c, prior=Prior(sigma_scale=-1.0))

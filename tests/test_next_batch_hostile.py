@@ -38,14 +38,14 @@ def small(tmp_path):
 # ------------------------------------------------------------------ options
 @pytest.mark.parametrize("size", [0, -3, MAX_SIZE + 1, 10 ** 9, 10 ** 300, True])
 def test_size_outside_the_documented_range(small, size):
-    with pytest.raises(UsageError, match=r"size .* must be a whole number from 1 to 100,000") as err:
+    with pytest.raises(UsageError, match=r"`size` .* must be a whole number from 1 to 100,000") as err:
         next_batch(small, Selection(size=size), output=Output(dry_run=True))
     assert len(str(err.value)) < 160
 
 
 @pytest.mark.parametrize("seed", [-1, -(10 ** 40)])
 def test_negative_seed(small, seed):
-    with pytest.raises(UsageError, match=r"seed .* must be a whole number >= 0"):
+    with pytest.raises(UsageError, match=r"`seed` .* must be a whole number >= 0"):
         next_batch(small, Selection(size=3, seed=seed), output=Output(dry_run=True))
 
 
@@ -160,11 +160,11 @@ def test_judge_format_problems_are_refused_before_the_fit(small, tmp_path, monke
     import planner.model
 
     monkeypatch.setattr(planner.model, "fit", lambda *a, **k: (_ for _ in ()).throw(AssertionError("fitted")))
-    with pytest.raises(UsageError, match="judge_model"):
+    with pytest.raises(UsageError, match="`judge_model`"):
         next_batch(small, Selection(size=3), output=Output(format="judge", out=tmp_path / "j"))
     tpl = tmp_path / "t.txt"
     tpl.write_text("{prompt} {left} {colour}")
-    with pytest.raises(UsageError, match=r"template: unknown placeholder \{colour\}"):
+    with pytest.raises(UsageError, match=r"`template`: unknown placeholder \{colour\}"):
         next_batch(small, Selection(size=3),
                    output=Output(format="judge", judge_model="m", template=tpl, out=tmp_path / "j"))
     with Study.open(small) as st:
@@ -173,7 +173,7 @@ def test_judge_format_problems_are_refused_before_the_fit(small, tmp_path, monke
 
 @pytest.mark.parametrize("name", ["bad\0name.jsonl", "x" * 5000 + ".jsonl", "z" * 230 + ".jsonl"])
 def test_output_names_the_system_cannot_take(small, tmp_path, name):
-    with pytest.raises(UsageError, match="out: .* cannot be used as an output file") as err:
+    with pytest.raises(UsageError, match="`out`: .* cannot be used as an output file") as err:
         next_batch(small, Selection(size=3), output=Output(out=tmp_path / name))
     assert len(str(err.value)) < 300
     with Study.open(small) as st:

@@ -97,9 +97,9 @@ def test_rewrite_with_a_custom_template(study, tmp_path):
 
 
 def test_rewrite_refuses_unknown_batches(study):
-    with pytest.raises(UsageError, match="rewrite"):
+    with pytest.raises(UsageError, match="`rewrite`"):
         rewrite_batch(study, 3)
-    with pytest.raises(UsageError, match="rewrite"):
+    with pytest.raises(UsageError, match="`rewrite`"):
         rewrite_batch(study, -1)
 
 
@@ -135,7 +135,7 @@ def _untouched(study: Path) -> None:
 def test_directory_in_place_of_the_file_even_with_force(study, tmp_path, no_fit):
     (tmp_path / "b.jsonl").mkdir()
     for force in (False, True):
-        with pytest.raises(UsageError, match=r"out: .*b\.jsonl.* is a directory"):
+        with pytest.raises(UsageError, match=r"`out`: .*b\.jsonl.* is a directory"):
             next_batch(study, Selection(size=5), output=Output(out=tmp_path / "b.jsonl", force=force))
     # an annotator's file name taken by a directory
     (tmp_path / "r.a2.csv").mkdir()
@@ -146,10 +146,10 @@ def test_directory_in_place_of_the_file_even_with_force(study, tmp_path, no_fit)
 
 
 def test_missing_parent_and_file_as_parent(study, tmp_path, no_fit):
-    with pytest.raises(UsageError, match="out: directory .* does not exist"):
+    with pytest.raises(UsageError, match="`out`: directory .* does not exist"):
         next_batch(study, Selection(size=5), output=Output(out=tmp_path / "nope" / "b.jsonl"))
     (tmp_path / "f").write_text("x")
-    with pytest.raises(UsageError, match="out: .* is not a directory"):
+    with pytest.raises(UsageError, match="`out`: .* is not a directory"):
         next_batch(study, Selection(size=5), output=Output(out=tmp_path / "f" / "b.jsonl"))
     _untouched(study)
 
@@ -164,7 +164,7 @@ def test_unwritable_directory(study, tmp_path, no_fit):
         ro.mkdir()
         ro.chmod(0o500)
         target = ro / "b.jsonl"
-    with pytest.raises(UsageError, match="out: cannot write in directory"):
+    with pytest.raises(UsageError, match="`out`: cannot write in directory"):
         next_batch(study, Selection(size=5), output=Output(out=target))
     _untouched(study)
 
@@ -178,10 +178,10 @@ def test_existing_annotator_file_is_refused_before_the_fit(study, tmp_path, no_f
 
 
 def test_template_and_pool_that_are_directories(study, tmp_path, no_fit):
-    with pytest.raises(UsageError, match="template: .* is a directory"):
+    with pytest.raises(UsageError, match="`template`: .* is a directory"):
         next_batch(study, Selection(size=5),
                    output=Output(out=tmp_path / "b", format="judge", judge_model="m", template=tmp_path))
-    with pytest.raises(UsageError, match="attention_pool: .* is a directory"):
+    with pytest.raises(UsageError, match="`attention_pool`: .* is a directory"):
         next_batch(study, Selection(size=5), qc=QualityControl(attention_pool=tmp_path),
                    output=Output(out=tmp_path / "b"))
     _untouched(study)
@@ -335,7 +335,7 @@ def test_retry_failed_without_store_support_is_a_usage_error(study, tmp_path, mo
     next_batch(study, Selection(size=4), output=Output(out=tmp_path / "j"))
     if hasattr(Study, "unanswered_items"):
         monkeypatch.delattr(Study, "unanswered_items")
-    with pytest.raises(UsageError, match="retry_failed"):
+    with pytest.raises(UsageError, match="`retry_failed`"):
         retry_failed(study, out=tmp_path / "r")
 
 

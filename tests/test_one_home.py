@@ -79,7 +79,7 @@ def test_replay_and_pilot_refuse_what_ingest_refuses(tmp_path):
     init_study(root, systems=["s1", "s2"], prompts_file=prompts)
     with pytest.raises(DataError):
         ingest(root, [bad])
-    with pytest.raises(UsageError, match=r"replay \(.*nope.jsonl\): no such file"):
+    with pytest.raises(UsageError, match=r"`replay` \(.*nope.jsonl\): no such file"):
         read_replay(tmp_path / "nope.jsonl")
 
 

@@ -191,9 +191,9 @@ def test_bad_design(kw):
 
 def test_bad_effect_and_budget():
     for d in (0, 0.5, -0.1, float("nan")):
-        with pytest.raises(UsageError, match="effect"):
+        with pytest.raises(UsageError, match="`effect`"):
             pw.size(d)
-    with pytest.raises(UsageError, match="budget"):
+    with pytest.raises(UsageError, match="`budget`"):
         pw.size(0.04, budget=3)  # 3 comparisons cannot reach alpha 0.05 two-sided
 
 
@@ -283,7 +283,7 @@ def test_significance_sequential_look():
     assert r.z_boundary == pytest.approx(s.z_boundaries[0]) and not r.significant
     r = significance(61, 39, look=3, looks=3)  # z = 2.2 >= 2.004
     assert r.significant
-    with pytest.raises(UsageError, match="look"):
+    with pytest.raises(UsageError, match="`look`"):
         significance(5, 5, look=4, looks=3)
 
 
@@ -292,7 +292,7 @@ def test_pass_rate_size():
     # normal: ceil(1.95996^2 * 0.16 / 0.0025) = ceil(245.85) = 246
     assert r.items_normal == 246
     assert wilson_half_width(0.8, r.items_wilson) <= 0.05 < wilson_half_width(0.8, r.items_wilson - 1)
-    with pytest.raises(UsageError, match="precision"):
+    with pytest.raises(UsageError, match="`precision`"):
         pass_rate_size(0.8, 0.0)
 
 
@@ -301,5 +301,5 @@ def test_plot(tmp_path):
     out = tmp_path / "p.png"
     plot_power(r, D0, str(out))
     assert out.read_bytes()[:4] == b"\x89PNG"
-    with pytest.raises(UsageError, match="plot"):
+    with pytest.raises(UsageError, match="`plot`"):
         plot_power(r, D0, str(tmp_path / "p.pdf"))

@@ -158,7 +158,7 @@ def test_push_refusals(tmp_path):
         pull(study, client=FakeLS())
     (tmp_path / "b").mkdir()
     csv_study, _ = _study(tmp_path / "b", fmt="csv", acceptability=0.0)
-    with pytest.raises(UsageError, match="format label-studio"):
+    with pytest.raises(UsageError, match="`format` label-studio"):
         push(csv_study, client=FakeLS())
 
 
@@ -182,7 +182,7 @@ def test_pull_incremental_edit_and_identity(tmp_path):
     assert (pull(study, client=ls).new, pull(study, client=ls).already) == (0, 2)
     ann = ls.tasks_of[next(iter(ls.tasks_of))][0]["annotations"][0]
     ann["result"][0]["value"]["choices"] = ["right"]  # an edit in Label Studio: same id, another verdict
-    with pytest.raises(DataError, match="accept_changes"):
+    with pytest.raises(DataError, match="`accept_changes`"):
         pull(study, client=ls)
     assert pull(study, client=ls, accept_changes=True).replaced == 1
 

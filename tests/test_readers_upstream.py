@@ -98,7 +98,7 @@ def test_alpaca_gpt4_without_raw_completion_position_unknown():
 def test_alpaca_tie_band_option_is_checked(tmp_path):
     from planner.errors import UsageError
 
-    with pytest.raises(UsageError, match=r"tie_band \(0.7\) must be in \[0, 0.5\)"):
+    with pytest.raises(UsageError, match=r"`tie_band` \(0.7\) must be in \[0, 0.5\)"):
         rows("alpaca-eval", UP / "alpaca_eval" / "lmcocktail_gpt4.json", tie_band=0.7)
 
 

@@ -333,15 +333,15 @@ def test_close_systems_form_one_group(tmp_path):
 def test_errors(tmp_path, synth):
     with pytest.raises(DataError, match="not a study"):
         build_report(tmp_path / "nope")
-    with pytest.raises(UsageError, match="engine"):
+    with pytest.raises(UsageError, match="`engine`"):
         build_report(synth, engine="mcmc")
-    with pytest.raises(UsageError, match="min_pass_rate"):
+    with pytest.raises(UsageError, match="`min_pass_rate`"):
         build_report(synth, min_pass_rate=1.5)
     empty = tmp_path / "empty"
     init_study(empty, systems=["a", "b"])
     with pytest.raises(UsageError, match="no usable judgment"):
         build_report(empty)
-    with pytest.raises(UsageError, match="plot"):
+    with pytest.raises(UsageError, match="`plot`"):
         write_plots(build_report(synth, save_posterior=False), "/proc/forbidden/dir")
 
 

@@ -92,11 +92,11 @@ def test_run_interrupted_then_resumed_pays_nothing_twice(tmp_path, srv):
 
 def test_run_options_are_checked(tmp_path, srv):
     study = make_study(tmp_path)
-    with pytest.raises(UsageError, match=r"^budget \(0\) must be"):
+    with pytest.raises(UsageError, match=r"^`budget` \(0\) must be"):
         run_loop(study, _judge(srv), RunOptions(budget=0))
-    with pytest.raises(UsageError, match=r"^until \('always'\) must be one of settled, budget"):
+    with pytest.raises(UsageError, match=r"^`until` \('always'\) must be one of settled, budget"):
         run_loop(study, _judge(srv), RunOptions(budget=5, until="always"))
-    with pytest.raises(UsageError, match="judge_model is required"):
+    with pytest.raises(UsageError, match="`judge_model` is required"):
         run_loop(study, JudgeOptions(model=" "), RunOptions(budget=5))
 
 

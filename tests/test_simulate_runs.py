@@ -116,7 +116,7 @@ def test_resume_refuses_another_simulation_and_out_refuses_to_overwrite(tmp_path
         simulate(_spec(reps=1, seed=12), workers=1, out=out, resume=True)
     with pytest.raises(UsageError, match="already holds results"):
         simulate(_spec(reps=1), workers=1, out=out)
-    with pytest.raises(UsageError, match="needs out"):
+    with pytest.raises(UsageError, match="needs `out`"):
         simulate(_spec(reps=1), workers=1, resume=True)
     # a torn last line (killed mid-write) is run again, not an error
     out.write_text(out.read_text() + '{"format": "planner-simu')

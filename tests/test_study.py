@@ -57,7 +57,7 @@ def test_init_systems_given_and_errors(tmp_path):
         init_study(tmp_path / "a", systems=["p", "q"])
     with pytest.raises(UsageError, match="at least two"):
         init_study(tmp_path / "b", systems=["p"])
-    with pytest.raises(UsageError, match="anchor"):
+    with pytest.raises(UsageError, match="`anchor`"):
         init_study(tmp_path / "c", systems=["p", "q"], anchor="r")
     prompts = write_jsonl(tmp_path / "p.jsonl", [{"id": "q1", "text": "t"}, {"id": "q1", "text": "u"},
                                                 {"id": "q2", "text": "v", "weight": "heavy"}])

@@ -19,29 +19,31 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_the_message_names_the_parameter_and_the_cli_its_flag():
-    exc = UsageError("batch_size (0) must be an integer >= 1", parameters="batch_size")
-    assert str(exc) == "batch_size (0) must be an integer >= 1"
-    assert exc.render() == "batch_size (0) must be an integer >= 1"
+    exc = UsageError("`batch_size` (0) must be an integer >= 1", parameters="batch_size")
+    assert str(exc) == "`batch_size` (0) must be an integer >= 1"
+    assert exc.render() == "`batch_size` (0) must be an integer >= 1"
     assert exc.render(True) == "--batch-size (0) must be an integer >= 1"
     assert exc.lines(True) == ["--batch-size (0) must be an integer >= 1"]
 
 
 def test_a_command_whose_flag_has_another_name_maps_it():
-    exc = UsageError("n_systems (1) must be an integer >= 2", parameters=("n_systems",))
+    exc = UsageError("`n_systems` (1) must be an integer >= 2", parameters=("n_systems",))
     assert exc.render({"n_systems": "--systems"}) == "--systems (1) must be an integer >= 2"
     assert exc.render({}) == "--n-systems (1) must be an integer >= 2"
 
 
 def test_two_parameters_and_the_problems_lines_are_renamed():
-    exc = DataError("candidate and baseline (x) must be different systems", ["see baseline"],
+    exc = DataError("`candidate` and `baseline` (x) must be different systems", ["see `baseline`"],
                     parameters=("candidate", "baseline"))
     assert exc.lines(True) == ["--candidate and --baseline (x) must be different systems", "see --baseline"]
 
 
-def test_values_paths_and_longer_words_are_left_alone():
-    # a quoted user value, a path component, a longer identifier and a keyword use keep their spelling
-    exc = UsageError("seed ('seed') in /tmp/seed/x: seeds and seed_file differ from seed=3", parameters="seed")
-    assert exc.render(True) == "--seed ('seed') in /tmp/seed/x: seeds and seed_file differ from seed=3"
+def test_only_the_backquoted_name_is_renamed():
+    # the same word as plain English, inside a quoted value or a path keeps its spelling
+    exc = DataError("no judgment has both responses stored ('responses', /tmp/responses); load them with "
+                    "`responses`", parameters="responses")
+    assert exc.render(True) == ("no judgment has both responses stored ('responses', /tmp/responses); load them "
+                                "with --responses")
 
 
 def test_without_parameters_nothing_changes():
@@ -53,7 +55,7 @@ def test_limits_checks_name_the_parameter():
     with pytest.raises(UsageError) as info:
         check_int("batch_size", 0, 1, 10)
     assert info.value.parameters == ("batch_size",)
-    assert info.value.message.startswith("batch_size (0)")
+    assert info.value.message.startswith("`batch_size` (0)")
     assert info.value.render(True).startswith("--batch-size (0)")
     with pytest.raises(UsageError) as info:
         check_float("tie_rate", float("nan"), 0, 1)

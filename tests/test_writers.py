@@ -208,7 +208,7 @@ def test_judge_template_validation_and_custom_template(tmp_path):
         check_template("Q {prompt} A {left} B {right} {answer}")
     with pytest.raises(UsageError, match=r"lacks the placeholder \{right\}"):
         check_template("Q {prompt} A {left}")
-    with pytest.raises(UsageError, match="template"):
+    with pytest.raises(UsageError, match="`template`"):
         check_template("Q {prompt} {left} {right} {")
     with pytest.raises(UsageError):
         check_template("{prompt!r} {left} {right}")
@@ -218,9 +218,9 @@ def test_judge_template_validation_and_custom_template(tmp_path):
     first = json.loads(path.read_text(encoding="utf-8").splitlines()[0])
     user = first["body"]["messages"][-1]["content"]
     assert user.startswith("Q: ") and user.endswith("Use {braces}")
-    with pytest.raises(UsageError, match="format"):
+    with pytest.raises(UsageError, match="`format`"):
         written(tmp_path, batch, "xlsx")
-    with pytest.raises(UsageError, match="judge_model is required"):
+    with pytest.raises(UsageError, match="`judge_model` is required"):
         written(tmp_path, batch, "judge", judge_model=None)
     (o_path,) = written(tmp_path, batch, "judge", name="o.jsonl", judge_model="o4-mini")
     body = json.loads(o_path.read_text(encoding="utf-8").splitlines()[0])["body"]

@@ -71,7 +71,7 @@ def test_explicit_temperature_is_written_for_every_model(tmp_path):
 
 @pytest.mark.parametrize("bad", [-0.1, 2.5, float("nan"), float("inf"), "warm", True, 10 ** 400])
 def test_bad_temperature_is_a_usage_error_naming_the_option(bad):
-    with pytest.raises(UsageError, match="temperature") as err:
+    with pytest.raises(UsageError, match="`temperature`") as err:
         check_temperature(bad)
     assert len(str(err.value)) < 200
 

@@ -159,7 +159,7 @@ def pair_risk(absm, s0_2, s2, mode: str = "bayes", est=None):
 
 def _check_objective(objective, m, systems, top_k, anchor):
     if objective not in OBJECTIVES:
-        raise UsageError(f"objective ({objective!r}) must be one of " + ", ".join(OBJECTIVES),
+        raise UsageError(f"`objective` ({objective!r}) must be one of " + ", ".join(OBJECTIVES),
                          parameters=('objective',))
     if objective == "top-k":
         if top_k is None or not (1 <= int(top_k) <= m - 1):
@@ -170,9 +170,9 @@ def _check_objective(objective, m, systems, top_k, anchor):
 
 def _anchor_index(systems, anchor) -> int:
     if anchor is None:
-        raise UsageError("anchor is required for the anchor strategy/objective", parameters=('anchor',))
+        raise UsageError("`anchor` is required for the anchor strategy/objective", parameters=('anchor',))
     if anchor not in systems:
-        raise UsageError(f"anchor ({anchor!r}) is not a system; systems: " + ", ".join(systems[:20]),
+        raise UsageError(f"`anchor` ({anchor!r}) is not a system; systems: " + ", ".join(systems[:20]),
                          parameters=('anchor',))
     return systems.index(anchor)
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from planner.errors import UsageError
-from planner.errors import parameters_of
+from planner.errors import parameters_of, shown
 
 from planner.vocabulary import OBJECTIVES, STRATEGIES  # noqa: F401 (re-exported: the acquisition rules' names)
 RISK_MODES = ("bayes", "truth", "fixed")
@@ -84,10 +84,10 @@ class SelectionOptions:
         for name in ("pool_min", "lazy_chunk", "cap_min", "draws_pool"):
             value = getattr(self, name)
             if isinstance(value, bool) or int(value) != value or value < 1:
-                raise UsageError(f"{name} ({value}) must be an integer >= 1", parameters=parameters_of(name))
+                raise UsageError(f"{shown(name)} ({value}) must be an integer >= 1", parameters=parameters_of(name))
         if self.batch_cap is not None and not 0.0 < self.batch_cap <= 1.0:
             raise UsageError(f"batch_cap ({self.batch_cap}) must be in (0, 1] or missing (no cap)")
         for name in ("risk_eps", "arena_floor", "cap_yield", "sparse_rel"):
             value = getattr(self, name)
             if not 0.0 <= value < 1.0:
-                raise UsageError(f"{name} ({value}) must be in [0, 1)", parameters=parameters_of(name))
+                raise UsageError(f"{shown(name)} ({value}) must be in [0, 1)", parameters=parameters_of(name))

@@ -147,7 +147,7 @@ def _check_call(k, strategy, rng, true_mean) -> int:
     if isinstance(k, bool) or int(k) != k or k < 1:
         raise UsageError(f"batch size ({k}) must be an integer >= 1")
     if strategy not in STRATEGIES:
-        raise UsageError(f"strategy ({strategy!r}) must be one of " + ", ".join(STRATEGIES),
+        raise UsageError(f"`strategy` ({strategy!r}) must be one of " + ", ".join(STRATEGIES),
                          parameters=('strategy',))
     if not isinstance(rng, np.random.Generator):
         raise UsageError("rng must be a numpy.random.Generator (np.random.default_rng(seed))")

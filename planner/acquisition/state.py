@@ -15,7 +15,7 @@ from planner.acquisition.objectives import _anchor_index, _basis, _check_objecti
 from planner.acquisition.options import SelectionOptions
 from planner.counts import Counts
 from planner.errors import DataError, UsageError
-from planner.errors import parameters_of
+from planner.errors import parameters_of, shown
 
 
 @dataclass(frozen=True, eq=False)
@@ -87,7 +87,7 @@ def _pair_counts(counts: Counts | None, m: int, *, all_fields: bool) -> np.ndarr
 
 def _check_counts(counts, systems, name):
     if counts is not None and tuple(counts.systems) != tuple(systems):
-        raise DataError(f"{name} counts are over systems {list(counts.systems)[:5]}..., "
+        raise DataError(f"{shown(name)} counts are over systems {list(counts.systems)[:5]}..., "
                         f"the posterior over {list(systems)[:5]}...; they must match", parameters=parameters_of(name))
 
 

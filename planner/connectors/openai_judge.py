@@ -85,7 +85,7 @@ def make_client(ep: Endpoint):
     if not key:
         if ep.base_url is None and not os.environ.get("OPENAI_BASE_URL"):
             raise UsageError(f"no API key: set the environment variable {ep.api_key_env} (or name another "
-                             "one with api_key_env)", parameters=('api_key_env',))
+                             "one with `api_key_env`)", parameters=('api_key_env',))
         key = "not-needed"  # local servers (vLLM, Ollama, LM Studio) accept any key
     return openai.OpenAI(api_key=key, base_url=ep.url, timeout=ep.timeout, max_retries=0)
 

@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass
 
 from planner.errors import UsageError, quote
-from planner.errors import parameters_of
+from planner.errors import parameters_of, shown
 
 #: completion tokens assumed for a request before any answer of the run has been seen
 #: (a verdict with a short explanation; MT-bench-style answers run ~100–300 tokens).
@@ -59,12 +59,12 @@ def check_prices(price_in, price_out, max_cost) -> Prices:
         if v is None:
             continue
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
-            raise UsageError(f"{flag} ({quote(v)}) must be a dollar amount >= 0", parameters=parameters_of(flag))
+            raise UsageError(f"{shown(flag)} ({quote(v)}) must be a dollar amount >= 0", parameters=parameters_of(flag))
     if (price_in is None) != (price_out is None):
-        raise UsageError("price_in and price_out go together (USD per 1M prompt and completion tokens)",
+        raise UsageError("`price_in` and `price_out` go together (USD per 1M prompt and completion tokens)",
                          parameters=('price_in', 'price_out'))
     if max_cost is not None and price_in is None:
-        raise UsageError("max_cost needs the model's prices: price_in and price_out (USD per 1M tokens)",
+        raise UsageError("`max_cost` needs the model's prices: `price_in` and `price_out` (USD per 1M tokens)",
                          parameters=('max_cost', 'price_in', 'price_out'))
     return Prices(None if price_in is None else float(price_in), None if price_out is None else float(price_out))
 

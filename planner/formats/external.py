@@ -284,7 +284,7 @@ def read_alpaca_eval(path: Path, tie_band: float = 0.0, **_) -> Iterator[Row]:
     if not (0 <= tie_band < 0.5):
         from planner.errors import UsageError
 
-        raise UsageError(f"tie_band ({quote(tie_band)}) must be in [0, 0.5)", parameters=('tie_band',))
+        raise UsageError(f"`tie_band` ({quote(tie_band)}) must be in [0, 0.5)", parameters=('tie_band',))
     path = Path(path)
     for line, index, row, problem in iter_json_array_indexed(path):
         if problem:

@@ -34,7 +34,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from planner.errors import DataError, UsageError, quote
-from planner.errors import parameters_of
+from planner.errors import parameters_of, shown
 from planner.formats import jsonsafe
 from planner.formats.templates import (  # noqa: F401  (re-exported for the judge round trip)
     DEFAULT_ACCEPTABILITY_TEMPLATE,
@@ -177,7 +177,7 @@ def _judge_lines(p: Path) -> Iterator[tuple[int, dict | None, str | None]]:
     except FileNotFoundError:
         raise UsageError(f"{quote(str(p))} does not exist") from None
     except OSError as exc:
-        raise DataError(f"{name}: cannot read the file ({exc.strerror or exc.__class__.__name__})",
+        raise DataError(f"{shown(name)}: cannot read the file ({exc.strerror or exc.__class__.__name__})",
                         parameters=parameters_of(name)) from None
     n = 0
     try:

@@ -211,7 +211,7 @@ def write_markdown(report: Any, path) -> str:
         tmp.write_text(render_markdown(report), encoding="utf-8")
         tmp.replace(p)
     except OSError as exc:
-        raise UsageError(f"markdown ({path}) cannot be written: {exc.strerror or exc}",
+        raise UsageError(f"`markdown` ({path}) cannot be written: {exc.strerror or exc}",
                          parameters=('markdown',)) from None
     return str(p)
 

@@ -16,7 +16,7 @@ from collections.abc import Collection
 from pathlib import Path
 
 from planner.errors import DataError, UsageError
-from planner.errors import parameters_of
+from planner.errors import parameters_of, shown
 from planner.formats.readers import read_normalized
 
 MAX_PROBLEMS = 20
@@ -51,7 +51,7 @@ def load_normalized(path: str | os.PathLike, option: str,
     """
     p = Path(path)
     if not p.is_file():
-        raise UsageError(f"{option} ({path}): no such file", parameters=parameters_of(option))
+        raise UsageError(f"{shown(option)} ({path}): no such file", parameters=parameters_of(option))
     out, problems = [], []
     for line, rec, problem in read_normalized(p):
         if problem is None and rec.get("a") == rec.get("b"):

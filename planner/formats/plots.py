@@ -38,7 +38,7 @@ def write_plots(report: Any, directory) -> tuple[str, ...]:
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise UsageError(f"plot ({directory}) cannot be created: {exc.strerror or exc}",
+        raise UsageError(f"`plot` ({directory}) cannot be created: {exc.strerror or exc}",
                          parameters=('plot',)) from None
     paths: list[str] = []
     rows = report.leaderboard

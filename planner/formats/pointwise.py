@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 from planner.errors import DataError, UsageError
-from planner.errors import parameters_of
+from planner.errors import parameters_of, shown
 
 
 def _first(problems: list[str], what: str) -> DataError:
@@ -26,7 +26,7 @@ def _records(path: str | os.PathLike, option: str) -> list[tuple[str, dict]]:
 
     p = Path(path)
     if not p.is_file():
-        raise UsageError(f"{option} ({path}): no such file", parameters=parameters_of(option))
+        raise UsageError(f"{shown(option)} ({path}): no such file", parameters=parameters_of(option))
     rows, problems = [], []
     for line, rec, problem in iter_table(p):
         if problem:

@@ -24,7 +24,7 @@ def plot_power(result: SizeResult, design: Design, path: str) -> str:
 
     ext = os.path.splitext(path)[1].lower()
     if ext not in (".png", ".svg"):
-        raise UsageError(f"plot ({path!r}) must end in .png or .svg", parameters=('plot',))
+        raise UsageError(f"`plot` ({path!r}) must end in .png or .svg", parameters=('plot',))
     import matplotlib
 
     matplotlib.use("Agg")
@@ -49,7 +49,7 @@ def plot_power(result: SizeResult, design: Design, path: str) -> str:
     try:
         fig.savefig(path)
     except OSError as exc:
-        raise UsageError(f"plot ({path!r}) cannot be written: {exc.strerror}", parameters=('plot',)) from None
+        raise UsageError(f"`plot` ({path!r}) cannot be written: {exc.strerror}", parameters=('plot',)) from None
     finally:
         plt.close(fig)
     return path

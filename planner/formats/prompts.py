@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from planner.errors import UsageError, quote
-from planner.errors import parameters_of
+from planner.errors import parameters_of, shown
 
 #: Spellings of a flag, compared after ``strip().lower()``; JSON true/false and
 #: the numbers 1/0 are accepted too.
@@ -154,7 +154,7 @@ def read_prompts(path: str | os.PathLike, option: str = "prompts") -> tuple[list
 
     p = Path(path)
     if not p.is_file():
-        raise UsageError(f"{option} ({path}): no such file", parameters=parameters_of(option))
+        raise UsageError(f"{shown(option)} ({path}): no such file", parameters=parameters_of(option))
     rows: list[PromptRow] = []
     problems: list[str] = []
     seen: dict[str, str] = {}

@@ -37,7 +37,7 @@ def write_prompts(result: Allocation, path: str | os.PathLike, *, force: bool = 
 
     p = check_out(path, force)
     if p.is_dir():
-        raise UsageError(f"out: {quote(str(p))} is a directory; give a file name", parameters=('out',))
+        raise UsageError(f"`out`: {quote(str(p))} is a directory; give a file name", parameters=('out',))
     tmp = p.with_name(f".{p.name}.{os.getpid()}.tmp")
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
@@ -57,7 +57,7 @@ def write_prompts(result: Allocation, path: str | os.PathLike, *, force: bool = 
         if os.path.exists(tmp):
             os.unlink(tmp)
         if isinstance(exc, OSError):
-            raise UsageError(f"out: cannot write {quote(str(p))} ({exc.strerror or exc})",
+            raise UsageError(f"`out`: cannot write {quote(str(p))} ({exc.strerror or exc})",
                              parameters=('out',)) from None
         raise
 
@@ -74,9 +74,9 @@ def check_out(path: str | os.PathLike, force: bool) -> Path:
     """The ``--out`` path, checked before any work: a .csv/.jsonl name, not there unless ``force``, in a directory."""
     p = Path(path)
     if p.suffix.lower() not in (".csv", ".jsonl"):
-        raise UsageError(f"out ({path}) must end in .csv or .jsonl", parameters=('out',))
+        raise UsageError(f"`out` ({path}) must end in .csv or .jsonl", parameters=('out',))
     if p.exists() and not force:
-        raise UsageError(f"out ({path}) exists; pass force to overwrite it", parameters=('out', 'force'))
+        raise UsageError(f"`out` ({path}) exists; pass `force` to overwrite it", parameters=('out', 'force'))
     if not p.parent.is_dir():
-        raise UsageError(f"out ({path}): directory {p.parent} does not exist", parameters=('out',))
+        raise UsageError(f"`out` ({path}): directory {p.parent} does not exist", parameters=('out',))
     return p

@@ -323,7 +323,7 @@ def detect_format(path: Path, format: str | None = None) -> Reader:
     """The reader for ``path``: ``format`` when given, else the first that detects it."""
     if format is not None:
         if format not in READERS:
-            raise UsageError(f"format ({quote(format)}) must be one of {', '.join(READERS)}",
+            raise UsageError(f"`format` ({quote(format)}) must be one of {', '.join(READERS)}",
                              parameters=('format',))
         return READERS[format]
     s = sniff(Path(path))
@@ -332,7 +332,7 @@ def detect_format(path: Path, format: str | None = None) -> Reader:
             return r
     seen = ", ".join(sorted(s.keys)[:8]) or s.head[:40].strip() or None
     raise DataError(f"{Path(path).name}:1: cannot tell the format (saw {quote(seen)}); expected one of "
-                    f"{', '.join(READERS)} — pass format", parameters=('format',))
+                    f"{', '.join(READERS)} — pass `format`", parameters=('format',))
 
 
 def _read_judge(path: Path, **options) -> Iterator[Row]:

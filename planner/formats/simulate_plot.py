@@ -15,7 +15,7 @@ def plot(result: SimulationResult, path: str | Path) -> Path:
     """Metric-vs-comparisons curves per strategy with 10–90% bands (PNG or SVG)."""
     path = Path(path)
     if path.suffix.lower() not in (".png", ".svg"):
-        raise UsageError(f"plot ({path}) must end in .png or .svg", parameters=('plot',))
+        raise UsageError(f"`plot` ({path}) must end in .png or .svg", parameters=('plot',))
     import matplotlib
 
     matplotlib.use("Agg")

@@ -59,8 +59,8 @@ def read_results(path: Path, fp: str, spec) -> dict[tuple[int, int], object]:
                 continue  # torn last line: that run is simply run again
             raise DataError(f"{path}:{n}: not a planner simulate results line ({quote(text[:80])})") from None
         if doc["fingerprint"] != fp:
-            raise UsageError(f"resume: {path}:{n} was written by a different simulation (fingerprint "
-                             f"{doc['fingerprint']}, this one {fp}); use the same options or another out file",
+            raise UsageError(f"`resume`: {path}:{n} was written by a different simulation (fingerprint "
+                             f"{doc['fingerprint']}, this one {fp}); use the same options or another `out` file",
                              parameters=('resume', 'out'))
         if s_index < len(spec.strategies) and rep < spec.reps:
             done[(s_index, rep)] = trace

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from planner.errors import DataError, UsageError, quote
-from planner.errors import parameters_of
+from planner.errors import parameters_of, shown
 
 try:  # POSIX advisory locks tell a live owner from a killed one
     import fcntl
@@ -60,7 +60,7 @@ def _probe_writable(directory: Path, option: str) -> None:
         fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except OSError as exc:
         reason = os.strerror(exc.errno) if exc.errno else str(exc)
-        raise UsageError(f"{option}: cannot write in directory {quote(str(directory))} ({reason.lower()})",
+        raise UsageError(f"{shown(option)}: cannot write in directory {quote(str(directory))} ({reason.lower()})",
                          parameters=parameters_of(option)) from None
     os.close(fd)
     with contextlib.suppress(OSError):
@@ -84,7 +84,7 @@ def check_output(path, option: str, *, force: bool = False, exists_ok: bool = Fa
         if isinstance(exc, UsageError):
             raise
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise UsageError(f"{option}: {quote(str(p))} cannot be used as an output file ({reason})",
+        raise UsageError(f"{shown(option)}: {quote(str(p))} cannot be used as an output file ({reason})",
                          parameters=parameters_of(option)) from None
 
 
@@ -94,25 +94,27 @@ def _check_output(p: Path, option: str, *, force: bool, exists_ok: bool, probe: 
     if len(p.name.encode("utf-8", "surrogateescape")) > MAX_NAME_BYTES:
         raise ValueError(f"the file name is {len(p.name)} characters long; at most {MAX_NAME_BYTES} bytes fit")
     if p.is_dir():
-        raise UsageError(f"{option}: {quote(str(p))} is a directory; give a file name",
+        raise UsageError(f"{shown(option)}: {quote(str(p))} is a directory; give a file name",
                          parameters=parameters_of(option))
     parent = p.parent
     if not parent.exists():
-        raise UsageError(f"{option}: directory {quote(str(parent))} does not exist", parameters=parameters_of(option))
+        raise UsageError(f"{shown(option)}: directory {quote(str(parent))} does not exist",
+                         parameters=parameters_of(option))
     if not parent.is_dir():
-        raise UsageError(f"{option}: {quote(str(parent))} is not a directory", parameters=parameters_of(option))
+        raise UsageError(f"{shown(option)}: {quote(str(parent))} is not a directory", parameters=parameters_of(option))
     if probe:
         _probe_writable(parent, option)
     if p.exists() and not (force or exists_ok):
-        raise UsageError(f"{option}: {quote(str(p))} already exists (use force to overwrite)",
-                         parameters=('force',))
+        raise UsageError(f"{shown(option)}: {quote(str(p))} already exists (use `force` to overwrite)",
+                         parameters=(*parameters_of(option), "force"))
     return p
 
 
 def check_outputs(paths: Sequence[Path], option: str, *, force: bool = False) -> None:
     """:func:`check_output` for each path; also refuses two identical paths."""
     if len(set(paths)) != len(paths):
-        raise UsageError(f"{option}: two output files would have the same name", parameters=parameters_of(option))
+        raise UsageError(f"{shown(option)}: two output files would have the same name",
+                         parameters=parameters_of(option))
     probed: set[Path] = set()
     existing = []
     for p in map(Path, paths):
@@ -121,8 +123,9 @@ def check_outputs(paths: Sequence[Path], option: str, *, force: bool = False) ->
         if p.exists():
             existing.append(str(p))
     if existing and not force:
-        raise UsageError(f"{option}: {quote(existing[0])} already exists (use force to overwrite)",
-                         problems=[f"exists: {e}" for e in existing[1:]], parameters=('force',))
+        raise UsageError(f"{shown(option)}: {quote(existing[0])} already exists (use `force` to overwrite)",
+                         problems=[f"exists: {e}" for e in existing[1:]],
+                         parameters=(*parameters_of(option), "force"))
 
 
 def _write_new(path: Path, data: bytes) -> None:

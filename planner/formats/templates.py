@@ -18,7 +18,7 @@ import string
 from collections.abc import Sequence
 
 from planner.errors import UsageError
-from planner.errors import parameters_of
+from planner.errors import parameters_of, shown
 
 JUDGE_SYSTEM_MESSAGE = "You are a careful and impartial evaluator of AI assistant responses."
 
@@ -78,23 +78,23 @@ def check_template(template: str, *, allowed: frozenset[str] = PAIRWISE_FIELDS,
     try:
         parsed = list(string.Formatter().parse(template))
     except ValueError as exc:
-        raise UsageError(f"{option}: not a valid template ({exc}); write literal braces as {{{{ and }}}}",
+        raise UsageError(f"{shown(option)}: not a valid template ({exc}); write literal braces as {{{{ and }}}}",
                          parameters=parameters_of(option)) from None
     seen = set()
     for _, name, spec, conv in parsed:
         if name is None:
             continue
         if name not in allowed:
-            shown = "{" + name + "}"
-            raise UsageError(f"{option}: unknown placeholder {shown}; allowed: "
-                             + ", ".join("{" + a + "}" for a in sorted(allowed)))
+            placeholder = "{" + name + "}"
+            raise UsageError(f"{shown(option)}: unknown placeholder {placeholder}; allowed: "
+                             + ", ".join("{" + a + "}" for a in sorted(allowed)), parameters=parameters_of(option))
         if spec or conv:
-            raise UsageError(f"{option}: placeholder {{{name}}} must not carry a format spec or conversion",
+            raise UsageError(f"{shown(option)}: placeholder {{{name}}} must not carry a format spec or conversion",
                              parameters=parameters_of(option))
         seen.add(name)
     missing = [r for r in required if r not in seen]
     if missing:
-        raise UsageError(f"{option}: the template lacks the placeholder {{{missing[0]}}}",
+        raise UsageError(f"{shown(option)}: the template lacks the placeholder {{{missing[0]}}}",
                          parameters=parameters_of(option))
     return template
 

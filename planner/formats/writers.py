@@ -284,7 +284,7 @@ def check_temperature(temperature) -> float | None:
     except (TypeError, ValueError, OverflowError):
         t = math.nan
     if isinstance(temperature, bool) or not math.isfinite(t) or not lo <= t <= hi:
-        raise UsageError(f"temperature ({quote(temperature)}) must be a number from {lo:g} to {hi:g}",
+        raise UsageError(f"`temperature` ({quote(temperature)}) must be a number from {lo:g} to {hi:g}",
                          parameters=('temperature',))
     return t
 
@@ -310,7 +310,7 @@ def judge_requests(items, *, reasons: Sequence[str], template: str | None = None
                            else DEFAULT_ACCEPTABILITY_TEMPLATE, allowed=ACCEPTABILITY_FIELDS,
                            required=("prompt", "response"), option="acceptability_template")
     if not isinstance(model, str) or not model.strip():
-        raise UsageError("judge_model is required with format judge (the judge's model name, e.g. gpt-4o)",
+        raise UsageError("`judge_model` is required with `format` judge (the judge's model name, e.g. gpt-4o)",
                          parameters=('judge_model', 'format'))
     temp = judge_temperature(model, temperature)
     out = []
@@ -355,7 +355,7 @@ def render_batch(batch, path: str | os.PathLike, format: str = "jsonl", *, reaso
         System names whose mentions in response texts become ``[a model]``.
     """
     if format not in FORMATS:
-        raise UsageError(f"format ({format!r}) must be one of {', '.join(FORMATS)}", parameters=('format',))
+        raise UsageError(f"`format` ({format!r}) must be one of {', '.join(FORMATS)}", parameters=('format',))
     codes = _check_reasons(reasons)
     path = Path(path)
     if not path.suffix:
@@ -490,13 +490,13 @@ def read_attention_pool(path: str | os.PathLike) -> tuple[str, ...]:
     try:
         raw = p.read_text(encoding="utf-8-sig")
     except FileNotFoundError:
-        raise UsageError(f"attention_pool: {quote(str(p))} does not exist",
+        raise UsageError(f"`attention_pool`: {quote(str(p))} does not exist",
                          parameters=('attention_pool',)) from None
     except IsADirectoryError:
-        raise UsageError(f"attention_pool: {quote(str(p))} is a directory; give a JSONL file",
+        raise UsageError(f"`attention_pool`: {quote(str(p))} is a directory; give a JSONL file",
                          parameters=('attention_pool',)) from None
     except OSError as exc:
-        raise UsageError(f"attention_pool: cannot read {quote(str(p))} ({exc.strerror or exc})",
+        raise UsageError(f"`attention_pool`: cannot read {quote(str(p))} ({exc.strerror or exc})",
                          parameters=('attention_pool',)) from None
     except UnicodeDecodeError as exc:
         raise DataError(f"{p}: not UTF-8 ({exc.reason} at byte {exc.start})") from None

@@ -18,7 +18,7 @@ import numpy as np
 
 from planner.counts import Counts
 from planner.errors import UsageError, check_range
-from planner.errors import parameters_of
+from planner.errors import parameters_of, shown
 from planner.gate.acceptability import acceptability_gate
 from planner.gate.estimates import (finite, pair_tallies, pooled_row, position_shares, posterior_columns,
                                     score_interval)
@@ -81,10 +81,10 @@ def check_systems(systems: Sequence[str], candidate: str, baseline: str) -> None
     allowed = ", ".join(systems)
     for opt, name in (("candidate", candidate), ("baseline", baseline)):
         if name not in systems:
-            raise UsageError(f"{opt} ({name}) is not a system of the study; expected one of {allowed}",
+            raise UsageError(f"{shown(opt)} ({name}) is not a system of the study; expected one of {allowed}",
                              parameters=parameters_of(opt))
     if candidate == baseline:
-        raise UsageError(f"candidate and baseline ({candidate}) must be different systems",
+        raise UsageError(f"`candidate` and `baseline` ({candidate}) must be different systems",
                          parameters=('candidate', 'baseline'))
 
 
@@ -170,11 +170,11 @@ def _question(systems: tuple[str, ...], candidate: str, baseline: str, *, margin
     check_range("margin", margin, 0, 0.5, low_open=False)
     check_range("confidence", confidence, 0, 1)
     if mode not in MODES:
-        raise UsageError(f"mode ({mode!r}) must be one of {', '.join(MODES)}", parameters=('mode',))
+        raise UsageError(f"`mode` ({mode!r}) must be one of {', '.join(MODES)}", parameters=('mode',))
     if engine not in ENGINES:
-        raise UsageError(f"engine ({engine!r}) must be one of {', '.join(ENGINES)}", parameters=('engine',))
+        raise UsageError(f"`engine` ({engine!r}) must be one of {', '.join(ENGINES)}", parameters=('engine',))
     if boundary not in BOUNDARIES:
-        raise UsageError(f"boundary ({boundary!r}) must be one of {', '.join(BOUNDARIES)}",
+        raise UsageError(f"`boundary` ({boundary!r}) must be one of {', '.join(BOUNDARIES)}",
                          parameters=('boundary',))
     if min_pass_rate is not None:
         check_range("min_pass_rate", min_pass_rate, 0, 1, low_open=False, high_open=False)

@@ -89,14 +89,14 @@ class Split:
 def check_costs(human_cost: float, judge_cost: float, max_items=None) -> None:
     """One-line usage errors for the two prices and the pool cap."""
     if not (human_cost > 0 and math.isfinite(human_cost)):
-        raise UsageError(f"human_cost ({human_cost:g}) must be a positive number", parameters=('human_cost',))
+        raise UsageError(f"`human_cost` ({human_cost:g}) must be a positive number", parameters=('human_cost',))
     if not (judge_cost >= 0 and math.isfinite(judge_cost)):
-        raise UsageError(f"judge_cost ({judge_cost:g}) must be a number >= 0", parameters=('judge_cost',))
+        raise UsageError(f"`judge_cost` ({judge_cost:g}) must be a number >= 0", parameters=('judge_cost',))
     if judge_cost == 0 and max_items is None:
-        raise UsageError("judge_cost 0 makes the judge-only pool unlimited: give max_items too",
+        raise UsageError("`judge_cost` 0 makes the judge-only pool unlimited: give `max_items` too",
                          parameters=('judge_cost', 'max_items'))
     if max_items is not None and not (isinstance(max_items, (int, np.integer)) and max_items >= 1):
-        raise UsageError(f"max_items ({max_items}) must be a whole number >= 1", parameters=('max_items',))
+        raise UsageError(f"`max_items` ({max_items}) must be a whole number >= 1", parameters=('max_items',))
 
 
 def _check_inputs(rho: float, human_cost: float, judge_cost: float, max_items) -> float:
@@ -228,13 +228,13 @@ def plan(n0: float, rho: float, human_cost: float, judge_cost: float, *, target:
         raise UsageError(f"the human-only size must be a positive finite number; got {n0!r:.40}")
     if n0 > limits.MAX_JUDGMENTS:
         raise UsageError(f"the target needs about {n0:,.0f} human labels per pair; planner budgets at most "
-                         f"{limits.MAX_JUDGMENTS:,} (a larger effect or width, or lower power/confidence, "
+                         f"{limits.MAX_JUDGMENTS:,} (a larger effect or `width`, or lower `power`/`confidence`, "
                          "needs fewer)", parameters=('width', 'power', 'confidence'))
     hn = math.ceil(n0 - 1e-9) if human_n is None else int(human_n)
     exact = continuous_split(n0, rho, human_cost, judge_cost, max_items)
     hybrid = integer_split(hn, rho, human_cost, judge_cost, max_items)      # at least the human-only n
     if max_items is not None and hn > max_items:
-        raise UsageError(f"max_items ({max_items:,}) is below the {hn:,} items the target needs "
+        raise UsageError(f"`max_items` ({max_items:,}) is below the {hn:,} items the target needs "
                          "even with a human label on each", parameters=('max_items',))
     r2 = max(rho, 0.0) ** 2
     return HybridPlan(target, target_text or f"human-only n = {n0:.1f}", rho, human_cost, judge_cost, n0, hn,
@@ -285,8 +285,8 @@ def plan_for_width(half_width: float, rho: float, human_cost: float, judge_cost:
         n0 = math.inf
     if not n0 <= limits.MAX_JUDGMENTS:
         about = f"about {n0:,.0f}" if math.isfinite(n0) else "an unbounded number of"
-        raise UsageError(f"width ({half_width:g}) needs {about} human labels per pair; planner budgets "
-                         f"at most {limits.MAX_JUDGMENTS:,} (a wider width or lower confidence needs fewer)",
+        raise UsageError(f"`width` ({half_width:g}) needs {about} human labels per pair; planner budgets "
+                         f"at most {limits.MAX_JUDGMENTS:,} (a wider `width` or lower `confidence` needs fewer)",
                          parameters=('width', 'confidence'))
     text = f"estimate ±{half_width:.3g} at {confidence:.0%} on a win rate near {win_rate:.0%} (ties count half)"
     return plan(n0, rho, human_cost, judge_cost, target="width", target_text=text, max_items=max_items)
@@ -300,10 +300,10 @@ def plan_for_money(budget: float, rho: float, human_cost: float, judge_cost: flo
     The continuous optimum puts n₀ = B / (c_h (√(1 − ρ²) + ρ√γ)²); the whole split is the
     :func:`integer_split` for the largest n₀ that stays within the budget (bisection)."""
     if not (budget > 0 and math.isfinite(budget)):
-        raise UsageError(f"money ({budget:g}) must be a positive number", parameters=('money',))
+        raise UsageError(f"`money` ({budget:g}) must be a positive number", parameters=('money',))
     check_costs(human_cost, judge_cost, max_items)
     if budget / human_cost > limits.MAX_JUDGMENTS:
-        raise UsageError(f"money ({budget:g}) buys more than {limits.MAX_JUDGMENTS:,} human labels; planner "
+        raise UsageError(f"`money` ({budget:g}) buys more than {limits.MAX_JUDGMENTS:,} human labels; planner "
                          "budgets at most that many", parameters=('money',))
     n_h = int(math.floor(budget / human_cost + 1e-9))
     if continuous_split(max(n_h, 1), rho, human_cost, judge_cost, max_items) is None:

@@ -41,7 +41,7 @@ from scipy.special import expit
 from scipy.stats import norm
 
 from planner.errors import DataError, UsageError
-from planner.errors import parameters_of
+from planner.errors import parameters_of, shown
 
 __all__ = ["BTInterval", "HybridComparison", "ppi_bradley_terry", "human_only_bradley_terry",
            "judge_only_bradley_terry", "compare_hybrid", "design_matrix", "ppi_davidson", "ipw_bradley_terry"]
@@ -115,12 +115,13 @@ def _check(pairs, y, k: int, what: str) -> tuple[np.ndarray, np.ndarray]:
     pairs = np.asarray(pairs)
     y = np.asarray(y, dtype=float)
     if pairs.ndim != 2 or pairs.shape[1] != 2 or len(pairs) != len(y):
-        raise UsageError(f"{what}: pairs must be an (n, 2) array with one outcome each; "
+        raise UsageError(f"{shown(what)}: pairs must be an (n, 2) array with one outcome each; "
                          f"got shapes {pairs.shape} and {y.shape}", parameters=parameters_of(what))
     if len(pairs) and (pairs.min() < 0 or pairs.max() >= k or np.any(pairs[:, 0] == pairs[:, 1])):
-        raise UsageError(f"{what}: system indices must be distinct and in 0..{k - 1}", parameters=parameters_of(what))
+        raise UsageError(f"{shown(what)}: system indices must be distinct and in 0..{k - 1}",
+                         parameters=parameters_of(what))
     if not np.all(np.isfinite(y)) or np.any((y < 0) | (y > 1)):
-        raise UsageError(f"{what}: outcomes must be scores in [0, 1] (1 = first system wins, 1/2 tie)",
+        raise UsageError(f"{shown(what)}: outcomes must be scores in [0, 1] (1 = first system wins, 1/2 tie)",
                          parameters=parameters_of(what))
     return pairs.astype(np.int64), y
 
@@ -279,12 +280,13 @@ def compare_hybrid(names, pairs_labelled, y_labelled, yhat_labelled, pairs_unlab
 def _check_shares(y3, n: int, what: str, allow_missing: bool = False) -> np.ndarray:
     y3 = np.asarray(y3, dtype=float)
     if y3.shape != (n, 3):
-        raise UsageError(f"{what}: need one (win, tie, loss) share row per item; got shape {y3.shape}",
+        raise UsageError(f"{shown(what)}: need one (win, tie, loss) share row per item; got shape {y3.shape}",
                          parameters=parameters_of(what))
     ok = ~np.isnan(y3).all(axis=1) if allow_missing else np.ones(n, dtype=bool)
     v = y3[ok]
     if not np.all(np.isfinite(v)) or np.any(v < 0) or np.any(np.abs(v.sum(axis=1) - 1) > 1e-9):
-        raise UsageError(f"{what}: shares must be >= 0 and sum to 1 per item (win, tie, loss of the first system)",
+        raise UsageError(f"{shown(what)}: shares must be >= 0 and sum to 1 per item (win, tie, loss of the "
+                         f"first system)",
                          parameters=parameters_of(what))
     return y3
 

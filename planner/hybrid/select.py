@@ -136,7 +136,7 @@ def probabilities(score: np.ndarray, expected: float, floor: float) -> np.ndarra
     """π ∝ score mixed with uniform (share ``floor``), Σπ = ``expected``, each π ≤ 1."""
     n_c = len(score)
     if not 0 < expected <= n_c:
-        raise UsageError(f"size ({expected:g}, the expected number of labels) must be from 1 to {n_c}, "
+        raise UsageError(f"`size` ({expected:g}, the expected number of labels) must be from 1 to {n_c}, "
                          "the items without human votes", parameters=('size',))
     total = score.sum()
     shape = score / total if total > 0 else np.full(n_c, 1.0 / n_c)
@@ -165,7 +165,7 @@ def select_for_humans(items, expected: float, rng: np.random.Generator, *, floor
     confidently-wrong items get π at the floor and weights 1/π.
     """
     if not 0 < floor <= 1:
-        raise UsageError(f"floor ({floor!r:.40}) must be in (0, 1]: the uniform share of the probabilities",
+        raise UsageError(f"`floor` ({floor!r:.40}) must be in (0, 1]: the uniform share of the probabilities",
                          parameters=('floor',))
     if objective not in OBJECTIVES:
         raise UsageError(f"objective {str(objective)[:40]!r} must be one of {', '.join(OBJECTIVES)}")

@@ -240,7 +240,7 @@ def fit_style(design: StyleDesign, *, engine: str = "laplace", prior=None, coef_
     from planner.vocabulary import ENGINES
 
     if engine not in ENGINES:
-        raise UsageError(f"engine ({engine!r}) must be one of 'laplace' or 'nuts'", parameters=('engine',))
+        raise UsageError(f"`engine` ({engine!r}) must be one of 'laplace' or 'nuts'", parameters=('engine',))
     if not (isinstance(coef_sd, (int, float)) and math.isfinite(coef_sd) and coef_sd > 0):
         raise UsageError(f"coef_sd ({coef_sd!r}) must be a finite number > 0")
     if design.n_judgments == 0:

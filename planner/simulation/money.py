@@ -107,7 +107,7 @@ class MoneyRow:
 def _check(budgets, human_cost, judge_cost, reps, level, max_items=None):
     budgets = [float(b) for b in budgets]
     if not budgets or any(not (b > 0 and math.isfinite(b)) for b in budgets):
-        raise UsageError("money: give one or more positive amounts, comma-separated", parameters=('money',))
+        raise UsageError("`money`: give one or more positive amounts, comma-separated", parameters=('money',))
     limits.check_int("reps", reps, 1, limits.MAX_SIM_REPS)
     check_range("confidence", level, 0, 1)
     hb.check_costs(human_cost, judge_cost, max_items)
@@ -116,10 +116,10 @@ def _check(budgets, human_cost, judge_cost, reps, level, max_items=None):
 
 def _check_items(budget: float, n: int, N: int) -> None:
     if n + N > limits.MAX_SIM_BUDGET:
-        raise UsageError(f"money {budget:g} buys {n + N:,} items per replicate; the simulator takes at most "
+        raise UsageError(f"`money` {budget:g} buys {n + N:,} items per replicate; the simulator takes at most "
                          f"{limits.MAX_SIM_BUDGET:,}", parameters=('money',))
     if n < 2:
-        raise UsageError(f"money {budget:g} buys {n} human labels; need at least 2", parameters=('money',))
+        raise UsageError(f"`money` {budget:g} buys {n} human labels; need at least 2", parameters=('money',))
 
 
 def _row(budget, method, n, N, cost, eff, pred, widths, hits, rejects, pred_power, lams):
@@ -147,7 +147,7 @@ def simulate_money(budgets, *, human_cost: float, judge_cost: float, win_rate: f
     check_range("agreement", agreement, 0, 1, low_open=False, high_open=False)
     check_range("position", position, -10, 10, low_open=False, high_open=False)
     if judge_cost == 0:
-        raise UsageError("judge_cost 0 makes the synthetic judge-only items unlimited; give a price > 0",
+        raise UsageError("`judge_cost` 0 makes the synthetic judge-only items unlimited; give a price > 0",
                          parameters=('judge_cost',))
     budgets = _check(budgets, human_cost, judge_cost, reps, level)
     rho = judge_rho(win_rate, tie_rate, agreement, position)

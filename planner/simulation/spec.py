@@ -47,12 +47,12 @@ def parse_strategies(spec: str | Sequence[str]) -> tuple[Strategy, ...]:
     """
     items = [s.strip() for s in (spec.split(",") if isinstance(spec, str) else spec) if s.strip()]
     if not items:
-        raise UsageError("strategies must name at least one strategy", parameters=('strategies',))
+        raise UsageError("`strategies` must name at least one strategy", parameters=('strategies',))
     out = [_parse_item(label) for label in items]
     out = [_with_modifiers(s, s.name.split("+")[1:]) for s in out]
     names = [s.name for s in out]
     if len(set(names)) != len(names):
-        raise UsageError(f"strategies ({','.join(names)}) names a strategy twice", parameters=('strategies',))
+        raise UsageError(f"`strategies` ({','.join(names)}) names a strategy twice", parameters=('strategies',))
     return tuple(out)
 
 
@@ -66,7 +66,7 @@ def _parse_item(label: str) -> Strategy:
         try:
             top_k = int(body.split("=", 1)[1])
         except (IndexError, ValueError):
-            raise UsageError(f"strategies ({item!r}): write top-k=K with an integer K",
+            raise UsageError(f"`strategies` ({item!r}): write top-k=K with an integer K",
                              parameters=('strategies',)) from None
         return Strategy(label, "active", "top-k", top_k)
     if body in OBJECTIVES and (item.startswith("active:") or body not in STRATEGIES):
@@ -74,7 +74,7 @@ def _parse_item(label: str) -> Strategy:
     if item in STRATEGIES:
         return Strategy(label, item)
     allowed = ", ".join(list(STRATEGIES) + [o for o in OBJECTIVES if o not in STRATEGIES])
-    raise UsageError(f"strategies ({item!r}) must be one of {allowed} (or active:OBJECTIVE)",
+    raise UsageError(f"`strategies` ({item!r}) must be one of {allowed} (or active:OBJECTIVE)",
                      parameters=('strategies',))
 
 
@@ -82,7 +82,7 @@ def _with_modifiers(s: Strategy, mods: list[str]) -> Strategy:
     """Apply ``+explore=F`` / ``+thompson`` to an active strategy."""
     for mod in mods:
         if s.strategy != "active":
-            raise UsageError(f"strategies ({s.name!r}): +{mod} applies to active strategies only",
+            raise UsageError(f"`strategies` ({s.name!r}): +{mod} applies to active strategies only",
                              parameters=('strategies',))
         if mod == "thompson":
             s = replace(s, thompson=True)
@@ -93,7 +93,7 @@ def _with_modifiers(s: Strategy, mods: list[str]) -> Strategy:
         except ValueError:
             share = -1.0
         if key != "explore" or not 0.0 <= share < 1.0:
-            raise UsageError(f"strategies ({s.name!r}): +{mod} must be +explore=F with F in [0, 1) "
+            raise UsageError(f"`strategies` ({s.name!r}): +{mod} must be +explore=F with F in [0, 1) "
                              "or +thompson", parameters=('strategies',))
         s = replace(s, explore=share)
     return s
@@ -128,9 +128,9 @@ def parse_target(text: str) -> tuple[str, float]:
         name, value = text.split("=", 1)
         name, val = name.strip(), float(value)
     except ValueError:
-        raise UsageError(f"target ({text[:80]!r}) must look like tau=0.9, credible-tau=0.9, "
+        raise UsageError(f"`target` ({text[:80]!r}) must look like tau=0.9, credible-tau=0.9, "
                          "credible-all, rho=0.9, rmse=0.3 or width=100", parameters=('target',)) from None
     if name not in TARGET_METRICS or not math.isfinite(val):
-        raise UsageError(f"target ({text[:80]!r}): metric must be one of {', '.join(TARGET_METRICS)}",
+        raise UsageError(f"`target` ({text[:80]!r}): metric must be one of {', '.join(TARGET_METRICS)}",
                          parameters=('target',))
     return name.replace("-", "_"), val

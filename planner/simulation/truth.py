@@ -77,13 +77,13 @@ def make_truth(scenario: str, n_systems: int, rng: np.random.Generator, *,
                spread: float = 400.0, arena_gamma: float = 2.0) -> Truth:
     """Draw the truth of a synthetic scenario (see the module docstring)."""
     if scenario not in SCENARIOS:
-        raise UsageError(f"scenario ({scenario!r}) must be one of {', '.join(SCENARIOS)}", parameters=('scenario',))
+        raise UsageError(f"`scenario` ({scenario!r}) must be one of {', '.join(SCENARIOS)}", parameters=('scenario',))
     if n_systems < 2:
-        raise UsageError(f"systems ({n_systems}) must be at least 2", parameters=('systems',))
+        raise UsageError(f"`systems` ({n_systems}) must be at least 2", parameters=('systems',))
     names = synthetic_names(n_systems)
     if scenario == "linear":
         if not spread > 0:
-            raise UsageError(f"spread ({spread:g}) must be > 0 Elo points", parameters=('spread',))
+            raise UsageError(f"`spread` ({spread:g}) must be > 0 Elo points", parameters=('spread',))
         elo = np.linspace(spread / 2, -spread / 2, n_systems)
         return Truth(names, elo / bt.ELO_SCALE)
     if scenario == "arena":

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from planner import limits
 from planner.errors import UsageError
-from planner.errors import parameters_of
+from planner.errors import parameters_of, shown
 from planner.stats.distributions import norm  # scipy.stats' values without importing scipy.stats (issue 13)
 
 ALTERNATIVES = ("two-sided", "greater")
@@ -23,7 +23,7 @@ BOUNDARIES = ("obrien-fleming", "pocock")
 def choice(name: str, value: str, allowed: tuple[str, ...]) -> str:
     """``value`` if it is one of ``allowed``, else a UsageError quoting it and the choices."""
     if value not in allowed:
-        raise UsageError(f"{name} ({limits.quote(value)}) must be one of {', '.join(allowed)}",
+        raise UsageError(f"{shown(name)} ({limits.quote(value)}) must be one of {', '.join(allowed)}",
                          parameters=parameters_of(name))
     return value
 

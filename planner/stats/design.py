@@ -75,7 +75,7 @@ class Design:
         check_range("icc", self.icc, 0, 1, low_open=False, high_open=False)
         limits.check_int("systems", self.systems, 2, limits.MAX_SYSTEMS)
         if self.alpha_per_pair < limits.MIN_ALPHA_PER_PAIR:
-            raise UsageError(f"alpha ({self.alpha:g}) gives {self.alpha_per_pair:.3g} per pair, below "
+            raise UsageError(f"`alpha` ({self.alpha:g}) gives {self.alpha_per_pair:.3g} per pair, below "
                              f"{limits.MIN_ALPHA_PER_PAIR:g}, where the exact test's tail cannot be "
                              "computed in double precision", parameters=('alpha',))
         return self

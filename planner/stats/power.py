@@ -192,7 +192,7 @@ def n_exact(d: float, design: Design, _lo: int | None = None) -> ExactSize:
             break
         hi = 2 * hi
         if hi > 4 * limits.MAX_EXACT_N:  # the normal guess was far off: stop before minutes of work
-            raise UsageError(f"effect ({d:g}) needs more than {limits.MAX_EXACT_N:,} comparisons per pair "
+            raise UsageError(f"`effect` ({d:g}) needs more than {limits.MAX_EXACT_N:,} comparisons per pair "
                              "under the exact test; planner computes exact sizes up to that", parameters=('effect',))
     if not ok.any():  # pragma: no cover - guarded by the loop above
         raise UsageError("could not find an exact sample size")
@@ -337,12 +337,12 @@ def size(effect: float | None, design: Design = Design(), *, budget: int | None 
     limits.check_int("looks", looks, 1, limits.MAX_LOOKS)
     if effect is None:
         if budget is None:
-            raise UsageError("give effect, win_rate or budget (or pass_rate with precision)",
+            raise UsageError("give `effect`, `win_rate` or `budget` (or `pass_rate` with `precision`)",
                              parameters=('effect', 'win_rate', 'budget', 'pass_rate', 'precision'))
         effect = _mde(design, budget)["mde"]
     check_effect(effect)
     if looks < 1:
-        raise UsageError(f"looks ({looks}) must be an integer >= 1", parameters=('looks',))
+        raise UsageError(f"`looks` ({looks}) must be an integer >= 1", parameters=('looks',))
     choice("boundary", boundary, BOUNDARIES)
     res = _size_row(effect, design)
     extra: dict = {}
@@ -350,7 +350,7 @@ def size(effect: float | None, design: Design = Design(), *, budget: int | None 
         extra.update(_mde(design, budget))
     if power_at is not None:
         if power_at < 1:
-            raise UsageError(f"power_at ({power_at}) must be an integer >= 1", parameters=('power_at',))
+            raise UsageError(f"`power_at` ({power_at}) must be an integer >= 1", parameters=('power_at',))
         n_t = design.n_test_for_budget(power_at)
         extra.update(power_at=power_at,
                      power_at_normal=float(power_normal(effect, n_t, design)) if n_t else 0.0,
@@ -446,15 +446,15 @@ def mde_exact_headline(n: int, design: Design) -> float:
 
 def _mde(design: Design, budget: int) -> dict:
     if budget < 1:
-        raise UsageError(f"budget ({budget}) must be an integer >= 1", parameters=('budget',))
+        raise UsageError(f"`budget` ({budget}) must be an integer >= 1", parameters=('budget',))
     n_t = design.n_test_for_budget(budget)
     if n_t > limits.MAX_EXACT_N:
-        raise UsageError(f"budget ({budget:,}) leaves {n_t:,} comparisons per pair; planner computes the exact "
+        raise UsageError(f"`budget` ({budget:,}) leaves {n_t:,} comparisons per pair; planner computes the exact "
                          f"minimum detectable effect up to {limits.MAX_EXACT_N:,} per pair", parameters=('budget',))
     mn = mde_normal(n_t, design) if n_t >= 1 else math.nan
     me = mde_exact_headline(n_t, design) if n_t >= 1 else math.nan
     if not (math.isfinite(me) and math.isfinite(mn)):
         raise UsageError(
-            f"budget ({budget}) is too small to detect any effect < 0.5 at alpha {design.alpha:g} "
+            f"`budget` ({budget}) is too small to detect any effect < 0.5 at alpha {design.alpha:g} "
             f"with power {design.power:g}; it leaves {n_t} comparisons per pair", parameters=('budget',))
     return dict(budget=budget, mde=me, mde_normal=mn)

@@ -166,6 +166,6 @@ def check_look(look: int | None, looks: int) -> int:
     if look is None:
         return int(looks)
     if not limits._is_int(look) or not 1 <= look <= looks:
-        raise UsageError(f"look ({limits.quote(look)}) must be in [1, {looks}] (looks)",
+        raise UsageError(f"`look` ({limits.quote(look)}) must be in [1, {looks}] (`looks`)",
                          parameters=('look', 'looks'))
     return int(look)

@@ -146,7 +146,7 @@ def _check_arguments(path: Path, prompts_file, responses_file, reasons: Sequence
         raise UsageError(f"STUDY ({quote(str(path))}) already holds a study; choose a new directory")
     limits.check_output_dir("STUDY", path)
     if responses_file is not None and prompts_file is None:
-        raise UsageError("responses needs prompts (responses refer to prompt ids)",
+        raise UsageError("`responses` needs `prompts` (responses refer to prompt ids)",
                          parameters=('responses', 'prompts'))
     limits.check_input_file("prompts", prompts_file)
     limits.check_input_file("responses", responses_file)
@@ -155,21 +155,21 @@ def _check_arguments(path: Path, prompts_file, responses_file, reasons: Sequence
         limits.check_int("max_words", max_words, 1, 10 ** 6)
     for r in reasons:
         if study_check.name_problem(r):
-            raise UsageError(f"reasons: reason code {quote(r)} {study_check.name_problem(r)}; "
+            raise UsageError(f"`reasons`: reason code {quote(r)} {study_check.name_problem(r)}; "
                              f"allowed: {study_check.NAME_RULE}", parameters=('reasons',))
     if len(set(reasons)) != len(reasons):
-        raise UsageError(f"reasons ({quote(','.join(reasons))}) must be distinct", parameters=('reasons',))
+        raise UsageError(f"`reasons` ({quote(','.join(reasons))}) must be distinct", parameters=('reasons',))
 
 
 def _given_systems(systems: Sequence[str] | None) -> list[str]:
     """The ``systems`` argument, stripped and checked (distinct, non-empty, allowed names)."""
     given = [s.strip() for s in systems] if systems else []
     if len(set(given)) != len(given) or any(not s for s in given):
-        raise UsageError(f"systems ({quote(','.join(given))}) must be distinct, non-empty names",
+        raise UsageError(f"`systems` ({quote(','.join(given))}) must be distinct, non-empty names",
                          parameters=('systems',))
     for s in given:
         if study_check.name_problem(s):
-            raise UsageError(f"systems: system name {quote(s)} {study_check.name_problem(s)}; "
+            raise UsageError(f"`systems`: system name {quote(s)} {study_check.name_problem(s)}; "
                              f"allowed: {study_check.NAME_RULE}", parameters=('systems',))
     return given
 
@@ -231,11 +231,11 @@ def _response_key(r: dict, where: str, pids: set, given: list[str], names: list[
 
 def _check_names(names: list[str], anchor: str | None, tie_convention: str) -> None:
     if len(names) < 2:
-        raise UsageError(f"systems ({','.join(names) or 'none'}) must name at least two systems "
-                         "(or give responses to infer them)", parameters=('systems', 'responses'))
+        raise UsageError(f"`systems` ({','.join(names) or 'none'}) must name at least two systems "
+                         "(or give `responses` to infer them)", parameters=('systems', 'responses'))
     if anchor is not None and anchor not in names:
         shown = anchor if len(anchor) <= 80 and anchor.isprintable() else quote(anchor)
-        raise UsageError(f"anchor ({shown}) must be one of the systems: {', '.join(names)}", parameters=('anchor',))
+        raise UsageError(f"`anchor` ({shown}) must be one of the systems: {', '.join(names)}", parameters=('anchor',))
     if tie_convention != "half":
         raise UsageError(f"tie convention ({tie_convention!r}) must be 'half'")
 

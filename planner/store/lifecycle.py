@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Sequence
 
 from planner.errors import DataError, UsageError, quote
-from planner.errors import parameters_of
+from planner.errors import parameters_of, shown
 from planner.store.db import now, write
 from planner.store.queries import Study
 
@@ -123,13 +123,14 @@ def retract_file(path, ref: str, *, undo: bool = False) -> RetractResult:
         fid, name, sha, retracted = _find_file(con, str(ref))
         if undo:
             if retracted is None:
-                raise UsageError(f"{name} is not retracted; nothing to restore", parameters=parameters_of(name))
+                raise UsageError(f"{shown(name)} is not retracted; nothing to restore", parameters=parameters_of(name))
             clash = con.execute(
                 "SELECT r.id FROM retracted_judgments r JOIN judgments j ON j.id = r.id OR "
                 "(r.item IS NOT NULL AND j.item = r.item AND coalesce(j.annotator, '') = coalesce(r.annotator, '')) "
                 "WHERE r.file = ? LIMIT 1", (fid,)).fetchone()
             if clash:
-                raise DataError(f"{name}: cannot restore: judgment {quote(clash[0])} has been stored again since "
+                raise DataError(f"{shown(name)}: cannot restore: judgment {quote(clash[0])} has been stored "
+                                f"again since "
                                 "(from another file); retract that file first", parameters=parameters_of(name))
             n = con.execute(f"INSERT INTO judgments ({_JCOLS}) SELECT {_JCOLS} FROM retracted_judgments "
                             "WHERE file = ?", (fid,)).rowcount
@@ -137,7 +138,7 @@ def retract_file(path, ref: str, *, undo: bool = False) -> RetractResult:
             con.execute("UPDATE files SET retracted = NULL WHERE id = ?", (fid,))
         else:
             if retracted is not None:
-                raise UsageError(f"{name} was already retracted at {retracted}", parameters=parameters_of(name))
+                raise UsageError(f"{shown(name)} was already retracted at {retracted}", parameters=parameters_of(name))
             at = now()
             n = con.execute(f"INSERT INTO retracted_judgments ({_JCOLS}, retracted) SELECT {_JCOLS}, ? "
                             "FROM judgments WHERE file = ?", (at, fid)).rowcount

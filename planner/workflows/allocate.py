@@ -75,17 +75,17 @@ def allocate_files(*, budget: int, prompts: str | os.PathLike | None = None,
 
     check_allocate_options(budget=budget, seed=seed, min_per_stratum=options.get("min_per_stratum", 0), gap=gap)
     if (prompts is None) == (study is None):
-        raise UsageError("give exactly one of prompts FILE or study STUDY", parameters=('prompts', 'study'))
+        raise UsageError("give exactly one of `prompts` FILE or `study` STUDY", parameters=('prompts', 'study'))
     if contested_only and gap is None:
-        raise UsageError("contested_only needs gap G (keep prompts whose pointwise scores differ by <= G)",
+        raise UsageError("`contested_only` needs `gap` G (keep prompts whose pointwise scores differ by <= G)",
                          parameters=('contested_only', 'gap'))
     if gap is not None and not contested_only:
-        raise UsageError("gap is used only with contested_only", parameters=('gap', 'contested_only'))
+        raise UsageError("`gap` is used only with `contested_only`", parameters=('gap', 'contested_only'))
     if contested_only and pointwise is None:
-        raise UsageError("contested_only needs pointwise FILE", parameters=('contested_only', 'pointwise'))
+        raise UsageError("`contested_only` needs `pointwise` FILE", parameters=('contested_only', 'pointwise'))
     method = options.get("method", "proportional")
     if pilot is not None and method != "neyman":
-        raise UsageError(f"pilot is used only with method neyman (got method {method})",
+        raise UsageError(f"`pilot` is used only with `method` neyman (got `method` {method})",
                          parameters=('pilot', 'method'))
     if out is not None:
         check_out(out, force)
@@ -94,7 +94,7 @@ def allocate_files(*, budget: int, prompts: str | os.PathLike | None = None,
         try:
             from planner.store.study import Study
         except ImportError:
-            raise UsageError("study is not available yet in this version; use prompts FILE",
+            raise UsageError("`study` is not available yet in this version; use `prompts` FILE",
                              parameters=('study', 'prompts')) from None
         with Study.open(study) as st:
             rows = list(st.prompts())

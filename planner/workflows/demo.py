@@ -114,12 +114,12 @@ def _check_demo_target(directory: Path, force: bool) -> None:
         raise UsageError(f"DIRECTORY ({name}) holds a study; the demo never replaces a study")
     if directory.exists() and any(directory.iterdir()):
         if not force:
-            raise UsageError(f"DIRECTORY ({name}) already exists and is not empty (use force to replace a demo)",
+            raise UsageError(f"DIRECTORY ({name}) already exists and is not empty (use `force` to replace a demo)",
                              parameters=('force',))
         other = [p.name for p in directory.iterdir() if not any(fnmatch(p.name, g) for g in DEMO_ENTRIES)]
         if other:
             raise UsageError(f"DIRECTORY ({name}) holds {quote(other[0])}, which the demo did not write; "
-                             "force replaces only a demo directory", parameters=('force',))
+                             "`force` replaces only a demo directory", parameters=('force',))
     limits.check_output_dir("DIRECTORY", directory)
 
 

@@ -106,13 +106,13 @@ def export_study(path, out, *, format: str = "csv", engine: str | None = "laplac
     from planner.store.study import Study
 
     if format not in FORMATS:
-        raise UsageError(f"format ({quote(format)}) must be one of {', '.join(FORMATS)}", parameters=('format',))
+        raise UsageError(f"`format` ({quote(format)}) must be one of {', '.join(FORMATS)}", parameters=('format',))
     if engine not in (None, "laplace", "nuts"):
-        raise UsageError(f"engine ({quote(engine)}) must be laplace, nuts or none", parameters=('engine',))
+        raise UsageError(f"`engine` ({quote(engine)}) must be laplace, nuts or none", parameters=('engine',))
     if not isinstance(seed, int) or seed < 0:
-        raise UsageError(f"seed ({quote(seed)}) must be an integer >= 0", parameters=('seed',))
+        raise UsageError(f"`seed` ({quote(seed)}) must be an integer >= 0", parameters=('seed',))
     if not isinstance(draws, int) or not 1 <= draws <= MAX_DRAWS:
-        raise UsageError(f"draws ({quote(draws)}) must be an integer in [1, {MAX_DRAWS:,}]", parameters=('draws',))
+        raise UsageError(f"`draws` ({quote(draws)}) must be an integer in [1, {MAX_DRAWS:,}]", parameters=('draws',))
     if format == "parquet":
         try:
             import pyarrow  # noqa: F401
@@ -120,9 +120,9 @@ def export_study(path, out, *, format: str = "csv", engine: str | None = "laplac
             raise UsageError("format parquet needs pyarrow (pip install pyarrow); use csv or jsonl") from None
     out = Path(out)
     if out.exists() and not out.is_dir():
-        raise UsageError(f"out ({quote(str(out))}) is a file; expected a directory", parameters=('out',))
+        raise UsageError(f"`out` ({quote(str(out))}) is a file; expected a directory", parameters=('out',))
     if not out.parent.is_dir():
-        raise UsageError(f"out ({quote(str(out))}): its parent directory does not exist", parameters=('out',))
+        raise UsageError(f"`out` ({quote(str(out))}): its parent directory does not exist", parameters=('out',))
     enc = ENCODERS[format]
     with Study.open(path) as study:
         rows = list(study.judgment_table())

@@ -122,7 +122,7 @@ def _collect(study, study_path, surrogate: str):
         rows.append((j.prompt, j.a, j.b, j.verdict, j.annotator))
     if surrogate not in annotators:
         known = ", ".join(sorted(a for a in annotators if a)) or "none"
-        raise DataError(f"surrogate: no judgments by {str(surrogate)[:80]!r} in {study_path}; "
+        raise DataError(f"`surrogate`: no judgments by {str(surrogate)[:80]!r} in {study_path}; "
                         f"annotators: {known[:200]}", parameters=('surrogate',))
     return items_from_verdicts(tuple(study.systems), rows, surrogate), annotators, other_judges
 
@@ -160,7 +160,7 @@ def plan_for_humans(study, *, surrogate: str | None, size: int, rng, floor: floa
     from planner.strata import stratum_of
 
     if not surrogate:
-        raise UsageError("for humans needs surrogate JUDGE (the annotator whose verdicts predict the humans)",
+        raise UsageError("`for` humans needs `surrogate` JUDGE (the annotator whose verdicts predict the humans)",
                          parameters=('for', 'surrogate'))
     items, _, _ = _collect(study, study.path, surrogate)
     names = items.names
@@ -184,7 +184,7 @@ def plan_for_humans(study, *, surrogate: str | None, size: int, rng, floor: floa
     if pending.any():
         notes.append(f"{int(pending.sum())} item(s) chosen by an earlier round still wait for votes: not drawn again")
     if not planned:
-        raise DataError(f"for humans: the draw chose no item (expected {size}); raise size",
+        raise DataError(f"`for` humans: the draw chose no item (expected {size}); raise `size`",
                         parameters=('for', 'size'))
     design = {"surrogate": surrogate, "objective": objective, "floor": float(floor), "expected_labels": float(size),
               "source": sel.source,
@@ -312,10 +312,10 @@ def hybrid_report(study_path, surrogate: str, target: str = "humans", confidence
     from planner.store.study import Study
 
     if target not in TARGETS:
-        raise UsageError(f"target: {str(target)[:80]!r} is not supported; allowed: {', '.join(TARGETS)}",
+        raise UsageError(f"`target`: {str(target)[:80]!r} is not supported; allowed: {', '.join(TARGETS)}",
                          parameters=('target',))
     if ties not in TIES:
-        raise UsageError(f"ties: {str(ties)[:80]!r} is not supported; allowed: {', '.join(TIES)}",
+        raise UsageError(f"`ties`: {str(ties)[:80]!r} is not supported; allowed: {', '.join(TIES)}",
                          parameters=('ties',))
     study = Study.open(study_path)
     names = tuple(study.systems)

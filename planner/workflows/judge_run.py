@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from planner.errors import DataError, UsageError, quote
-from planner.errors import parameters_of
+from planner.errors import parameters_of, shown
 
 TRANSPORTS = ("direct", "batch")
 MAX_CONCURRENCY = 256
@@ -114,21 +114,22 @@ def check_options(o: JudgeOptions):
     from planner.connectors.pricing import check_prices
 
     if not isinstance(o.model, str) or not o.model.strip():
-        raise UsageError("model is required (the judge's model name, e.g. gpt-4o)", parameters=('model',))
+        raise UsageError("`model` is required (the judge's model name, e.g. gpt-4o)", parameters=('model',))
     if o.transport not in TRANSPORTS:
         raise UsageError(f"transport ({quote(o.transport)}) must be one of {', '.join(TRANSPORTS)}")
     if isinstance(o.concurrency, bool) or not isinstance(o.concurrency, int) or \
             not 1 <= o.concurrency <= MAX_CONCURRENCY:
-        raise UsageError(f"concurrency ({quote(o.concurrency)}) must be a whole number from 1 to {MAX_CONCURRENCY}",
+        raise UsageError(f"`concurrency` ({quote(o.concurrency)}) must be a whole number from 1 to {MAX_CONCURRENCY}",
                          parameters=('concurrency',))
     for flag, v in (("timeout", o.timeout), ("poll interval", o.poll_interval)):
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
-            raise UsageError(f"{flag} ({quote(v)}) must be a number of seconds > 0", parameters=parameters_of(flag))
+            raise UsageError(f"{shown(flag)} ({quote(v)}) must be a number of seconds > 0",
+                             parameters=parameters_of(flag))
     if o.base_url is not None and not str(o.base_url).startswith(("http://", "https://")):
-        raise UsageError(f"base_url ({quote(o.base_url)}) must start with http:// or https://",
+        raise UsageError(f"`base_url` ({quote(o.base_url)}) must start with http:// or https://",
                          parameters=('base_url',))
     if not isinstance(o.api_key_env, str) or not o.api_key_env.strip():
-        raise UsageError("api_key_env must name an environment variable", parameters=('api_key_env',))
+        raise UsageError("`api_key_env` must name an environment variable", parameters=('api_key_env',))
     return check_prices(o.price_in, o.price_out, o.max_cost)
 
 
@@ -148,16 +149,16 @@ def pick_batch(study, batch: int | None):
         live = [b for b in infos if not b.voided]
         if not live:
             raise UsageError("the study has no batch to judge yet; write one with "
-                             "`planner next-batch STUDY format judge judge_model NAME`",
+                             "`planner next-batch STUDY `format` judge `judge_model` NAME`",
                              parameters=('format', 'judge_model'))
         return live[-1]
     if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
-        raise UsageError(f"batch ({quote(batch)}) must be a batch id (a whole number >= 1)", parameters=('batch',))
+        raise UsageError(f"`batch` ({quote(batch)}) must be a batch id (a whole number >= 1)", parameters=('batch',))
     by_id = {b.id: b for b in infos}
     if batch not in by_id:
-        raise UsageError(f"batch ({batch}): the study has no such batch", parameters=('batch',))
+        raise UsageError(f"`batch` ({batch}): the study has no such batch", parameters=('batch',))
     if by_id[batch].voided:
-        raise UsageError(f"batch ({batch}): the batch was voided; its items no longer count", parameters=('batch',))
+        raise UsageError(f"`batch` ({batch}): the batch was voided; its items no longer count", parameters=('batch',))
     return by_id[batch]
 
 
@@ -173,7 +174,7 @@ def batch_requests(study, info, model: str) -> list[dict]:
     rendering = info.manifest.get("rendering") or {}
     if rendering.get("format") != "judge":
         raise UsageError(f"batch {info.id} was written as {quote(rendering.get('format'))}; planner judge sends "
-                         "judge batches (write one with next-batch format judge judge_model NAME)",
+                         "judge batches (write one with next-batch `format` judge `judge_model` NAME)",
                          parameters=('format', 'judge_model'))
     files, _ = render_recorded(study, info.id)
     out = []
@@ -198,9 +199,9 @@ def check_both_orders(study, batch_id: int) -> None:
     lone = [it.item_id for it in items if it.kind in ("regular", "overlap") and it.right is not None
             and it.item_id not in swapped]
     if lone:
-        raise UsageError(f"both_orders: batch {batch_id} has {len(lone)} comparison(s) without their swapped "
-                         f"order (e.g. item {lone[0]}); write the batch with `planner next-batch both_orders` "
-                         "(planner run both_orders does) so each order is an item of its own",
+        raise UsageError(f"`both_orders`: batch {batch_id} has {len(lone)} comparison(s) without their swapped "
+                         f"order (e.g. item {lone[0]}); write the batch with `planner next-batch `both_orders`` "
+                         "(planner run `both_orders` does) so each order is an item of its own",
                          parameters=('both_orders',))
 
 

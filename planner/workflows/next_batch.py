@@ -137,24 +137,24 @@ def _check_options(size, strategy, objective, top_k, engine, fmt, normalize_styl
     from planner.formats.writers import FORMATS
 
     if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or not 1 <= size <= MAX_SIZE:
-        raise UsageError(f"size ({quote(size)}) must be a whole number from 1 to {MAX_SIZE:,}",
+        raise UsageError(f"`size` ({quote(size)}) must be a whole number from 1 to {MAX_SIZE:,}",
                          parameters=('size',))
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0):
-        raise UsageError(f"seed ({quote(seed)}) must be a whole number >= 0", parameters=('seed',))
+        raise UsageError(f"`seed` ({quote(seed)}) must be a whole number >= 0", parameters=('seed',))
     public = [s for s in STRATEGIES if s != "oracle"]
     if strategy not in public:
-        raise UsageError(f"strategy ({strategy!r}) must be one of {', '.join(public)}", parameters=('strategy',))
+        raise UsageError(f"`strategy` ({strategy!r}) must be one of {', '.join(public)}", parameters=('strategy',))
     if objective not in OBJECTIVES:
-        raise UsageError(f"objective ({objective!r}) must be one of {', '.join(OBJECTIVES)}",
+        raise UsageError(f"`objective` ({objective!r}) must be one of {', '.join(OBJECTIVES)}",
                          parameters=('objective',))
     if objective == "top-k" and (top_k is None or top_k < 1):
-        raise UsageError("objective top-k needs top_k K with K >= 1", parameters=('objective', 'top_k'))
+        raise UsageError("`objective` top-k needs `top_k` K with K >= 1", parameters=('objective', 'top_k'))
     if engine not in ("laplace", "nuts"):
-        raise UsageError(f"engine ({engine!r}) must be one of 'laplace' or 'nuts'", parameters=('engine',))
+        raise UsageError(f"`engine` ({engine!r}) must be one of 'laplace' or 'nuts'", parameters=('engine',))
     if fmt not in FORMATS:
-        raise UsageError(f"format ({fmt!r}) must be one of {', '.join(FORMATS)}", parameters=('format',))
+        raise UsageError(f"`format` ({fmt!r}) must be one of {', '.join(FORMATS)}", parameters=('format',))
     if normalize_style not in NORMALIZE_STYLES:
-        raise UsageError(f"normalize_style ({normalize_style!r}) must be one of {', '.join(NORMALIZE_STYLES)}",
+        raise UsageError(f"`normalize_style` ({normalize_style!r}) must be one of {', '.join(NORMALIZE_STYLES)}",
                          parameters=('normalize_style',))
 
 
@@ -164,13 +164,13 @@ def _annotator_names(annotators) -> list[str] | None:
     if isinstance(annotators, int) or (isinstance(annotators, str) and annotators.strip().isdigit()):
         n = int(annotators)
         if n < 1:
-            raise UsageError(f"annotators ({n}) must be >= 1 or a comma-separated list of names",
+            raise UsageError(f"`annotators` ({n}) must be >= 1 or a comma-separated list of names",
                              parameters=('annotators',))
         return [f"a{i + 1}" for i in range(n)]
     names = [a.strip() for a in (annotators.split(",") if isinstance(annotators, str) else annotators)]
     names = [a for a in names if a]
     if not names:
-        raise UsageError("annotators must be a number or a comma-separated list of names",
+        raise UsageError("`annotators` must be a number or a comma-separated list of names",
                          parameters=('annotators',))
     return names
 
@@ -182,15 +182,15 @@ def _read_template(template) -> str | None:
     try:
         return p.read_text(encoding="utf-8-sig")
     except FileNotFoundError:
-        raise UsageError(f"template: {quote(str(p))} does not exist", parameters=('template',)) from None
+        raise UsageError(f"`template`: {quote(str(p))} does not exist", parameters=('template',)) from None
     except IsADirectoryError:
-        raise UsageError(f"template: {quote(str(p))} is a directory; give a template file",
+        raise UsageError(f"`template`: {quote(str(p))} is a directory; give a template file",
                          parameters=('template',)) from None
     except UnicodeDecodeError as exc:
-        raise UsageError(f"template: {quote(str(p))} is not UTF-8 ({exc.reason} at byte {exc.start})",
+        raise UsageError(f"`template`: {quote(str(p))} is not UTF-8 ({exc.reason} at byte {exc.start})",
                          parameters=('template',)) from None
     except OSError as exc:
-        raise UsageError(f"template: cannot read {quote(str(p))} ({exc.strerror or exc})",
+        raise UsageError(f"`template`: cannot read {quote(str(p))} ({exc.strerror or exc})",
                          parameters=('template',)) from None
 
 
@@ -269,9 +269,9 @@ def next_batch(study_path, selection: Selection | None = None, *, qc: QualityCon
     _check_options(sel.size, sel.strategy, sel.objective, sel.top_k, sel.engine, output.format,
                    text.normalize_style, sel.seed)
     if humans.for_ not in ("ranking", "humans"):
-        raise UsageError(f"for ({str(humans.for_)[:40]!r}) must be one of ranking, humans", parameters=('for',))
+        raise UsageError(f"`for` ({str(humans.for_)[:40]!r}) must be one of ranking, humans", parameters=('for',))
     if humans.for_ != "humans" and humans.surrogate is not None:
-        raise UsageError("surrogate is used only with for humans", parameters=('surrogate', 'for'))
+        raise UsageError("`surrogate` is used only with `for` humans", parameters=('surrogate', 'for'))
     temperature = check_temperature(output.temperature)
     names = _annotator_names(qc.annotators)
     template_text = _read_template(output.template)
@@ -367,7 +367,7 @@ def _assemble(study, planned, rates, names, pool, both_orders: bool, words, text
                            previous_items=[it.item_id for it in study.items()])
     if not batch.items:
         raise DataError("no item could be issued: every planned comparison was skipped "
-                        f"({len(batch.skipped)} skipped; see max_words/truncate)",
+                        f"({len(batch.skipped)} skipped; see `max_words`/`truncate`)",
                         parameters=('max_words', 'truncate'))
     return batch
 
@@ -422,6 +422,6 @@ def _issue(study, batch, manifest: dict, rendering: dict, out, force: bool):
         staged.release()
         raise DataError(f"batch {batch_id} was recorded but its files could not be put in place "
                         f"({exc.strerror or exc}); the next `planner next-batch` completes them, or run "
-                        f"`planner next-batch STUDY rewrite {batch_id} out PATH`",
+                        f"`planner next-batch STUDY `rewrite` {batch_id} `out` PATH`",
                         parameters=('rewrite', 'out')) from None
     return batch_id, targets

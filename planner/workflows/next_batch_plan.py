@@ -78,7 +78,7 @@ def _pair_prompts(study, systems, reuse_prompts: bool, max_words: int | None, no
                      f"cannot be issued: {', '.join(missing[:5])}{' …' if len(missing) > 5 else ''}")
     if not np.any(pp.capacity > 0):
         raise DataError("no comparison can be issued: every system pair has used all prompts that have "
-                        "responses from both systems (add prompts or responses, or allow reuse_prompts)",
+                        "responses from both systems (add prompts or responses, or allow `reuse_prompts`)",
                         parameters=('reuse_prompts',))
     return pp
 
@@ -176,8 +176,8 @@ def plan_next_batch(study, selection, *, seed: int, rng: np.random.Generator, ma
     anchor = study.anchor
     if sel.strategy == "anchor" or sel.objective == "anchor":
         if anchor is None:
-            raise UsageError("strategy/objective anchor needs an anchor system; the study has none "
-                             "(set one with planner init anchor)", parameters=('strategy', 'objective', 'anchor'))
+            raise UsageError("`strategy`/`objective` anchor needs an anchor system; the study has none "
+                             "(set one with planner init `anchor`)", parameters=('strategy', 'objective', 'anchor'))
     draws = fit.beta_draws if sel.engine == "nuts" else None
     result = select_pairs(fit.posterior, sel.size, strategy=sel.strategy, objective=sel.objective,
                           top_k=sel.top_k, anchor=anchor, judged=judged, pending=pending, rng=rng, draws=draws,

@@ -139,13 +139,13 @@ def _batch_id(study, batch: int | None) -> int:
     infos = [b for b in study.batches() if not b.voided]
     if batch is None:
         if not infos:
-            raise UsageError("the study has no batch to push yet; run next-batch format label-studio first",
+            raise UsageError("the study has no batch to push yet; run next-batch `format` label-studio first",
                              parameters=('format',))
         return infos[-1].id
     if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
-        raise UsageError(f"batch ({batch!r}) must be a batch id (a whole number >= 1)", parameters=('batch',))
+        raise UsageError(f"`batch` ({batch!r}) must be a batch id (a whole number >= 1)", parameters=('batch',))
     if batch not in {b.id for b in study.batches()}:
-        raise UsageError(f"batch ({batch}): the study has no such batch", parameters=('batch',))
+        raise UsageError(f"`batch` ({batch}): the study has no such batch", parameters=('batch',))
     return batch
 
 
@@ -158,7 +158,7 @@ def batch_tasks(study, batch_id: int, per_annotator: bool) -> dict[str, tuple[st
     fmt = (info.manifest.get("rendering") or {}).get("format")
     if fmt != "label-studio":
         raise UsageError(f"batch {batch_id} was written as {fmt or 'an unknown format'}; push needs a batch "
-                         "written with next-batch format label-studio", parameters=('format',))
+                         "written with next-batch `format` label-studio", parameters=('format',))
     files, _ = render_recorded(study, batch_id)
     configs, tasks = {}, []
     for path, data in files:
@@ -171,8 +171,8 @@ def batch_tasks(study, batch_id: int, per_annotator: bool) -> dict[str, tuple[st
             tasks.extend(json.loads(data))
     owner = {it.item_id: it.annotator for it in study.items(batch_id)}
     if per_annotator and not any(owner.values()):
-        raise UsageError(f"per_annotator_projects: batch {batch_id} names no annotators "
-                         "(next-batch annotators NAME,NAME)", parameters=('per_annotator_projects', 'annotators'))
+        raise UsageError(f"`per_annotator_projects`: batch {batch_id} names no annotators "
+                         "(next-batch `annotators` NAME,NAME)", parameters=('per_annotator_projects', 'annotators'))
     out: dict[str, tuple[str, list[dict]]] = {}
     for t in tasks:
         kind = "acceptability" if "response" in t["data"] else "pairwise"
@@ -233,7 +233,7 @@ def _projects(srv: dict, batch_id: int | None) -> list[int]:
     if batch_id is not None:
         got = srv["batches"].get(str(batch_id))
         if not got:
-            raise UsageError(f"batch ({batch_id}) was not pushed to this Label Studio; run planner push first",
+            raise UsageError(f"`batch` ({batch_id}) was not pushed to this Label Studio; run planner push first",
                              parameters=('batch',))
         return sorted(set(got.values()))
     return sorted({pid for b in srv["batches"].values() for pid in b.values()})

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from planner.errors import DataError, UsageError, quote
-from planner.errors import parameters_of
+from planner.errors import parameters_of, shown
 
 _RENDER_KEYS = ("format", "reasons", "template", "acceptability_template", "judge_model", "temperature",
                 "redact_names")
@@ -86,12 +86,12 @@ def _render(items, rendering: dict, out):
 
 def _batch_info(study, batch_id, option: str):
     if isinstance(batch_id, bool) or not isinstance(batch_id, int) or batch_id < 1:
-        raise UsageError(f"{option} ({quote(batch_id)}) must be a batch id (a whole number >= 1)",
+        raise UsageError(f"{shown(option)} ({quote(batch_id)}) must be a batch id (a whole number >= 1)",
                          parameters=parameters_of(option))
     infos = {b.id: b for b in study.batches()}
     if batch_id not in infos:
         have = f"batches 1–{max(infos)}" if infos else "no batch yet"
-        raise UsageError(f"{option} ({batch_id}): the study has no such batch ({have})",
+        raise UsageError(f"{shown(option)} ({batch_id}): the study has no such batch ({have})",
                          parameters=parameters_of(option))
     return infos[batch_id]
 
@@ -130,7 +130,7 @@ def _unanswered(study, batch: int | None) -> list[tuple]:
     """``[(BatchInfo, [BatchItem, ...]), ...]`` for batches with failed judge requests."""
     query = getattr(study, "unanswered_items", None)
     if query is None:
-        raise UsageError("retry_failed needs a study store that tracks failed judge requests "
+        raise UsageError("`retry_failed` needs a study store that tracks failed judge requests "
                          "(Study.unanswered_items); this planner's store does not yet", parameters=('retry_failed',))
     infos = [_batch_info(study, batch, "batch")] if batch is not None else study.batches()
     out = []
@@ -165,8 +165,8 @@ def retry_failed(study_path, *, out=None, force: bool = False, batch: int | None
                                    tuple(notes), False, ())
         kinds = {tuple(repr(_rendering(info).get(k)) for k in _RENDER_KEYS) for info, _ in failed}
         if len(kinds) > 1:
-            raise UsageError("retry_failed: the failed items come from batches written with different options "
-                             f"(batches {', '.join(str(i.id) for i, _ in failed)}); retry one with batch ID",
+            raise UsageError("`retry_failed`: the failed items come from batches written with different options "
+                             f"(batches {', '.join(str(i.id) for i, _ in failed)}); retry one with `batch` ID",
                              parameters=('retry_failed', 'batch'))
         items = [it for info, bis in failed for it in rebuild_items(study, info, bis)]
         rendering = _rendering(failed[0][0])

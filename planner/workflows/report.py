@@ -292,7 +292,7 @@ def _fits(study, counts_k: Counts, counts: Counts, weights: dict, by_stratum: bo
 def _check_options(engine: str, seed: int, draws: int, tune: int, chains: int, min_pass_rate: float) -> None:
     """The report's option checks, before the study is opened."""
     if engine not in ENGINES:
-        raise UsageError(f"engine ({engine!r}) must be one of 'laplace' or 'nuts'", parameters=('engine',))
+        raise UsageError(f"`engine` ({engine!r}) must be one of 'laplace' or 'nuts'", parameters=('engine',))
     from planner.limits import check_report_options
 
     check_report_options(seed=seed, draws=draws, tune=tune, chains=chains)

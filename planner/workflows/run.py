@@ -84,12 +84,12 @@ class RunResult:
 def _check(run: RunOptions) -> None:
     b = run.budget
     if isinstance(b, bool) or not isinstance(b, int) or b < 1:
-        raise UsageError(f"budget ({quote(b)}) must be a whole number of judgments >= 1", parameters=('budget',))
+        raise UsageError(f"`budget` ({quote(b)}) must be a whole number of judgments >= 1", parameters=('budget',))
     k = run.batch_size
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise UsageError(f"batch_size ({quote(k)}) must be a whole number >= 1", parameters=('batch_size',))
+        raise UsageError(f"`batch_size` ({quote(k)}) must be a whole number >= 1", parameters=('batch_size',))
     if run.until not in UNTIL:
-        raise UsageError(f"until ({quote(run.until)}) must be one of {', '.join(UNTIL)}", parameters=('until',))
+        raise UsageError(f"`until` ({quote(run.until)}) must be one of {', '.join(UNTIL)}", parameters=('until',))
 
 
 def _judge_batches(study, model: str) -> list:
@@ -149,7 +149,7 @@ def run_loop(study_path, judge: JudgeOptions, run: RunOptions, *,
     from planner.workflows.next_batch import Output, QualityControl, Selection, next_batch
 
     if not isinstance(judge.model, str) or not judge.model.strip():
-        raise UsageError("judge_model is required (the judge's model name, e.g. gpt-4o)",
+        raise UsageError("`judge_model` is required (the judge's model name, e.g. gpt-4o)",
                          parameters=('judge_model',))
     prices = check_options(judge)
     _check(run)

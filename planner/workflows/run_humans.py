@@ -87,7 +87,7 @@ def run_humans_loop(study_path, run: RunOptions, human: HumanOptions, *,
 
     _check(run)
     if not (0 < human.poll <= human.timeout):
-        raise UsageError(f"poll ({quote(human.poll)}) must be > 0 and at most wait_timeout "
+        raise UsageError(f"`poll` ({quote(human.poll)}) must be > 0 and at most `wait_timeout` "
                          f"({quote(human.timeout)})", parameters=('poll', 'wait_timeout'))
     sleep, clock = sleep or time.sleep, clock or time.monotonic
     stop = stop if stop is not None else threading.Event()

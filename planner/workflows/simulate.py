@@ -68,14 +68,14 @@ def load_truth(scenario: str, *, replay: str | Path | None = None,
     """(scenario name, truth, replay pool): a replay file's pool and its truth, a study's truth, or a
     synthetic scenario (its truth is drawn per repetition, so None here)."""
     if replay is not None and from_study is not None:
-        raise UsageError("replay and from_study cannot be used together", parameters=('replay', 'from_study'))
+        raise UsageError("`replay` and `from_study` cannot be used together", parameters=('replay', 'from_study'))
     if replay is not None:
         pool = read_replay(replay)
         return "replay", replay_truth(pool), pool
     if from_study is not None:
         return "from-study", study_truth(from_study), None
     if scenario not in SCENARIOS:
-        raise UsageError(f"scenario ({scenario!r}) must be one of {', '.join(SCENARIOS)}", parameters=('scenario',))
+        raise UsageError(f"`scenario` ({scenario!r}) must be one of {', '.join(SCENARIOS)}", parameters=('scenario',))
     return scenario, None, None
 
 
@@ -92,14 +92,14 @@ def _check(spec: SimulationSpec, workers: int | None) -> None:
 
 def _check_spec(spec: SimulationSpec) -> None:
     if spec.budget < 1 or spec.batch < 1 or spec.reps < 1:
-        raise UsageError(f"budget ({spec.budget}), batch ({spec.batch}) and reps ({spec.reps}) "
+        raise UsageError(f"`budget` ({spec.budget}), `batch` ({spec.batch}) and `reps` ({spec.reps}) "
                          "must be positive integers", parameters=('budget', 'batch', 'reps'))
     if spec.engine not in ("laplace", "nuts"):
-        raise UsageError(f"engine ({spec.engine!r}) must be one of 'laplace' or 'nuts'", parameters=('engine',))
+        raise UsageError(f"`engine` ({spec.engine!r}) must be one of 'laplace' or 'nuts'", parameters=('engine',))
     for name, v in (("tie_rate", spec.judge.tie_rate), ("flip", spec.judge.flip)):
         check_range(name, v, 0, 1, low_open=False)
     if spec.judge.flip >= 0.5:
-        raise UsageError(f"flip ({spec.judge.flip:g}) must be in [0, 0.5): at 0.5 verdicts carry no information",
+        raise UsageError(f"`flip` ({spec.judge.flip:g}) must be in [0, 0.5): at 0.5 verdicts carry no information",
                          parameters=('flip',))
 
 

@@ -59,16 +59,16 @@ def open_results(path: Path | None, resume: bool, spec) -> tuple[dict, str]:
     fp = fingerprint(spec)
     if path is None:
         if resume:
-            raise UsageError("resume needs out FILE (the results file to continue)", parameters=('resume', 'out'))
+            raise UsageError("`resume` needs `out` FILE (the results file to continue)", parameters=('resume', 'out'))
         return {}, fp
     path = Path(path)
     if resume:
         if not path.exists():
-            raise UsageError(f"resume: {quote(str(path))} does not exist; run without resume to start it",
+            raise UsageError(f"`resume`: {quote(str(path))} does not exist; run without `resume` to start it",
                              parameters=('resume',))
         return read_results(path, fp, spec), fp
     if path.exists() and path.stat().st_size > 0:
-        raise UsageError(f"out ({quote(str(path))}) already holds results; pass resume to continue it "
+        raise UsageError(f"`out` ({quote(str(path))}) already holds results; pass `resume` to continue it "
                          "or choose another file", parameters=('out', 'resume'))
     return {}, fp
 

@@ -106,7 +106,7 @@ def controlled_fit(study, *, engine: str = "laplace", seed: int = 0, draws: int 
     inp = read_style_inputs(study)
     if inp.a.size == 0:
         raise DataError(f"style control needs response texts: none of the {inp.n_excluded:,} usable judgments "
-                        "has both responses stored in the study (responses are loaded by planner init responses)"
+                        "has both responses stored in the study (responses are loaded by planner init `responses`)"
                         if inp.n_excluded else "style control needs usable judgments (A, B or tie); none yet",
                         parameters=('responses',))
     sf = fit_style(design_from_inputs(inp), engine=engine, seed=seed, draws=draws, tune=tune, chains=chains,
@@ -216,7 +216,7 @@ def lc_rates(inp: StyleInputs, anchor: str) -> tuple[tuple, tuple[str, ...]]:
     from planner.model.style_lc import is_extreme_change, lc_win_rate
 
     if anchor not in inp.systems:
-        raise UsageError(f"lc_anchor ({anchor}) must be one of the systems: {', '.join(inp.systems)}",
+        raise UsageError(f"`lc_anchor` ({anchor}) must be one of the systems: {', '.join(inp.systems)}",
                          parameters=('lc_anchor',))
     k = inp.systems.index(anchor)
     notes = []
