@@ -8,6 +8,8 @@ library each read the name they typed.
 
 from __future__ import annotations
 
+import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -68,3 +70,56 @@ def test_limits_checks_name_the_parameter():
 def test_flag_for():
     assert flag_for("min_pass_rate") == "--min-pass-rate"
     assert flag_for("seed") == "--seed"
+
+
+# ---------------------------------------------------------------- the library's messages
+FLAG = re.compile(r"(?<![\w-])--[a-z][a-z0-9]*(?:-[a-z0-9]+)*")
+RAISERS = {"UsageError", "DataError", "PlannerError"}
+
+
+def _flag_messages(source: str, rel: str) -> list[str]:
+    """Error constructions whose message text (string constants of the first argument) names a --flag."""
+    out = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.Call) or not node.args:
+            continue
+        f = node.func
+        name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
+        if name not in RAISERS and not name.startswith("check_"):
+            continue
+        texts = [c.value for c in ast.walk(node.args[0]) if isinstance(c, ast.Constant) and isinstance(c.value, str)]
+        flags = sorted({m for t in texts for m in FLAG.findall(t)})
+        if flags:
+            out.append(f"{rel}:{node.lineno}: {name} names {', '.join(flags)}")
+    return out
+
+
+def test_library_errors_name_parameters_not_flags():
+    bad = []
+    for path in sorted((ROOT / "planner").rglob("*.py")):
+        bad += _flag_messages(path.read_text(encoding="utf-8"), path.relative_to(ROOT).as_posix())
+    assert not bad, "name the parameter in backquotes and pass parameters=:\n" + "\n".join(bad)
+
+
+def test_the_flag_checker_sees_a_flag():
+    src = 'def f(x):\n    raise UsageError(f"--batch-size ({x}) must be >= 1")\n'
+    assert _flag_messages(src, "probe.py") == ["probe.py:2: UsageError names --batch-size"]
+    assert _flag_messages('raise UsageError("`batch_size` must be >= 1", parameters="batch_size")\n', "p.py") == []
+
+
+def test_the_command_line_prints_flags(tmp_path):
+    """End to end: the same library error reads with the command's flags on the command line."""
+    import subprocess
+    import sys
+
+    def err(*args):
+        got = subprocess.run([sys.executable, "-m", "cli", *args], capture_output=True, text=True, cwd=ROOT)
+        return got.returncode, got.stderr.strip().splitlines()[-1]
+
+    assert err("size", "--effect", "0.7") == (2, "error: --effect (0.7) must be in (0, 0.5)")
+    assert err("simulate", "--systems", "1") == (2, "error: --systems (1) must be an integer >= 2 (and <= 200)")
+    with pytest.raises(UsageError) as info:      # the library's own words for the same mistake
+        from planner.stats.power import size
+
+        size(effect=0.7)
+    assert info.value.message == "`effect` (0.7) must be in (0, 0.5)"
