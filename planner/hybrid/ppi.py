@@ -42,11 +42,13 @@ from scipy.stats import norm
 
 from planner.errors import DataError, UsageError
 from planner.errors import parameters_of, shown
+from planner.equality import array_eq
 
 __all__ = ["BTInterval", "HybridComparison", "ppi_bradley_terry", "human_only_bradley_terry",
            "judge_only_bradley_terry", "compare_hybrid", "design_matrix", "ppi_davidson", "ipw_bradley_terry"]
 
 
+@array_eq
 @dataclass(frozen=True)
 class BTInterval:
     """Bradley–Terry strengths with frequentist intervals (log-strength scale, mean 0).

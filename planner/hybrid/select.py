@@ -39,12 +39,14 @@ import numpy as np
 from scipy.special import ndtr
 
 from planner.errors import UsageError
+from planner.equality import array_eq
 
 MIN_PILOT = 20
 SHRINK = 5.0
 OBJECTIVES = ("strengths", "ranking")
 
 
+@array_eq
 @dataclass(frozen=True)
 class HumanSelection:
     """Inclusion probabilities of the candidates and the seeded draw.

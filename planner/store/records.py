@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from planner.equality import array_eq
 
 ITEM_KINDS = ("regular", "attention", "repeat", "overlap", "swap", "acceptability")
 JUDGMENT_KINDS = ITEM_KINDS + ("external",)
@@ -135,6 +136,7 @@ class StudyInfo:
     config: dict
 
 
+@array_eq
 @dataclass(frozen=True)
 class AcceptabilityCounts:
     """Pass/fail/invalid acceptability judgments, arrays of shape (n_systems, n_strata)."""

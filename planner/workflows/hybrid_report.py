@@ -22,6 +22,7 @@ import numpy as np
 
 from planner.errors import DataError, UsageError
 from planner.hybrid.ppi import HybridComparison, compare_hybrid, human_only_bradley_terry, judge_only_bradley_terry
+from planner.equality import array_eq
 
 __all__ = ["HybridItems", "HybridReport", "items_from_verdicts", "hybrid_report", "recorded_design", "TARGETS", "TIES"]
 
@@ -29,6 +30,7 @@ TARGETS = ("humans",)
 _SCORE = {"A": 1.0, "B": 0.0, "tie": 0.5}
 
 
+@array_eq
 @dataclass(frozen=True)
 class HybridItems:
     """Items as arrays: ``pairs`` (m, 2) system indices (first < second), ``y`` the target score

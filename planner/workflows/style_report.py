@@ -23,6 +23,7 @@ from planner.errors import DataError, UsageError
 from planner import text
 from planner.formats.markdown import style_section as markdown_section
 from planner.text import style_sentence
+from planner.equality import array_eq
 
 __all__ = ["VERDICT_CODE", "StyleInputs", "read_style_inputs", "design_from_inputs", "controlled_fit",
            "controlled_fit_by_stratum", "StyleRow", "CoefRow", "StyleControlReport", "lc_rates",
@@ -31,6 +32,7 @@ __all__ = ["VERDICT_CODE", "StyleInputs", "read_style_inputs", "design_from_inpu
 VERDICT_CODE = {"A": 0, "B": 1, "tie": 2}
 
 
+@array_eq
 @dataclass(frozen=True)
 class StyleInputs:
     """Usable pairwise judgments with both response texts, in study order.
