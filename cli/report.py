@@ -79,10 +79,14 @@ def report_cmd(
                min_pass_rate=min_pass_rate, save_posterior=True if save_posterior else None,
                style_control=style_control, lc_anchor=lc_anchor)
     if plot is not None:
-        paths = call(rp.write_plots, res, plot)
+        from planner.formats.plots import write_plots
+
+        paths = call(write_plots, res, plot)
         message("wrote " + ", ".join(paths))
     if markdown is not None:
-        call(rp.write_markdown, res, markdown)
+        from planner.formats.markdown import write_markdown
+
+        call(write_markdown, res, markdown)
         message(f"wrote {markdown}")
     for f in res.flags:
         warn(f)

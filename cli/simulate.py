@@ -76,12 +76,16 @@ def simulate_cmd(
         check_output_file("--plot", plot, suffixes=(".png", ".svg"))
         check_output_file("--out", out_file)
         check_input_file("--replay", replay)
-        strats = sim.parse_strategies(strategies)
-        judge = sim.Judge(tie_rate, position, flip)
+        from planner.simulation.judge import Judge
+        from planner.simulation.spec import SimulationSpec, parse_strategies
+        from planner.simulation.truth import make_truth
+
+        strats = parse_strategies(strategies)
+        judge = Judge(tie_rate, position, flip)
         name, truth, pool = sim.load_truth(scenario, replay=replay, from_study=from_study)
         # linear draws nothing: only the synthetic names, the ones every synthetic scenario uses
-        names = truth.systems if truth is not None else sim.make_truth("linear", systems, None).systems
-        return sim.SimulationSpec(name, strats, n_systems=len(names), spread=spread, arena_gamma=arena_gamma,
+        names = truth.systems if truth is not None else make_truth("linear", systems, None).systems
+        return SimulationSpec(name, strats, n_systems=len(names), spread=spread, arena_gamma=arena_gamma,
                                   judge=judge, budget=budget, batch=batch, reps=reps, seed=seed, engine=engine,
                                   anchor=_anchor_index(anchor, names), truth=truth, replay=pool)
 

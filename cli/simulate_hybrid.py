@@ -40,7 +40,9 @@ def run_hybrid(*, money, human_cost, judge_cost, agreement, win_rate, tie_rate, 
                          judge_cost=judge_cost, reps=reps, rng=rng)
         what = f"replay of {from_study} ({surrogate} as the judge), 90% intervals on the strengths"
     else:
-        rho, rows = call(sh.simulate_money, budgets, human_cost=human_cost, judge_cost=judge_cost,
+        from planner.simulation.money import simulate_money
+
+        rho, rows = call(simulate_money, budgets, human_cost=human_cost, judge_cost=judge_cost,
                          win_rate=win_rate, tie_rate=tie_rate, agreement=agreement, position=position,
                          reps=reps, rng=rng)
         what = (f"synthetic pair: win rate {win_rate:.0%}, ties {tie_rate:.0%}, judge agreement {agreement:.0%} "

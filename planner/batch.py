@@ -393,7 +393,7 @@ def _issuable(plan: Sequence[PlannedComparison], prompt_text: Mapping[str, str],
     if not kept:
         max_words = texts.max_words
         problems = [f"prompt {s.prompt_id!r} ({s.system_i} vs {s.system_j}): {s.reason}" for s in skipped]
-        if all("max_words" in s.reason for s in skipped):
+        if all("--max-words" in s.reason for s in skipped):
             raise UsageError(f"`max_words` ({max_words}) skips every planned comparison; "
                              "raise it or use `truncate`", problems=problems, parameters=('max_words', 'truncate'))
         raise DataError("no planned comparison can be issued (missing prompts or responses)",

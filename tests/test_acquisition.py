@@ -425,14 +425,14 @@ def test_ranking_risk_option_against_hand_values():
 
 
 @pytest.mark.parametrize("kw, what", [
-    (dict(ranking_risk="best"), "ranking_risk ('best') must be one of bayes, truth, fixed"),
-    (dict(settle_prob=1.0), "settle_prob (1.0) must be in (0.5, 1)"),
-    (dict(explore=1.0), "explore (1.0) must be in [0, 1)"),
-    (dict(lookahead=()), "lookahead (()) must be a non-empty tuple of integers >= 1"),
-    (dict(lookahead=(1, 0)), "lookahead ((1, 0)) must be a non-empty tuple of integers >= 1"),
-    (dict(pool_min=0), "pool_min (0) must be an integer >= 1"),
-    (dict(batch_cap=0.0), "batch_cap (0.0) must be in (0, 1] or missing (no cap)"),
-    (dict(cap_yield=1.5), "cap_yield (1.5) must be in [0, 1)"),
+    (dict(ranking_risk="best"), "`ranking_risk` ('best') must be one of bayes, truth, fixed"),
+    (dict(settle_prob=1.0), "`settle_prob` (1.0) must be in (0.5, 1)"),
+    (dict(explore=1.0), "`explore` (1.0) must be in [0, 1)"),
+    (dict(lookahead=()), "`lookahead` (()) must be a non-empty tuple of integers >= 1"),
+    (dict(lookahead=(1, 0)), "`lookahead` ((1, 0)) must be a non-empty tuple of integers >= 1"),
+    (dict(pool_min=0), "`pool_min` (0) must be an integer >= 1"),
+    (dict(batch_cap=0.0), "`batch_cap` (0.0) must be in (0, 1] or missing (no cap)"),
+    (dict(cap_yield=1.5), "`cap_yield` (1.5) must be in [0, 1)"),
 ])
 def test_bad_options_one_line_usage_error(kw, what):
     with pytest.raises(UsageError) as e:

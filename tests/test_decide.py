@@ -305,12 +305,12 @@ def test_bad_input(tmp_path):
         decide_counts(c, "nope", "old")
     with pytest.raises(UsageError, match="must be different systems"):
         decide_counts(c, "old", "old")
-    for kw, pat in ((dict(margin=0.5), r"--margin \(0.5\) must be in \[0, 0.5\)"),
-                    (dict(margin=-0.01), "--margin"), (dict(confidence=1.0), "--confidence"),
-                    (dict(mode="better"), "--mode"), (dict(engine="mcmc"), "--engine"),
-                    (dict(look=5, looks=4), r"--look \(5\) must be in \[1, 4\]"),
-                    (dict(looks=0), "--looks"), (dict(min_pass_rate=1.5), "--min-pass-rate"),
-                    (dict(boundary="haybittle"), "--boundary")):
+    for kw, pat in ((dict(margin=0.5), r"`margin` \(0.5\) must be in \[0, 0.5\)"),
+                    (dict(margin=-0.01), "`margin`"), (dict(confidence=1.0), "`confidence`"),
+                    (dict(mode="better"), "`mode`"), (dict(engine="mcmc"), "`engine`"),
+                    (dict(look=5, looks=4), r"`look` \(5\) must be in \[1, 4\]"),
+                    (dict(looks=0), "`looks`"), (dict(min_pass_rate=1.5), "`min_pass_rate`"),
+                    (dict(boundary="haybittle"), "`boundary`")):
         with pytest.raises(UsageError, match=pat):
             decide_counts(c, "new", "old", **kw)
     with pytest.raises(DataError, match="not a study"):

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import _report_fixture as fx
+from planner.formats.markdown import render_markdown
 from planner.workflows import report as rp
 from planner.store.study import init_study
 
@@ -42,10 +43,10 @@ def test_judge_totals_in_report(tmp_path, monkeypatch):
     st = fx.synthetic_study(tmp_path / "j", n=200, reasons=False)
     r = rp.build_report(st)
     assert r.judges == () and json.loads(json.dumps(r.to_dict()))["judges"] == []
-    assert "## LLM judges" not in rp.render_markdown(r)
+    assert "## LLM judges" not in render_markdown(r)
     row = {"model": "judge-x", "answers": 10, "prompt_tokens": 1234, "completion_tokens": 120, "cost_usd": 0.0043}
     monkeypatch.setattr("planner.connectors.cache.judge_totals", lambda path: [row])
     r = rp.build_report(st)
     assert r.judges == (row,) and r.to_dict()["judges"] == [row]
-    md = rp.render_markdown(r)
+    md = render_markdown(r)
     assert "## LLM judges" in md and "| judge-x | 10 | 1,234 | 120 | 0.0043 |" in md

@@ -51,26 +51,26 @@ def test_guide_lists_the_maxima():
 
 @pytest.mark.parametrize("high", [limits.MAX_LOOKS, limits.MAX_DRAWS, limits.MAX_SIM_SYSTEMS])
 def test_maximum_is_inclusive(high):
-    assert limits.check_int("--x", high, 1, high) == high
+    assert limits.check_int("x", high, 1, high) == high
     with pytest.raises(UsageError, match=r"`x` \(\d+\) must be an integer <= "):
-        limits.check_int("--x", high + 1, 1, high)
+        limits.check_int("x", high + 1, 1, high)
 
 
 def test_huge_and_odd_values_are_quoted_short():
     with pytest.raises(UsageError) as e:
-        limits.check_int("--wins", int("9" * 500), 0, limits.MAX_COUNT)
+        limits.check_int("wins", int("9" * 500), 0, limits.MAX_COUNT)
     assert "an integer of 500 digits" in str(e.value) and len(str(e.value)) < 200
     for bad in (True, 2.5, "3", None):
         with pytest.raises(UsageError, match="`n`"):
-            limits.check_int("--n", bad, 0, 10)
+            limits.check_int("n", bad, 0, 10)
     for bad in (float("inf"), float("nan"), -1e-9, "x", 10 ** 400):
         with pytest.raises(UsageError, match="`spread` .* must be a finite number"):
-            limits.check_float("--spread", bad, 0, limits.MAX_SPREAD)
-    assert limits.check_seed("--seed", None) is None
-    assert limits.check_seed("--seed", 2 ** 63 - 1) == 2 ** 63 - 1
+            limits.check_float("spread", bad, 0, limits.MAX_SPREAD)
+    assert limits.check_seed("seed", None) is None
+    assert limits.check_seed("seed", 2 ** 63 - 1) == 2 ** 63 - 1
     for bad in (-1, 2 ** 63, 1.0):
         with pytest.raises(UsageError, match=r"`seed` .* must be an integer in \[0, 2\*\*63 - 1\]"):
-            limits.check_seed("--seed", bad)
+            limits.check_seed("seed", bad)
 
 
 def test_size_refuses_tiny_effect_fast():

@@ -29,11 +29,12 @@ def _needed_curve(r) -> list:
 
 
 def test_anchor_by_name_is_the_index_of_that_name():
+    from planner.simulation.spec import SimulationSpec, parse_strategies
     from planner.workflows import simulate as sim
 
     by_name = _needed_curve(run("simulate", "--systems", "5", "--anchor", "sys04", *SMALL))
-    spec = sim.SimulationSpec("linear", sim.parse_strategies("anchor"), n_systems=5, budget=40, batch=10, reps=1,
-                              seed=0, anchor=3)
+    spec = SimulationSpec("linear", parse_strategies("anchor"), n_systems=5, budget=40, batch=10, reps=1,
+                          seed=0, anchor=3)
     from planner.jsonable import jsonable
 
     direct = json.loads(json.dumps(jsonable(sim.simulate(spec))))["strategies"][0]

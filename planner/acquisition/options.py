@@ -72,21 +72,24 @@ class SelectionOptions:
 
     def __post_init__(self):
         if self.ranking_risk not in RISK_MODES:
-            raise UsageError(f"ranking_risk ({self.ranking_risk!r}) must be one of " + ", ".join(RISK_MODES))
+            raise UsageError(f"`ranking_risk` ({self.ranking_risk!r}) must be one of " + ", ".join(RISK_MODES),
+                             parameters="ranking_risk")
         if not 0.5 < self.settle_prob < 1.0:
-            raise UsageError(f"settle_prob ({self.settle_prob}) must be in (0.5, 1)")
+            raise UsageError(f"`settle_prob` ({self.settle_prob}) must be in (0.5, 1)", parameters="settle_prob")
         if not 0.0 <= self.explore < 1.0:
-            raise UsageError(f"explore ({self.explore}) must be in [0, 1)")
+            raise UsageError(f"`explore` ({self.explore}) must be in [0, 1)", parameters="explore")
         look = tuple(self.lookahead)
         if not look or any(isinstance(n, bool) or int(n) != n or n < 1 for n in look):
-            raise UsageError(f"lookahead ({self.lookahead!r}) must be a non-empty tuple of integers >= 1")
+            raise UsageError(f"`lookahead` ({self.lookahead!r}) must be a non-empty tuple of integers >= 1",
+                             parameters="lookahead")
         object.__setattr__(self, "lookahead", look)
         for name in ("pool_min", "lazy_chunk", "cap_min", "draws_pool"):
             value = getattr(self, name)
             if isinstance(value, bool) or int(value) != value or value < 1:
                 raise UsageError(f"{shown(name)} ({value}) must be an integer >= 1", parameters=parameters_of(name))
         if self.batch_cap is not None and not 0.0 < self.batch_cap <= 1.0:
-            raise UsageError(f"batch_cap ({self.batch_cap}) must be in (0, 1] or missing (no cap)")
+            raise UsageError(f"`batch_cap` ({self.batch_cap}) must be in (0, 1] or missing (no cap)",
+                             parameters="batch_cap")
         for name in ("risk_eps", "arena_floor", "cap_yield", "sparse_rel"):
             value = getattr(self, name)
             if not 0.0 <= value < 1.0:
