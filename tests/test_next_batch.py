@@ -261,7 +261,7 @@ def test_exhausted_pairs_are_refused_unless_prompts_may_be_reused(vicuna_data, t
     path = tmp_path / "full"
     init_study(path, prompts_file=v80 / "prompts.jsonl", responses_file=v80 / "responses.jsonl")
     ingest(path, [vicuna_data / "judgments" / "qlora_vicuna80_gpt4.jsonl"])
-    with pytest.raises(DataError, match="reuse-prompts"):
+    with pytest.raises(DataError, match="`reuse_prompts`"):
         next_batch(path, Selection(size=10), output=Output(dry_run=True))
     res = next_batch(path, Selection(size=10, reuse_prompts=True), output=Output(dry_run=True),
                      text=TextOptions(max_words=2000))

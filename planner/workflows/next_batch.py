@@ -46,56 +46,19 @@ with ``--rewrite BATCH`` (:mod:`planner.workflows.reissue`); the manifest's
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from planner.errors import DataError, UsageError, quote
-from planner.workflows.next_batch_options import (DEFAULT_SIZE, HumansDesign, Output, QualityControl, Selection,
-                                                  TextOptions, _options, options_from)
+from planner.workflows.next_batch_options import (DEFAULT_SIZE, HumansDesign, NextBatchResult, Output, QualityControl,
+                                                  Selection, TextOptions, _options, options_from)
 from planner.workflows.next_batch_plan import _target_shares, plan_next_batch  # noqa: F401 (re-exported)
 
 __all__ = ["DEFAULT_SIZE", "HumansDesign", "LEGACY_DEFAULT_MAX_WORDS", "MAX_SIZE", "NextBatchResult", "Output",
            "QualityControl", "Selection", "TextOptions", "next_batch", "options_from", "plan_next_batch"]
 
 MAX_SIZE = 100_000  # planned comparisons per batch; larger asks run for minutes and exhaust memory
-
-
-@dataclass(frozen=True)
-class NextBatchResult:
-    """What ``next-batch`` did (or, with ``dry_run``, would do).
-
-    Attributes
-    ----------
-    batch_id : int or None
-        Study batch id (None for a dry run).
-    files : tuple of str
-        Files written (empty for a dry run).
-    manifest : dict
-        Seed, strategy, objective, engine, model summary, counts per
-        pair/stratum/kind, expected uncertainty reduction, stopping advice.
-    settled : bool
-        Whether the objective's decision is already settled (stopping advice).
-    advice : str
-        One sentence of stopping advice.
-    notes : tuple of str
-        Everything skipped or changed on the way (never silent).
-    """
-
-    batch_id: int | None
-    files: tuple[str, ...]
-    manifest: dict
-    settled: bool
-    advice: str
-    notes: tuple[str, ...] = ()
-    dry_run: bool = False
-    items: tuple = field(default=(), repr=False)
-
-    def to_dict(self) -> dict:
-        return {"batch_id": self.batch_id, "files": list(self.files), "dry_run": self.dry_run,
-                "settled": self.settled, "advice": self.advice, "notes": list(self.notes),
-                "manifest": self.manifest}
 
 
 def _model_summary(fit) -> dict:

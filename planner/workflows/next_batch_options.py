@@ -9,7 +9,7 @@ Five frozen groups instead of thirty keyword parameters: :class:`Selection`
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Sequence
 
@@ -149,3 +149,39 @@ def _options(**given) -> tuple:
             raise UsageError(f"next_batch's {name} ({type(value).__name__}) must be a {cls.__name__}")
         out.append(value)
     return tuple(out)
+
+
+@dataclass(frozen=True)
+class NextBatchResult:
+    """What ``next-batch`` did (or, with ``dry_run``, would do).
+
+    Attributes
+    ----------
+    batch_id : int or None
+        Study batch id (None for a dry run).
+    files : tuple of str
+        Files written (empty for a dry run).
+    manifest : dict
+        Seed, strategy, objective, engine, model summary, counts per
+        pair/stratum/kind, expected uncertainty reduction, stopping advice.
+    settled : bool
+        Whether the objective's decision is already settled (stopping advice).
+    advice : str
+        One sentence of stopping advice.
+    notes : tuple of str
+        Everything skipped or changed on the way (never silent).
+    """
+
+    batch_id: int | None
+    files: tuple[str, ...]
+    manifest: dict
+    settled: bool
+    advice: str
+    notes: tuple[str, ...] = ()
+    dry_run: bool = False
+    items: tuple = field(default=(), repr=False)
+
+    def to_dict(self) -> dict:
+        return {"batch_id": self.batch_id, "files": list(self.files), "dry_run": self.dry_run,
+                "settled": self.settled, "advice": self.advice, "notes": list(self.notes),
+                "manifest": self.manifest}
