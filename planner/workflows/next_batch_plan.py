@@ -178,7 +178,7 @@ def plan_next_batch(study, selection, *, seed: int, rng: np.random.Generator, ma
 
     ``selection`` is a :class:`planner.workflows.next_batch.Selection` (size,
     strategy, objective, top_k, engine, style_control, frozen_first,
-    reuse_prompts); ``seed`` is the seed in force (the fit's), ``rng`` the
+    reuse_prompts, prompts_by); ``seed`` is the seed in force (the fit's), ``rng`` the
     batch's one generator.
 
     A pair takes prompts not yet judged or issued for it; with ``reuse_prompts``
@@ -193,8 +193,10 @@ def plan_next_batch(study, selection, *, seed: int, rng: np.random.Generator, ma
     :class:`planner.batch.PlannedComparison`.
     """
     from planner.acquisition import select_pairs
+    from planner.prompt_choice import check_mode
 
     sel = selection
+    check_mode(getattr(sel, "prompts_by", "uniform"))   # before the fit: a bad value costs nothing
     systems = tuple(study.systems)
     notes: list[str] = []
     judged_s, pending_s, judged, pending, fit = _fit(study, sel, seed, notes)
