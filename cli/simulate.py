@@ -15,7 +15,7 @@ DEFAULT_STRATEGIES = "active,round-robin,random,swiss,arena,entropy,oracle"
 
 @app.command("simulate")
 def simulate_cmd(
-    scenario: Annotated[str, typer.Option(help="Synthetic truth: linear | arena | asap (ignored with --replay/--from-study).")] = "linear",
+    scenario: Annotated[str, typer.Option(help="Synthetic truth: linear | arena | asap | prompts (ignored with --replay/--from-study).")] = "linear",
     systems: Annotated[int, typer.Option("--systems", help="Number of systems (synthetic scenarios), 2 to 200.")] = 16,
     spread: Annotated[float, typer.Option(help="linear: Elo range from best to worst system, 0 to 5,000.")] = 400.0,
     arena_gamma: Annotated[float, typer.Option(help="arena: strengths ~ Beta(1/g, 1/g), 0 < g <= 100.")] = 2.0,

@@ -56,3 +56,22 @@ class Judge:
             flip = (rng.random(left.size) < self.flip) & (out < 2)
             out = np.where(flip, 1 - out, out)
         return out.astype(np.int64)
+
+    def prompt_tie_rate(self, d: np.ndarray) -> np.ndarray:
+        """Tie rate of equal systems on prompts of discriminativeness ``d``: ``1 - (1 - t)(1 + d) / 2``."""
+        return 1.0 - (1.0 - self.tie_rate) * (1.0 + np.asarray(d, dtype=float)) / 2.0
+
+    def judge_prompts(self, truth: Truth, left: np.ndarray, right: np.ndarray, prompt: np.ndarray,
+                      rng: np.random.Generator) -> np.ndarray:
+        """Outcome codes on the ``prompts`` scenario: Davidson with gap ``d_p (beta_l - beta_r) + position``
+        and the tie rate of :meth:`prompt_tie_rate`; decisive verdicts flipped with probability ``flip``."""
+        d = truth.discrimination[prompt]
+        t = self.prompt_tie_rate(d)
+        pa, pb, _ = bt.outcome_probs(d * (truth.strengths[left] - truth.strengths[right]) + self.position,
+                                     2.0 * t / (1.0 - t))
+        u = rng.random(left.size)
+        out = np.where(u < pa, 0, np.where(u < pa + pb, 1, 2))
+        if self.flip > 0:
+            flip = (rng.random(left.size) < self.flip) & (out < 2)
+            out = np.where(flip, 1 - out, out)
+        return out.astype(np.int64)

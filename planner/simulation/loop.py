@@ -97,6 +97,50 @@ def _judge_synthetic(spec: SimulationSpec, truth, pairs: np.ndarray, rng: np.ran
     return Counts.from_arrays(truth.systems, left, right, out)
 
 
+class _PromptLog:
+    """The ``prompts`` scenario's judgments so far (prompt, left, right, outcome), and each batch's prompt draw.
+
+    Uniform: every comparison's prompt uniform over the scenario's prompts. ``+prompts``: drawn with the
+    probabilities of :func:`planner.prompt_choice.probabilities` from the shrunk scores of the judgments so far,
+    each judgment signed against the current posterior mean (:func:`planner.prompt_choice.shrink`, one stratum).
+    Prompts may repeat for a pair (a fresh judgment each time).
+    """
+
+    def __init__(self, n_prompts: int, prefer: bool):
+        self.n, self.prefer = n_prompts, prefer
+        self.rows: list[np.ndarray] = []
+
+    def draw(self, k: int, mean: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        if not self.prefer or not self.rows:
+            return rng.integers(self.n, size=k)
+        from planner.prompt_choice import probabilities, shrink
+
+        prompt, left, right, out = np.concatenate(self.rows, axis=1)
+        gap = mean[left] - mean[right]
+        z = np.where(out == 2, 0, np.where((out == 0) == (gap > 0), 1, -1))[gap != 0]
+        zs: dict[str, list[int]] = {}
+        for p, v in zip(prompt[gap != 0].tolist(), z.tolist()):
+            zs.setdefault(str(p), []).append(v)
+        scores = shrink(zs, {str(p): "all" for p in range(self.n)})
+        pi = probabilities([scores.of(str(p), "all") for p in range(self.n)])
+        return rng.choice(self.n, size=k, p=pi)
+
+    def record(self, prompt, left, right, out) -> None:
+        self.rows.append(np.vstack([prompt, left, right, out]).astype(np.int64))
+
+
+def _judge_prompts(spec: SimulationSpec, truth, pairs: np.ndarray, log: _PromptLog, mean: np.ndarray,
+                   rng: np.random.Generator) -> Counts:
+    """:func:`_judge_synthetic` on the ``prompts`` scenario: each comparison on a prompt from ``log``."""
+    flip = rng.random(len(pairs)) < 0.5
+    left = np.where(flip, pairs[:, 1], pairs[:, 0])
+    right = np.where(flip, pairs[:, 0], pairs[:, 1])
+    prompt = log.draw(len(pairs), mean, rng)
+    out = spec.judge.judge_prompts(truth, left, right, prompt, rng)
+    log.record(prompt, left, right, out)
+    return Counts.from_arrays(truth.systems, left, right, out)
+
+
 def _select(post, k: int, strategy: Strategy, spec: SimulationSpec, truth, counts: Counts,
             rng: np.random.Generator, allowed, capacity):
     """(selection, fallback reason or None): the strategy's pairs, or round-robin's when a replay
@@ -131,6 +175,11 @@ def run_one(spec: SimulationSpec, s_index: int, rep: int) -> Trace:
     truth = spec.truth if spec.truth is not None else make_truth(
         spec.scenario, spec.n_systems, truth_rng, spread=spec.spread, arena_gamma=spec.arena_gamma)
     replay = _ReplayDraws(spec.replay, rng) if spec.replay is not None else None
+    if strategy.prefers_prompts and truth.discrimination is None:
+        raise UsageError(f"`strategies` ({strategy.name!r}): +prompts needs the prompts scenario "
+                         "(`scenario` prompts)", parameters=("strategies", "scenario"))
+    prompts = None if truth.discrimination is None else _PromptLog(len(truth.discrimination),
+                                                                     strategy.prefers_prompts)
     credible = truth.credible()
     counts = Counts.empty(truth.systems)
     spent = 0
@@ -167,6 +216,8 @@ def run_one(spec: SimulationSpec, s_index: int, rep: int) -> Trace:
             if new is None:
                 exhausted = True
                 break
+        elif prompts is not None:
+            new, n = _judge_prompts(spec, truth, pairs, prompts, post.posterior.mean, rng), len(pairs)
         else:
             new, n = _judge_synthetic(spec, truth, pairs, rng), len(pairs)
         spent += n

@@ -34,6 +34,13 @@ class Strategy:
     explore: float | None = None        # active: exploration floor (acquisition.select_pairs explore)
     thompson: bool = False              # active: Thompson-style draw in the ranking objective
 
+    @property
+    def prefers_prompts(self) -> bool:
+        """``+prompts``: draw each comparison's prompt by its shrunk score (:mod:`planner.prompt_choice`).
+
+        Read from the label, not a field, so the fingerprints of earlier runs do not move."""
+        return "prompts" in self.name.split("+")[1:]
+
 
 def parse_strategies(spec: str | Sequence[str]) -> tuple[Strategy, ...]:
     """Parse ``"active,round-robin,entropy,active:top-k=3,active+explore=0.2"``.
@@ -42,8 +49,9 @@ def parse_strategies(spec: str | Sequence[str]) -> tuple[Strategy, ...]:
     mean ``active`` with that objective; ``active:OBJ`` likewise; ``top-k=K``
     or ``active:top-k=K`` the top-K objective. An active item may end in
     ``+explore=F`` (share of each batch to the least-judged pairs) and/or
-    ``+thompson`` (one posterior draw in the ranking objective); the whole
-    item is the strategy's label.
+    ``+thompson`` (one posterior draw in the ranking objective) and/or
+    ``+prompts`` (prompts drawn by their shrunk score; ``--scenario prompts``
+    only); the whole item is the strategy's label.
     """
     items = [s.strip() for s in (spec.split(",") if isinstance(spec, str) else spec) if s.strip()]
     if not items:
@@ -87,6 +95,8 @@ def _with_modifiers(s: Strategy, mods: list[str]) -> Strategy:
         if mod == "thompson":
             s = replace(s, thompson=True)
             continue
+        if mod == "prompts":   # read by Strategy.prefers_prompts
+            continue
         key, _, val = mod.partition("=")
         try:
             share = float(val)
@@ -94,7 +104,7 @@ def _with_modifiers(s: Strategy, mods: list[str]) -> Strategy:
             share = -1.0
         if key != "explore" or not 0.0 <= share < 1.0:
             raise UsageError(f"`strategies` ({s.name!r}): +{mod} must be +explore=F with F in [0, 1) "
-                             "or +thompson", parameters=('strategies',))
+                             "or +thompson or +prompts", parameters=('strategies',))
         s = replace(s, explore=share)
     return s
 

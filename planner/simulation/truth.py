@@ -12,6 +12,12 @@ Scenarios with a known truth (strengths on the logit scale unless noted):
   ``P(i beats j) = Phi((s_i - s_j) / 1.4865)`` — the simulation of Mikhailiuk
   et al. (2020), "Active Sampling for Pairwise Comparisons via Approximate
   Message Passing and Information Gain Maximization" (ASAP), ICPR.
+* ``prompts``: ``linear`` strengths judged on :data:`N_PROMPTS` prompts that
+  differ in discriminativeness ``d_p`` (the first half :data:`PROMPT_D` [0],
+  the rest [1]): on prompt ``p`` the gap is ``d_p (beta_a - beta_b)`` and
+  equal systems tie at ``1 - (1 - t)(1 + d_p) / 2`` (``t`` the judge's tie
+  rate), so a low-``d`` prompt is both less decisive and closer to a coin flip
+  (:meth:`planner.simulation.judge.Judge.judge_prompts`).
 
 A replay's or a study's truth is a fit (:func:`truth_from_counts`): the Laplace
 posterior mean, with each pair's P(order) so that only settled pairs count as
@@ -31,10 +37,13 @@ from planner.errors import UsageError, check_range
 from planner.model import bt
 from planner.simulation.metrics import CREDIBLE, pair_order_probs
 
-SCENARIOS = ("linear", "arena", "asap")
+SCENARIOS = ("linear", "arena", "asap", "prompts")
 ASAP_SIGMA = 1.4865  # ASAP observer: P = Phi(delta / 1.4865)
+N_PROMPTS = 40              # prompts of the ``prompts`` scenario
+PROMPT_D = (1.0, 0.2)       # their discriminativeness: the first half, the second half
 
-__all__ = ["ASAP_SIGMA", "SCENARIOS", "Truth", "make_truth", "synthetic_names", "truth_from_counts"]
+__all__ = ["ASAP_SIGMA", "N_PROMPTS", "PROMPT_D", "SCENARIOS", "Truth", "make_truth", "synthetic_names",
+           "truth_from_counts"]
 
 
 @array_eq
@@ -54,6 +63,8 @@ class Truth:
     scores: np.ndarray | None = None  # Thurstone scores (asap only)
     # replay: P(system i is above system j) under the full-pool posterior (M x M); None = exact truth
     pair_prob: np.ndarray | None = None
+    # ``prompts`` scenario: each prompt's discriminativeness d_p; None = the judge sees no prompts
+    discrimination: np.ndarray | None = None
 
     def credible(self) -> np.ndarray:
         """Upper-triangle mask of the pairs whose true order is settled.
@@ -86,6 +97,10 @@ def make_truth(scenario: str, n_systems: int, rng: np.random.Generator, *,
             raise UsageError(f"`spread` ({spread:g}) must be > 0 Elo points", parameters=('spread',))
         elo = np.linspace(spread / 2, -spread / 2, n_systems)
         return Truth(names, elo / bt.ELO_SCALE)
+    if scenario == "prompts":
+        linear = make_truth("linear", n_systems, rng, spread=spread)
+        d = np.where(np.arange(N_PROMPTS) < N_PROMPTS // 2, PROMPT_D[0], PROMPT_D[1])
+        return Truth(names, linear.strengths, discrimination=d)
     if scenario == "arena":
         check_range("arena_gamma", arena_gamma, 0, math.inf)
         xi = rng.beta(1.0 / arena_gamma, 1.0 / arena_gamma, size=n_systems)

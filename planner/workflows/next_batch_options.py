@@ -28,7 +28,9 @@ class Selection:
     seed + the batches already issued); ``style_control``: select on the
     style-controlled strengths (``report --style-control``); ``frozen_first``:
     frozen prompts first; ``reuse_prompts``: let a pair that has used every
-    prompt take one again.
+    prompt take one again; ``prompts_by``: ``"uniform"`` (default) or
+    ``"discriminative"`` (prefer prompts that separate systems within a
+    stratum, :mod:`planner.prompt_choice`).
     """
 
     size: int = DEFAULT_SIZE
@@ -40,6 +42,7 @@ class Selection:
     style_control: bool = False
     frozen_first: bool = True
     reuse_prompts: bool = False
+    prompts_by: str = "uniform"
 
 
 @dataclass(frozen=True)

@@ -104,8 +104,12 @@ def _stratum_slots(prompts, received, k: int, n_allowed: int, rng: np.random.Gen
     return strata, [slots[int(i)] for i in rng.permutation(len(slots))]
 
 
-def _choose(prompts, pp, pairs, strata, slots, rng, frozen_first: bool, notes: list[str]) -> list:
-    """One prompt per (pair, stratum slot): the slot's stratum first, then the others; notes on the rest."""
+def _choose(prompts, pp, pairs, strata, slots, rng, frozen_first: bool, notes: list[str], scores=None) -> list:
+    """One prompt per (pair, stratum slot): the slot's stratum first, then the others; notes on the rest.
+
+    With ``scores`` (:class:`planner.prompt_choice.PromptScores`) the prompt within the stratum is drawn
+    by :func:`planner.prompt_choice.choose_prompt` (discriminative prompts preferred).
+    """
     from planner.items import PlannedComparison
     from planner.allocation import choose_prompts
 
@@ -123,7 +127,10 @@ def _choose(prompts, pp, pairs, strata, slots, rng, frozen_first: bool, notes: l
         candidates = [by_id[pid] for pid in sorted(unused[key] - used_now[key]) if pid in by_id]
         pid = None
         for s in [stratum] + [x for x in strata if x != stratum]:
-            got = choose_prompts(candidates, s, 1, used=frozenset(), rng=rng, frozen_first=frozen_first)
+            if scores is not None:
+                got = _choose_discriminative(candidates, s, scores, rng, frozen_first)
+            else:
+                got = choose_prompts(candidates, s, 1, used=frozenset(), rng=rng, frozen_first=frozen_first)
             if got:
                 pid = got[0]
                 fallbacks += s != stratum
@@ -145,12 +152,34 @@ def _choose(prompts, pp, pairs, strata, slots, rng, frozen_first: bool, notes: l
     return planned
 
 
+def _choose_discriminative(candidates, stratum, scores, rng, frozen_first: bool) -> list[str]:
+    from planner.prompt_choice import choose_prompt
+
+    got = choose_prompt(candidates, stratum, scores, rng, frozen_first=frozen_first)
+    return [] if got is None else [got[0]]
+
+
+def _prompt_scores(study, fit, prompts, prompts_by: str, notes: list[str]):
+    """The shrunk per-prompt scores for ``prompts_by="discriminative"``, else None (uniform, today's choice)."""
+    from planner.prompt_choice import check_mode, prompt_scores
+
+    if check_mode(prompts_by) == "uniform":
+        return None
+    strengths = dict(zip(fit.posterior.systems, fit.posterior.mean))
+    scores = prompt_scores(study.judgments(), strengths, {p.id: p.stratum or "all" for p in prompts})
+    preferring = sorted(h for h, s in scores.strata.items() if s.tau2 > 0)
+    notes.append("prompts by discriminativeness: the shrunk prompt scores differ within stratum(s) "
+                 + (", ".join(preferring) if preferring else "none") + " (elsewhere prompts are drawn uniformly);"
+                 " within-stratum results then describe the prompts as drawn, not the stratum's prompts uniformly")
+    return scores
+
+
 def plan_next_batch(study, selection, *, seed: int, rng: np.random.Generator, max_words: int | None = None):
     """Choose ``selection.size`` (prompt, system pair, stratum) comparisons for the study.
 
     ``selection`` is a :class:`planner.workflows.next_batch.Selection` (size,
     strategy, objective, top_k, engine, style_control, frozen_first,
-    reuse_prompts); ``seed`` is the seed in force (the fit's), ``rng`` the
+    reuse_prompts, prompts_by); ``seed`` is the seed in force (the fit's), ``rng`` the
     batch's one generator.
 
     A pair takes prompts not yet judged or issued for it; with ``reuse_prompts``
@@ -165,8 +194,10 @@ def plan_next_batch(study, selection, *, seed: int, rng: np.random.Generator, ma
     :class:`planner.batch.PlannedComparison`.
     """
     from planner.acquisition import select_pairs
+    from planner.prompt_choice import check_mode
 
     sel = selection
+    check_mode(getattr(sel, "prompts_by", "uniform"))   # before the fit: a bad value costs nothing
     systems = tuple(study.systems)
     notes: list[str] = []
     judged_s, pending_s, judged, pending, fit = _fit(study, sel, seed, notes)
@@ -184,5 +215,6 @@ def plan_next_batch(study, selection, *, seed: int, rng: np.random.Generator, ma
                           allowed=allowed, capacity=pp.capacities())
     notes.extend(result.notes)   # what the strategy could not do (short batch, swiss fallback)
     strata, slots = _stratum_slots(prompts, judged_s + pending_s, len(result.pairs), len(allowed), rng, notes)
-    planned = _choose(prompts, pp, result.pairs, strata, slots, rng, sel.frozen_first, notes)
+    scores = _prompt_scores(study, fit, prompts, getattr(sel, "prompts_by", "uniform"), notes)
+    planned = _choose(prompts, pp, result.pairs, strata, slots, rng, sel.frozen_first, notes, scores)
     return planned, result, fit, notes
