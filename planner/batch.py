@@ -162,7 +162,7 @@ def _check_options(attention, repeat, overlap, acceptability, annotators, max_wo
                    normalize_style) -> dict[str, float]:
     rates = {"attention": attention, "repeat": repeat, "overlap": overlap, "acceptability": acceptability}
     for name, value in rates.items():
-        check_range(f"--{name}", float(value), 0.0, 1.0, low_open=False, high_open=True)
+        check_range(name, float(value), 0.0, 1.0, low_open=False, high_open=True)
     total = sum(rates.values())
     if total >= 1.0:
         raise UsageError(

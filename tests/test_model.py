@@ -161,7 +161,7 @@ def test_usage_errors():
         fit(c, draws=0)
     with pytest.raises(UsageError, match="sigma_scale"):
         fit(c, prior=Prior(sigma_scale=-1.0))
-    with pytest.raises(UsageError, match="by-stratum"):
+    with pytest.raises(UsageError, match="`by_stratum`"):
         fit(c, stratum_weights={"all": 1.0})
     with pytest.raises(UsageError, match="unknown strata"):
         fit(c, by_stratum=True, stratum_weights={"nope": 1.0})

@@ -12,10 +12,12 @@ from planner import vocabulary as v
 def test_imported_not_copied():
     from planner import counts
     from planner.formats import _base, judge, writers
-    from planner.model import types
+
 
     assert counts.OUTCOMES is v.OUTCOMES
-    assert types.ENGINES is v.ENGINES
+    from planner import model
+
+    assert model.ENGINES is v.ENGINES
     assert writers.PAIRWISE_VERDICTS is v.PAIRWISE_VERDICTS
     assert writers.ACCEPTABILITY_VERDICTS is v.ACCEPTABILITY_VERDICTS
     assert _base.POSITION_VERDICTS is v.POSITION_VERDICTS

@@ -75,7 +75,7 @@ def fit(counts: Counts, *, engine: str = "laplace", by_stratum: bool = False,
         raise UsageError(f"`engine` ({engine!r}) must be one of 'laplace' or 'nuts'", parameters=('engine',))
     for name, v, low in (("draws", draws, 1), ("tune", tune, 0), ("chains", chains, 1)):
         if not isinstance(v, (int, np.integer)) or v < low:
-            raise UsageError(f"--{name} ({v!r}) must be an integer >= {low}")
+            raise UsageError(f"`{name}` ({v!r}) must be an integer >= {low}", parameters=(name,))
     if cores is not None and (not isinstance(cores, (int, np.integer)) or cores < 1):
         raise UsageError(f"`cores` ({cores!r}) must be an integer >= 1", parameters=('cores',))
     if stratum_weights is not None and not by_stratum:

@@ -286,7 +286,7 @@ def _changes_problem(st: _FileState) -> str:
                    for c in st.changes[:CHANGE_EXAMPLES])
     more = f" and {len(st.changes) - CHANGE_EXAMPLES} more" if len(st.changes) > CHANGE_EXAMPLES else ""
     return (f"{st.name}: {len(st.changes)} stored judgment(s) changed at the source ({ex}{more}); "
-            "refusing to overwrite them silently — re-run with --accept-changes to apply them "
+            "refusing to overwrite them silently — re-run with `accept_changes` to apply them "
             "(every replacement is kept in the audit trail)")
 
 
@@ -461,7 +461,7 @@ def _refusal(paths: list[Path], results: list[FileIngest], refused: list[tuple[P
 
     def why(p, res, n):
         if res.changed and not res.replaced and n == 1:  # the only problem: edits at the source
-            return f"{p.name} ({res.changed} judgment(s) changed at the source; --accept-changes applies them)"
+            return f"{p.name} ({res.changed} judgment(s) changed at the source; `accept_changes` applies them)"
         return f"{p.name} ({n} problem{'s' if n != 1 else ''})"
 
     by_path = {r.path: r for r in results}
@@ -470,4 +470,4 @@ def _refusal(paths: list[Path], results: list[FileIngest], refused: list[tuple[P
            + (f"; stored: {', '.join(stored)}" if stored else ""))
     problems = [q for _, ps, _ in refused
                 for q in (ps.ordered() if isinstance(ps, _Problems) else ps)][:_Problems.KEEP]
-    return DataError(msg, problems)
+    return DataError(msg, problems, parameters=("accept_changes",))
