@@ -117,6 +117,12 @@ class Study:
         """All responses, by prompt order then system order."""
         return self._responses()
 
+    def response_keys(self) -> list[tuple[str, str]]:
+        """``(prompt, system)`` of every response in :meth:`responses` order, without reading the texts."""
+        n = self._sys_name
+        return [(r[0], n[r[1]]) for r in self._con.execute(
+            "SELECT r.prompt, r.system FROM responses r JOIN prompts p ON p.id = r.prompt ORDER BY p.ord, r.system")]
+
     def response(self, prompt_id: str, system: str) -> Response | None:
         """The response of ``system`` to ``prompt_id``, or None when there is none."""
         sid = self._sys_id.get(system)

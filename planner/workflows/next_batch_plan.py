@@ -45,10 +45,12 @@ def _showable(study, max_words: int | None, notes: list[str]) -> list[tuple[str,
     """``(prompt, system)`` of the responses that may be shown (skip mode leaves out longer ones, noted)."""
     from planner.textnorm import count_words
 
+    if max_words is None:   # every response may be shown: the ids only, no texts
+        return study.response_keys()
     shown: list[tuple[str, str]] = []
     too_long: dict[str, list[str]] = defaultdict(list)
     for r in study.responses():
-        if max_words is not None and count_words(r.text) > max_words:
+        if count_words(r.text) > max_words:
             too_long[r.prompt].append(r.system)
             continue
         shown.append((r.prompt, r.system))
@@ -82,6 +84,17 @@ def _pair_prompts(study, systems, reuse_prompts: bool, max_words: int | None, no
     return pp
 
 
+def _received_by_stratum(received) -> Counter:
+    """``{stratum: usable + invalid judgments}`` over the cells of ``received`` (one ``bincount``;
+    a stratum is a key when it has a cell, as the cell-by-cell sum had it)."""
+    cell_stratum = np.asarray(received.stratum, dtype=np.int64)
+    n = np.asarray(received.usable + received.invalid, dtype=np.int64)
+    k = len(received.strata)
+    present = np.bincount(cell_stratum, minlength=k) > 0
+    totals = np.bincount(cell_stratum, weights=n, minlength=k) if n.size else np.zeros(k)
+    return Counter({received.strata[s]: int(totals[s]) for s in np.flatnonzero(present).tolist()})
+
+
 def _stratum_slots(prompts, received, k: int, n_allowed: int, rng: np.random.Generator,
                    notes: list[str]) -> tuple[list[str], list[str]]:
     """``(strata, slots)``: one stratum per pick, aimed at the population shares, in a random order."""
@@ -89,9 +102,7 @@ def _stratum_slots(prompts, received, k: int, n_allowed: int, rng: np.random.Gen
 
     strata = sorted({p.stratum or "all" for p in prompts})
     target = _target_shares(prompts, strata)
-    already = Counter()
-    for s_idx, n in zip(received.stratum, received.usable + received.invalid):
-        already[received.strata[int(s_idx)]] += int(n)
+    already = _received_by_stratum(received)
     n_prompts = Counter(p.stratum or "all" for p in prompts)
     available = {s: n_prompts[s] * n_allowed for s in strata}
     if k > sum(available.values()):   # more picks than stratum slots: issue what can be, say so
@@ -103,13 +114,22 @@ def _stratum_slots(prompts, received, k: int, n_allowed: int, rng: np.random.Gen
     return strata, [slots[int(i)] for i in rng.permutation(len(slots))]
 
 
+def _by_label(candidates: list, label: dict[str, str]) -> dict[str, list]:
+    """``candidates`` grouped by stratum label, each group in the input order."""
+    out: dict[str, list] = defaultdict(list)
+    for p in candidates:
+        out[label[p.id]].append(p)
+    return out
+
+
 def _choose(prompts, pp, pairs, strata, slots, rng, frozen_first: bool, notes: list[str]) -> list:
     """One prompt per (pair, stratum slot): the slot's stratum first, then the others; notes on the rest."""
     from planner.batch import PlannedComparison
-    from planner.allocation import choose_prompts
+    from planner.allocation import choose_prompts, stratum_label
 
     systems = pp.systems
     by_id = {p.id: p for p in prompts}
+    label = {p.id: stratum_label(p, "stratum") for p in prompts}
     unused: dict[tuple[int, int], set] = {}
     planned = []
     used_now: dict[tuple[int, int], set] = defaultdict(set)
@@ -119,10 +139,11 @@ def _choose(prompts, pp, pairs, strata, slots, rng, frozen_first: bool, notes: l
         key = (min(i, j), max(i, j))
         if key not in unused:
             unused[key] = pp.unused(*key)
-        candidates = [by_id[pid] for pid in sorted(unused[key] - used_now[key]) if pid in by_id]
+        candidates = _by_label([by_id[pid] for pid in sorted(unused[key] - used_now[key]) if pid in by_id], label)
         pid = None
         for s in [stratum] + [x for x in strata if x != stratum]:
-            got = choose_prompts(candidates, s, 1, used=frozenset(), rng=rng, frozen_first=frozen_first)
+            # only the stratum's own candidates: choose_prompts keeps exactly these, in this order
+            got = choose_prompts(candidates.get(s, []), s, 1, used=frozenset(), rng=rng, frozen_first=frozen_first)
             if got:
                 pid = got[0]
                 fallbacks += s != stratum
