@@ -133,3 +133,61 @@ def test_response_keys_equal_responses(tmp_path):
         assert plan._showable(st, 4, notes) == [(r.prompt, r.system) for r in st.responses()
                                                 if len(r.text.split()) <= 4]
         assert notes and "--max-words 4" in notes[0]
+
+
+@pytest.fixture
+def used_study(tmp_path):
+    """Five systems, eight prompts with responses missing at random, 300 judgments (some on a prompt the
+    study does not hold, every kind, both orders), issued items, a gap in the storage order."""
+    rng = np.random.default_rng(11)
+    systems = ["e", "a", "d", "b", "c"]
+    (tmp_path / "prompts.jsonl").write_text("".join(
+        json.dumps({"id": f"q{k}", "text": f"question {k}", "stratum": f"s{k % 3}"}) + "\n"
+        for k in (7, 0, 5, 1, 6, 2, 4, 3)), encoding="utf-8")
+    (tmp_path / "responses.jsonl").write_text("".join(
+        json.dumps({"prompt": f"q{k}", "system": s, "text": f"answer {k}"}) + "\n"
+        for k in range(8) for s in systems if rng.random() < 0.8), encoding="utf-8")
+    init_study(tmp_path / "st", systems=systems, prompts_file=tmp_path / "prompts.jsonl",
+               responses_file=tmp_path / "responses.jsonl")
+    from planner.store.study import BatchItem
+
+    with Study.open(tmp_path / "st") as st:
+        con = st._con
+        con.execute("INSERT INTO files (id, sha256, name, format, ingested) VALUES (1, 'h', 'f', 'jsonl', 't')")
+        ids = [r[0] for r in con.execute("SELECT id FROM systems ORDER BY id")]
+        rows = []
+        for k in range(300):
+            a, b = rng.choice(ids, size=2, replace=False)
+            kind = ["regular", "external", "swap", "overlap", "attention"][k % 5]
+            prompt = f"q{rng.integers(8)}" if k % 13 else "elsewhere"
+            rows.append((k + 1 + (40 if k >= 150 else 0), f"j{k}", prompt, int(a), int(b),
+                         str(rng.choice(["A", "B", "tie"])), kind))
+        con.executemany("INSERT INTO judgments (seq, id, prompt, a, b, verdict, kind, file) "
+                        "VALUES (?, ?, ?, ?, ?, ?, ?, 1)", rows)
+        st.record_batch({"seed": 0}, [BatchItem("i1", "q3", "c", "e"), BatchItem("i2", "q6", "b", "a")])
+    return tmp_path / "st"
+
+
+@pytest.mark.parametrize("reuse", [False, True])
+def test_pair_usage_arrays_equal_the_sets(used_study, reuse):
+    from planner.pair_prompts import PairUsage
+
+    with Study.open(used_study) as st:
+        systems = st.systems
+        shown = st.response_keys()
+        sets = st.pair_prompt_usage()
+        usage = PairUsage(systems, *st.pair_prompt_usage_codes())
+    held = {f"q{k}" for k in range(8)}
+    # the mapping: the old sets restricted to the prompts the study holds
+    want = {k: v & held for k, v in sets.items() if v & held}
+    assert dict(usage.items()) == want and len(usage) == len(want) and set(usage) == set(want)
+    assert any("elsewhere" in v for v in sets.values())  # the fixture has the case left out
+    assert ("a", "e") not in usage and usage.get(("zz", "a")) is None
+    fast = pair_prompts(systems, shown, usage, reuse_prompts=reuse)
+    slow = pair_prompts(systems, shown, sets, reuse_prompts=reuse)
+    for name in ("have", "pair_i", "pair_j", "n_both", "n_fresh", "capacity"):
+        np.testing.assert_array_equal(getattr(fast, name), getattr(slow, name), err_msg=name)
+    assert fast.prompts == slow.prompts and fast.allowed() == slow.allowed()
+    for i, j in zip(slow.pair_i.tolist(), slow.pair_j.tolist()):
+        assert fast.unused(i, j) == slow.unused(i, j)
+    assert (slow.n_fresh == 0).any() and (slow.n_fresh > 0).any()  # exhausted pairs and open ones

@@ -277,6 +277,24 @@ class Study:
             yield (jid, batch, item, kind, prompt, stratum, a, b, pos, left, right, verdict, pv, win, ann, src,
                    reason, sec, conf, at, fname)
 
+    def pair_prompt_usage_codes(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple]:
+        """:meth:`pair_prompt_usage` as arrays, for the prompts the study holds (no Python sets).
+
+        Returns ``(x, y, code, names)``: one row per distinct (pair, prompt) judged or
+        issued, ``x < y`` the systems' places in :attr:`systems`, ``names[code]`` the
+        prompt id; rows sorted by ``(x, y, code)``. Judgments on prompts the study does
+        not hold are left out (no pair can be shown those).
+        """
+        span, index = scans.system_index(self._con)
+        rows = self._con.execute("SELECT ord, id FROM prompts").fetchall()
+        names: list = [None] * (max((r[0] for r in rows), default=-1) + 2)  # code = ord + 1; 0: not held
+        for ord_, name in rows:
+            names[ord_ + 1] = name
+        codes = scans.pair_prompt_codes(self._con, span, len(names))
+        pair, code = np.divmod(codes[codes % len(names) != 0], len(names))
+        x, y = np.divmod(pair, span)
+        return index[x], index[y], code, tuple(names)
+
     def pair_prompt_usage(self) -> dict[tuple[str, str], frozenset[str]]:
         """Prompts already judged or issued for each unordered pair.
 

@@ -67,10 +67,10 @@ def _showable(study, max_words: int | None, notes: list[str]) -> list[tuple[str,
 
 def _pair_prompts(study, systems, reuse_prompts: bool, max_words: int | None, notes: list[str]):
     """The pairs' prompt bookkeeping, with the notes on reused and impossible pairs."""
-    from planner.pair_prompts import pair_prompts
+    from planner.pair_prompts import PairUsage, pair_prompts
 
-    pp = pair_prompts(systems, _showable(study, max_words, notes), study.pair_prompt_usage(),
-                      reuse_prompts=reuse_prompts)
+    usage = PairUsage(systems, *study.pair_prompt_usage_codes())   # the study's prompts: the only ones shown
+    pp = pair_prompts(systems, _showable(study, max_words, notes), usage, reuse_prompts=reuse_prompts)
     reused = pp.n_reused()
     if reused:
         notes.append(f"{reused} system pair(s) have used every prompt; --reuse-prompts lets them take one again")
