@@ -130,16 +130,16 @@ def _choose(prompts, pp, pairs, strata, slots, rng, frozen_first: bool, notes: l
     systems = pp.systems
     by_id = {p.id: p for p in prompts}
     label = {p.id: stratum_label(p, "stratum") for p in prompts}
-    unused: dict[tuple[int, int], set] = {}
+    # per pair, its prompts not yet used (nor taken by this batch), by stratum, sorted by id
+    left: dict[tuple[int, int], dict[str, list]] = {}
     planned = []
-    used_now: dict[tuple[int, int], set] = defaultdict(set)
     fallbacks = 0
     dropped = Counter()
     for (i, j), stratum in zip(pairs, slots):
         key = (min(i, j), max(i, j))
-        if key not in unused:
-            unused[key] = pp.unused(*key)
-        candidates = _by_label([by_id[pid] for pid in sorted(unused[key] - used_now[key]) if pid in by_id], label)
+        if key not in left:
+            left[key] = _by_label([by_id[pid] for pid in sorted(pp.unused(*key)) if pid in by_id], label)
+        candidates = left[key]
         pid = None
         for s in [stratum] + [x for x in strata if x != stratum]:
             # only the stratum's own candidates: choose_prompts keeps exactly these, in this order
@@ -151,7 +151,8 @@ def _choose(prompts, pp, pairs, strata, slots, rng, frozen_first: bool, notes: l
         if pid is None:
             dropped[(systems[key[0]], systems[key[1]])] += 1
             continue
-        used_now[key].add(pid)
+        group = candidates[label[pid]]
+        del group[next(t for t, p in enumerate(group) if p.id == pid)]   # taken: not again in this batch
         planned.append(PlannedComparison(pid, systems[key[0]], systems[key[1]], by_id[pid].stratum or "all"))
     if fallbacks:
         notes.append(f"{fallbacks} comparison(s) took a prompt from another stratum: their planned stratum had "
