@@ -10,6 +10,7 @@ Every random choice comes from the caller's ``rng``, in a fixed order.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from contextlib import nullcontext
 from typing import Sequence
 
 import numpy as np
@@ -186,11 +187,16 @@ def plan_next_batch(study, selection, *, seed: int, rng: np.random.Generator, ma
     :class:`planner.batch.PlannedComparison`.
     """
     from planner.acquisition import select_pairs
+    from planner.stats.blas import one_blas_thread
 
     sel = selection
     systems = tuple(study.systems)
     notes: list[str] = []
-    judged_s, pending_s, judged, pending, fit = _fit(study, sel, seed, notes)
+    # the Laplace fit's and the selection's dense algebra on one BLAS thread (planner.stats.blas);
+    # NUTS keeps BLAS's own threads (its sampler runs as before)
+    blas = one_blas_thread if sel.engine != "nuts" else nullcontext
+    with blas():
+        judged_s, pending_s, judged, pending, fit = _fit(study, sel, seed, notes)
     prompts = list(study.prompts())
     pp = _pair_prompts(study, systems, sel.reuse_prompts, max_words, notes)
     allowed = pp.allowed()
@@ -200,9 +206,10 @@ def plan_next_batch(study, selection, *, seed: int, rng: np.random.Generator, ma
             raise UsageError("--strategy/--objective anchor needs an anchor system; the study has none "
                              "(set one with planner init --anchor)")
     draws = fit.beta_draws if sel.engine == "nuts" else None
-    result = select_pairs(fit.posterior, sel.size, strategy=sel.strategy, objective=sel.objective,
-                          top_k=sel.top_k, anchor=anchor, judged=judged, pending=pending, rng=rng, draws=draws,
-                          allowed=allowed, capacity=pp.capacities())
+    with blas():
+        result = select_pairs(fit.posterior, sel.size, strategy=sel.strategy, objective=sel.objective,
+                              top_k=sel.top_k, anchor=anchor, judged=judged, pending=pending, rng=rng,
+                              draws=draws, allowed=allowed, capacity=pp.capacities())
     notes.extend(result.notes)   # what the strategy could not do (short batch, swiss fallback)
     strata, slots = _stratum_slots(prompts, judged_s + pending_s, len(result.pairs), len(allowed), rng, notes)
     planned = _choose(prompts, pp, result.pairs, strata, slots, rng, sel.frozen_first, notes)
