@@ -214,6 +214,8 @@ def arena_scale(study_dir=None, m=300, n=1_000_000, k=1000, prompts=300):
     from bench_next_batch import build
 
     from planner.model import fit
+    from planner.pair_prompts import PairUsage
+    from planner.stats.blas import one_blas_thread
     from planner.store.study import Study
 
     tmp = None
@@ -238,14 +240,15 @@ def arena_scale(study_dir=None, m=300, n=1_000_000, k=1000, prompts=300):
         counts, pending = st.counts(), st.pending_counts()
         t_scan = time.perf_counter() - t0
         t0 = time.perf_counter()
-        usage = st.pair_prompt_usage()
+        usage = PairUsage(st.systems, *st.pair_prompt_usage_codes())   # as next-batch reads it
         t_usage = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    f = fit(counts, engine="laplace", seed=0, progressbar=False)
-    t_fit = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    acq.select_pairs(f.posterior, k, judged=counts, pending=pending, rng=np.random.default_rng(0))
-    t_sel = time.perf_counter() - t0
+    with one_blas_thread():   # as next-batch runs them (planner.stats.blas)
+        t0 = time.perf_counter()
+        f = fit(counts, engine="laplace", seed=0, progressbar=False)
+        t_fit = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        acq.select_pairs(f.posterior, k, judged=counts, pending=pending, rng=np.random.default_rng(0))
+        t_sel = time.perf_counter() - t0
     print(f"arena scale: {len(counts.systems)} systems, {int(counts.usable.sum()):,} usable judgments, "
           f"batch {k}: whole next-batch --dry-run {min(walls):.2f} s wall, {min(cpus):.2f} s CPU (best of 2; "
           f"target < 10 s); "

@@ -13,6 +13,7 @@ one run:
   seconds, not minutes.
 
     python bench/bench_next_batch.py [--systems 100] [--judgments 100000] [--size 200] [--repeat 3]
+    python bench/bench_next_batch.py --stages STUDY --size 1000   # cProfile of the whole command, by stage
 """
 
 from __future__ import annotations
@@ -64,6 +65,44 @@ def build(tmp: Path, m: int, n_judgments: int, n_prompts: int, seed: int) -> Pat
     return study
 
 
+#: stages of the whole command, as (label, function name, file) in the cProfile of one run
+STAGES = [("whole next_batch workflow", "next_batch", "workflows/next_batch.py"),
+          ("  counts, pending, fit (_fit)", "_fit", None), ("    Study.counts", "counts", "queries.py"),
+          ("    the Laplace fit", "fit_laplace", None),
+          ("  showable responses", "_showable", None), ("  pair-prompt usage (old: sets)", "pair_prompt_usage", None),
+          ("  pair-prompt usage (new: arrays)", "pair_prompt_usage_codes", None),
+          ("  pair_prompts bookkeeping", "pair_prompts", "pair_prompts.py"),
+          ("  selection (select_pairs)", "select_pairs", None), ("  stratum slots", "_stratum_slots", None),
+          ("  prompt per pick (_choose)", "_choose", None), ("  batch assembly (_assemble)", "_assemble", None)]
+
+
+def stages(study: Path, size: int) -> None:
+    """cProfile one whole ``next-batch STUDY --dry-run --json`` (a child process) and print its stages' CPU.
+
+    The profiler's clock is ``time.process_time`` (the child's CPU, all threads), so
+    other processes' load does not count.
+
+    ``_fit``'s line holds the counts, the pending counts and the fit; the
+    lines are cumulative times of one function each (profiled, so ~10-30 % above
+    an unprofiled run).
+    """
+    import pstats
+
+    with tempfile.TemporaryDirectory() as d:
+        out = Path(d) / "nb.prof"
+        child = ("import cProfile, runpy, sys, time\n"
+                 f"sys.argv = ['cli', 'next-batch', {str(study)!r}, '--size', '{size}', '--dry-run', '--json']\n"
+                 "pr = cProfile.Profile(time.process_time)\npr.enable()\n"
+                 "try:\n    runpy.run_module('cli', run_name='__main__')\nexcept SystemExit:\n    pass\n"
+                 f"pr.disable()\npr.dump_stats({str(out)!r})\n")
+        subprocess.run([sys.executable, "-c", child], check=True, capture_output=True, cwd=ROOT)
+        st = pstats.Stats(str(out)).stats
+    for label, name, where in STAGES:
+        got = [v[3] for (file, _, fn), v in st.items() if fn == name and (where is None or file.endswith(where))]
+        if got:
+            print(f"{label:36s} {max(got):7.2f} s")
+
+
 def median_time(fn, repeat: int) -> float:
     out = []
     for _ in range(repeat):
@@ -80,7 +119,11 @@ def main() -> None:
     ap.add_argument("--prompts", type=int, default=300)
     ap.add_argument("--size", type=int, default=200)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--stages", metavar="STUDY", help="only profile the whole command on this built study")
     args = ap.parse_args()
+    if args.stages:
+        stages(Path(args.stages), args.size)
+        return
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
         t = time.perf_counter()

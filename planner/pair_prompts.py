@@ -19,9 +19,10 @@ The prompt *sets* are built only for the pairs a selection returns
 
 from __future__ import annotations
 
+from collections import abc
 from dataclasses import dataclass, field
 from itertools import chain, compress, repeat
-from typing import Iterable, Mapping, Sequence
+from typing import Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -82,6 +83,50 @@ class PairPrompts:
         return (both - used) or (both if self.reuse_prompts else set())
 
 
+class PairUsage(abc.Mapping):
+    """``{(x, y): used prompt ids}`` held as sorted arrays (:meth:`Study.pair_prompt_usage_codes`).
+
+    The same mapping as :meth:`planner.store.study.Study.pair_prompt_usage` for the
+    prompts the study holds, without a Python set per pair: :func:`pair_prompts`
+    counts from the arrays, and a pair's set is built only when asked for.
+
+    ``x``, ``y`` (``x < y``) are places in ``systems``, ``names[code]`` the prompt
+    ids; rows sorted by ``(x, y, code)`` and distinct.
+    """
+
+    def __init__(self, systems: Sequence[str], x: np.ndarray, y: np.ndarray, code: np.ndarray,
+                 names: Sequence[str | None]):
+        self.systems = tuple(systems)
+        self.x, self.y, self.code, self.names = x, y, code, tuple(names)
+        self._key = x * len(self.systems) + y
+        self._place = {s: k for k, s in enumerate(self.systems)}
+
+    def _span(self, pair) -> tuple[int, int]:
+        a, b = self._place.get(pair[0], -1), self._place.get(pair[1], -1)
+        if a < 0 or b <= a:
+            return 0, 0
+        key = a * len(self.systems) + b
+        return int(np.searchsorted(self._key, key, "left")), int(np.searchsorted(self._key, key, "right"))
+
+    def __getitem__(self, pair) -> frozenset:
+        lo, hi = self._span(pair)
+        if lo == hi:
+            raise KeyError(pair)
+        return frozenset(self.names[c] for c in self.code[lo:hi].tolist())
+
+    def __contains__(self, pair) -> bool:
+        lo, hi = self._span(pair)
+        return hi > lo
+
+    def __iter__(self) -> Iterator[tuple[str, str]]:
+        keys = np.unique(self._key)
+        return iter([(self.systems[k // len(self.systems)], self.systems[k % len(self.systems)])
+                     for k in keys.tolist()])
+
+    def __len__(self) -> int:
+        return int(np.unique(self._key).size)
+
+
 def pair_prompts(systems: Sequence[str], responses: Iterable[tuple[str, str]],
                  usage: Mapping[tuple[str, str], frozenset], *, reuse_prompts: bool = False) -> PairPrompts:
     """The :class:`PairPrompts` of ``systems``.
@@ -91,7 +136,8 @@ def pair_prompts(systems: Sequence[str], responses: Iterable[tuple[str, str]],
     systems : the study's systems, in its order (pair ``(i, j)`` means ``i < j``).
     responses : ``(prompt_id, system)`` of every showable response.
     usage : ``{(x, y): prompt ids}`` with ``x`` before ``y`` in ``systems``
-        (:meth:`planner.store.study.Study.pair_prompt_usage`).
+        (:meth:`planner.store.study.Study.pair_prompt_usage`), or a :class:`PairUsage`
+        of the same ``systems`` (counted from its arrays).
     reuse_prompts : let a pair that has used every prompt take one again.
     """
     systems = tuple(systems)
@@ -116,6 +162,8 @@ def pair_prompts(systems: Sequence[str], responses: Iterable[tuple[str, str]],
 def _used_and_answered(systems, s_index, p_index, have, usage, n_pairs) -> np.ndarray:
     """Per pair: its used prompts that both systems answered (one bincount over all usage lists)."""
     m = len(systems)
+    if isinstance(usage, PairUsage) and usage.systems == tuple(systems):
+        return _used_and_answered_codes(usage, p_index, have, n_pairs)
     keys = [(s_index.get(x), s_index.get(y)) for x, y in usage]
     sizes = np.fromiter((len(v) for v in usage.values()), np.int64, len(usage))
     ok = np.fromiter((a is not None and b is not None and a < b for a, b in keys), bool, len(keys))
@@ -132,3 +180,15 @@ def _used_and_answered(systems, s_index, p_index, have, usage, n_pairs) -> np.nd
     keep = rep_ok.copy()
     keep[rep_ok] = have[a_rep[rep_ok], prompt[rep_ok]] & have[b_rep[rep_ok], prompt[rep_ok]]
     return np.bincount(rep_pair[keep], minlength=n_pairs).astype(np.int64)
+
+
+def _used_and_answered_codes(usage: PairUsage, p_index, have, n_pairs) -> np.ndarray:
+    """:func:`_used_and_answered` from :class:`PairUsage` arrays (no per-pair Python objects)."""
+    m = len(usage.systems)
+    column = np.array([-1 if n is None else p_index.get(n, -1) for n in usage.names], dtype=np.int64)
+    col = column[usage.code] if usage.code.size else np.zeros(0, dtype=np.int64)
+    a, b = usage.x, usage.y
+    keep = col >= 0
+    keep[keep] = have[a[keep], col[keep]] & have[b[keep], col[keep]]
+    pair = a * m - a * (a + 1) // 2 + (b - a - 1)
+    return np.bincount(pair[keep], minlength=n_pairs).astype(np.int64)

@@ -117,6 +117,12 @@ class Study:
         """All responses, by prompt order then system order."""
         return self._responses()
 
+    def response_keys(self) -> list[tuple[str, str]]:
+        """``(prompt, system)`` of every response in :meth:`responses` order, without reading the texts."""
+        n = self._sys_name
+        return [(r[0], n[r[1]]) for r in self._con.execute(
+            "SELECT r.prompt, r.system FROM responses r JOIN prompts p ON p.id = r.prompt ORDER BY p.ord, r.system")]
+
     def response(self, prompt_id: str, system: str) -> Response | None:
         """The response of ``system`` to ``prompt_id``, or None when there is none."""
         sid = self._sys_id.get(system)
@@ -270,6 +276,24 @@ class Study:
             win = a if verdict == "A" else b if verdict == "B" else None
             yield (jid, batch, item, kind, prompt, stratum, a, b, pos, left, right, verdict, pv, win, ann, src,
                    reason, sec, conf, at, fname)
+
+    def pair_prompt_usage_codes(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple]:
+        """:meth:`pair_prompt_usage` as arrays, for the prompts the study holds (no Python sets).
+
+        Returns ``(x, y, code, names)``: one row per distinct (pair, prompt) judged or
+        issued, ``x < y`` the systems' places in :attr:`systems`, ``names[code]`` the
+        prompt id; rows sorted by ``(x, y, code)``. Judgments on prompts the study does
+        not hold are left out (no pair can be shown those).
+        """
+        span, index = scans.system_index(self._con)
+        rows = self._con.execute("SELECT ord, id FROM prompts").fetchall()
+        names: list = [None] * (max((r[0] for r in rows), default=-1) + 2)  # code = ord + 1; 0: not held
+        for ord_, name in rows:
+            names[ord_ + 1] = name
+        codes = scans.pair_prompt_codes(self._con, span, len(names))
+        pair, code = np.divmod(codes[codes % len(names) != 0], len(names))
+        x, y = np.divmod(pair, span)
+        return index[x], index[y], code, tuple(names)
 
     def pair_prompt_usage(self) -> dict[tuple[str, str], frozenset[str]]:
         """Prompts already judged or issued for each unordered pair.

@@ -10,6 +10,7 @@ Every random choice comes from the caller's ``rng``, in a fixed order.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from contextlib import nullcontext
 from typing import Sequence
 
 import numpy as np
@@ -45,10 +46,12 @@ def _showable(study, max_words: int | None, notes: list[str]) -> list[tuple[str,
     """``(prompt, system)`` of the responses that may be shown (skip mode leaves out longer ones, noted)."""
     from planner.textnorm import count_words
 
+    if max_words is None:   # every response may be shown: the ids only, no texts
+        return study.response_keys()
     shown: list[tuple[str, str]] = []
     too_long: dict[str, list[str]] = defaultdict(list)
     for r in study.responses():
-        if max_words is not None and count_words(r.text) > max_words:
+        if count_words(r.text) > max_words:
             too_long[r.prompt].append(r.system)
             continue
         shown.append((r.prompt, r.system))
@@ -65,10 +68,10 @@ def _showable(study, max_words: int | None, notes: list[str]) -> list[tuple[str,
 
 def _pair_prompts(study, systems, reuse_prompts: bool, max_words: int | None, notes: list[str]):
     """The pairs' prompt bookkeeping, with the notes on reused and impossible pairs."""
-    from planner.pair_prompts import pair_prompts
+    from planner.pair_prompts import PairUsage, pair_prompts
 
-    pp = pair_prompts(systems, _showable(study, max_words, notes), study.pair_prompt_usage(),
-                      reuse_prompts=reuse_prompts)
+    usage = PairUsage(systems, *study.pair_prompt_usage_codes())   # the study's prompts: the only ones shown
+    pp = pair_prompts(systems, _showable(study, max_words, notes), usage, reuse_prompts=reuse_prompts)
     reused = pp.n_reused()
     if reused:
         notes.append(f"{reused} system pair(s) have used every prompt; --reuse-prompts lets them take one again")
@@ -83,6 +86,17 @@ def _pair_prompts(study, systems, reuse_prompts: bool, max_words: int | None, no
     return pp
 
 
+def _received_by_stratum(received) -> Counter:
+    """``{stratum: usable + invalid judgments}`` over the cells of ``received`` (one ``bincount``;
+    a stratum is a key when it has a cell, as the cell-by-cell sum had it)."""
+    cell_stratum = np.asarray(received.stratum, dtype=np.int64)
+    n = np.asarray(received.usable + received.invalid, dtype=np.int64)
+    k = len(received.strata)
+    present = np.bincount(cell_stratum, minlength=k) > 0
+    totals = np.bincount(cell_stratum, weights=n, minlength=k) if n.size else np.zeros(k)
+    return Counter({received.strata[s]: int(totals[s]) for s in np.flatnonzero(present).tolist()})
+
+
 def _stratum_slots(prompts, received, k: int, n_allowed: int, rng: np.random.Generator,
                    notes: list[str]) -> tuple[list[str], list[str]]:
     """``(strata, slots)``: one stratum per pick, aimed at the population shares, in a random order."""
@@ -90,9 +104,7 @@ def _stratum_slots(prompts, received, k: int, n_allowed: int, rng: np.random.Gen
 
     strata = sorted({p.stratum or "all" for p in prompts})
     target = _target_shares(prompts, strata)
-    already = Counter()
-    for s_idx, n in zip(received.stratum, received.usable + received.invalid):
-        already[received.strata[int(s_idx)]] += int(n)
+    already = _received_by_stratum(received)
     n_prompts = Counter(p.stratum or "all" for p in prompts)
     available = {s: n_prompts[s] * n_allowed for s in strata}
     if k > sum(available.values()):   # more picks than stratum slots: issue what can be, say so
@@ -104,6 +116,14 @@ def _stratum_slots(prompts, received, k: int, n_allowed: int, rng: np.random.Gen
     return strata, [slots[int(i)] for i in rng.permutation(len(slots))]
 
 
+def _by_label(candidates: list, label: dict[str, str]) -> dict[str, list]:
+    """``candidates`` grouped by stratum label, each group in the input order."""
+    out: dict[str, list] = defaultdict(list)
+    for p in candidates:
+        out[label[p.id]].append(p)
+    return out
+
+
 def _choose(prompts, pp, pairs, strata, slots, rng, frozen_first: bool, notes: list[str], scores=None) -> list:
     """One prompt per (pair, stratum slot): the slot's stratum first, then the others; notes on the rest.
 
@@ -111,26 +131,29 @@ def _choose(prompts, pp, pairs, strata, slots, rng, frozen_first: bool, notes: l
     by :func:`planner.prompt_choice.choose_prompt` (discriminative prompts preferred).
     """
     from planner.items import PlannedComparison
-    from planner.allocation import choose_prompts
+    from planner.allocation import choose_prompts, stratum_label
 
     systems = pp.systems
     by_id = {p.id: p for p in prompts}
-    unused: dict[tuple[int, int], set] = {}
+    label = {p.id: stratum_label(p, "stratum") for p in prompts}
+    # per pair, its prompts not yet used (nor taken by this batch), by stratum, sorted by id
+    left: dict[tuple[int, int], dict[str, list]] = {}
     planned = []
-    used_now: dict[tuple[int, int], set] = defaultdict(set)
     fallbacks = 0
     dropped = Counter()
     for (i, j), stratum in zip(pairs, slots):
         key = (min(i, j), max(i, j))
-        if key not in unused:
-            unused[key] = pp.unused(*key)
-        candidates = [by_id[pid] for pid in sorted(unused[key] - used_now[key]) if pid in by_id]
+        if key not in left:
+            left[key] = _by_label([by_id[pid] for pid in sorted(pp.unused(*key)) if pid in by_id], label)
+        candidates = left[key]
         pid = None
         for s in [stratum] + [x for x in strata if x != stratum]:
+            # only the stratum's own candidates: choose_prompts keeps exactly these, in this order
             if scores is not None:
-                got = _choose_discriminative(candidates, s, scores, rng, frozen_first)
+                got = _choose_discriminative(candidates.get(s, []), s, scores, rng, frozen_first)
             else:
-                got = choose_prompts(candidates, s, 1, used=frozenset(), rng=rng, frozen_first=frozen_first)
+                got = choose_prompts(candidates.get(s, []), s, 1, used=frozenset(), rng=rng,
+                                     frozen_first=frozen_first)
             if got:
                 pid = got[0]
                 fallbacks += s != stratum
@@ -138,7 +161,8 @@ def _choose(prompts, pp, pairs, strata, slots, rng, frozen_first: bool, notes: l
         if pid is None:
             dropped[(systems[key[0]], systems[key[1]])] += 1
             continue
-        used_now[key].add(pid)
+        group = candidates[label[pid]]
+        del group[next(t for t, p in enumerate(group) if p.id == pid)]   # taken: not again in this batch
         planned.append(PlannedComparison(pid, systems[key[0]], systems[key[1]], by_id[pid].stratum or "all"))
     if fallbacks:
         notes.append(f"{fallbacks} comparison(s) took a prompt from another stratum: their planned stratum had "
@@ -195,12 +219,17 @@ def plan_next_batch(study, selection, *, seed: int, rng: np.random.Generator, ma
     """
     from planner.acquisition import select_pairs
     from planner.prompt_choice import check_mode
+    from planner.stats.blas import one_blas_thread
 
     sel = selection
     check_mode(getattr(sel, "prompts_by", "uniform"))   # before the fit: a bad value costs nothing
     systems = tuple(study.systems)
     notes: list[str] = []
-    judged_s, pending_s, judged, pending, fit = _fit(study, sel, seed, notes)
+    # the Laplace fit's and the selection's dense algebra on one BLAS thread (planner.stats.blas);
+    # NUTS keeps BLAS's own threads (its sampler runs as before)
+    blas = one_blas_thread if sel.engine != "nuts" else nullcontext
+    with blas():
+        judged_s, pending_s, judged, pending, fit = _fit(study, sel, seed, notes)
     prompts = list(study.prompts())
     pp = _pair_prompts(study, systems, sel.reuse_prompts, max_words, notes)
     allowed = pp.allowed()
@@ -210,9 +239,10 @@ def plan_next_batch(study, selection, *, seed: int, rng: np.random.Generator, ma
             raise UsageError("`strategy`/`objective` anchor needs an anchor system; the study has none "
                              "(set one with planner init `anchor`)", parameters=('strategy', 'objective', 'anchor'))
     draws = fit.beta_draws if sel.engine == "nuts" else None
-    result = select_pairs(fit.posterior, sel.size, strategy=sel.strategy, objective=sel.objective,
-                          top_k=sel.top_k, anchor=anchor, judged=judged, pending=pending, rng=rng, draws=draws,
-                          allowed=allowed, capacity=pp.capacities())
+    with blas():
+        result = select_pairs(fit.posterior, sel.size, strategy=sel.strategy, objective=sel.objective,
+                              top_k=sel.top_k, anchor=anchor, judged=judged, pending=pending, rng=rng,
+                              draws=draws, allowed=allowed, capacity=pp.capacities())
     notes.extend(result.notes)   # what the strategy could not do (short batch, swiss fallback)
     strata, slots = _stratum_slots(prompts, judged_s + pending_s, len(result.pairs), len(allowed), rng, notes)
     scores = _prompt_scores(study, fit, prompts, getattr(sel, "prompts_by", "uniform"), notes)
