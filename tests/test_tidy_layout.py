@@ -66,3 +66,13 @@ def test_the_checker_sees_an_opening_call(tmp_path):
     probe.write_text("import sqlite3\nfrom planner.store.study import Study\n"
                      "def f(p):\n    with Study.open(p) as s:\n        return sqlite3.connect(p)\n")
     assert [c.split(" ")[0] for c in _opening_calls(probe)] == ["Study.open", "sqlite3.connect"]
+
+
+def test_every_package_is_installed():
+    """pyproject lists packages explicitly: a new sub-package missing there works in a checkout and breaks a
+    `pip install .` (the README's first command)."""
+    import tomllib
+
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]["packages"])
+    present = {p.parent.relative_to(ROOT).as_posix().replace("/", ".") for p in (ROOT / "planner").rglob("__init__.py")}
+    assert not present - listed, f"add to [tool.setuptools] packages: {sorted(present - listed)}"
