@@ -136,6 +136,13 @@ class Study:
         strata = self.strata() if by_stratum else (DEFAULT_STRATUM,)
         return strata, {s: i for i, s in enumerate(strata)}
 
+    def grouped_judgments(self) -> list[tuple]:
+        """The report's grouped scan of the judgments (:func:`planner.store.grouped.grouped_judgments`), on its
+        own connection: safe to run in a worker thread while this study's connection reads the counts."""
+        from planner.store.grouped import grouped_judgments
+
+        return grouped_judgments(db_path(self.path))
+
     def counts(self, by_stratum: bool = False, kinds: Sequence[str] = COUNTED_KINDS) -> Counts:
         """Aggregated pairwise counts, cell ``a`` = system shown left/first, ``b`` = right.
 

@@ -110,7 +110,9 @@ def _check_demo_target(directory: Path, force: bool) -> None:
     name = quote(str(directory))
     if directory.exists() and not directory.is_dir():
         raise UsageError(f"DIRECTORY ({name}) is an existing file; expected a new directory for the demo")
-    if (directory / "study.json").exists() or (directory / "study.sqlite").exists():
+    from planner.store.db import CONFIG_NAME, DB_NAME
+
+    if (directory / CONFIG_NAME).exists() or (directory / DB_NAME).exists():
         raise UsageError(f"DIRECTORY ({name}) holds a study; the demo never replaces a study")
     if directory.exists() and any(directory.iterdir()):
         if not force:

@@ -46,7 +46,6 @@ Formulas and references: docs/methods.md, sections "Report diagnostics" and
 from __future__ import annotations
 
 from collections import Counter
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -220,7 +219,7 @@ def build_report(study_path, *, engine: str = "laplace", by_stratum: bool = Fals
     """
     from concurrent.futures import ThreadPoolExecutor
 
-    from planner.store.study import DB_NAME, Study, grouped_judgments
+    from planner.store.study import Study
     if save_posterior is None:
         save_posterior = engine == "nuts"
     _check_options(engine, seed, draws, tune, chains, min_pass_rate)
@@ -228,7 +227,7 @@ def build_report(study_path, *, engine: str = "laplace", by_stratum: bool = Fals
     with Study.open(study_path) as study, ThreadPoolExecutor(max_workers=2) as pool:
         # Overlap the two store scans and the heavy imports: sqlite releases the GIL while scanning,
         # so the grouped scan (worker), Study.counts (here) and importing arviz (worker) run together.
-        grouped = pool.submit(grouped_judgments, Path(study.path) / DB_NAME)
+        grouped = pool.submit(study.grouped_judgments)
         systems = tuple(study.systems)
         counts_k = study.counts(by_stratum=True)
         counts = counts_k.pooled()
