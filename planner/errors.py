@@ -129,7 +129,8 @@ def quote(value, limit: int = QUOTE_LIMIT) -> str:
     if value is None:
         return "missing"
     try:
-        text = repr(value) if not isinstance(value, int) or abs(value) < 10 ** 60 else f"an integer of {len(str(abs(value)))} digits"
+        small = not isinstance(value, int) or abs(value) < 10 ** 60
+        text = repr(value) if small else f"an integer of {len(str(abs(value)))} digits"
     except (ValueError, RecursionError):  # int too large for str(), or a self-referencing structure
         text = f"a {type(value).__name__} too large to show"
     if len(text) <= limit:

@@ -180,7 +180,8 @@ def iter_csv(path: Path, *, rows: bool = False) -> Iterator[Row]:
                 return
             dup = sorted({h for h in header if h and header.count(h) > 1})
             if dup:
-                yield 1, None, f"{name}:1: column {quote(dup[0])} appears twice in the header; expected each column once"
+                yield 1, None, (f"{name}:1: column {quote(dup[0])} appears twice in the header; "
+                                "expected each column once")
                 return
             n = len(header)
             while True:
@@ -190,7 +191,8 @@ def iter_csv(path: Path, *, rows: bool = False) -> Iterator[Row]:
                 except StopIteration:
                     return
                 except (csv.Error, UnicodeDecodeError) as exc:
-                    yield (n_row if rows else reader.line_num), None, f"{at(reader)}: malformed CSV ({_csv_reason(exc)})"
+                    where = n_row if rows else reader.line_num
+                    yield where, None, f"{at(reader)}: malformed CSV ({_csv_reason(exc)})"
                     return
                 line = n_row if rows else reader.line_num
                 if not cells or all(not c.strip() for c in cells):
@@ -239,7 +241,8 @@ def iter_json_array_indexed(path: Path) -> Iterator[tuple]:
     except JSONProblem as exc:
         msg = str(exc)
         line = int(msg[5:msg.index(":")]) if msg.startswith("line ") else 1
-        yield line, f"{name}:{line}", None, f"{name}:{line}: {msg.split(': ', 1)[1] if msg.startswith('line ') else msg}"
+        shown_msg = msg.split(": ", 1)[1] if msg.startswith("line ") else msg
+        yield line, f"{name}:{line}", None, f"{name}:{line}: {shown_msg}"
         return
     one_line = "\n" not in text.strip()
     n = len(text)

@@ -286,7 +286,7 @@ def read_alpaca_eval(path: Path, tie_band: float = 0.0, **_) -> Iterator[Row]:
 
         raise UsageError(f"`tie_band` ({quote(tie_band)}) must be in [0, 0.5)", parameters=('tie_band',))
     path = Path(path)
-    for line, index, row, problem in iter_json_array_indexed(path):
+    for line, _index, row, problem in iter_json_array_indexed(path):
         if problem:
             yield line, None, problem
             continue

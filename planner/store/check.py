@@ -97,7 +97,8 @@ def read_config(cfg_path: Path) -> dict:
     expected = "expected the JSON object written by planner init"
     try:
         if cfg_path.stat().st_size > MAX_CONFIG_BYTES:
-            raise DataError(f"{cfg_path}: {cfg_path.stat().st_size:,} bytes is too large for a study config; {expected}")
+            size = cfg_path.stat().st_size
+            raise DataError(f"{cfg_path}: {size:,} bytes is too large for a study config; {expected}")
         config = json.loads(cfg_path.read_text(encoding="utf-8-sig"))
     except OSError as exc:
         raise DataError(f"{cfg_path}: cannot be read ({exc.strerror or exc})") from None

@@ -282,7 +282,8 @@ def _apply_changes(con, st: _FileState) -> int:
 
 def _changes_problem(st: _FileState) -> str:
     ex = "; ".join(f"{quote(c.jid)} {c.old_verdict} -> {c.new_verdict}"
-                   + (f" (reason {quote(c.old_reason)} -> {quote(c.new_reason)})" if c.old_reason != c.new_reason else "")
+                   + (f" (reason {quote(c.old_reason)} -> {quote(c.new_reason)})"
+                      if c.old_reason != c.new_reason else "")
                    for c in st.changes[:CHANGE_EXAMPLES])
     more = f" and {len(st.changes) - CHANGE_EXAMPLES} more" if len(st.changes) > CHANGE_EXAMPLES else ""
     return (f"{st.name}: {len(st.changes)} stored judgment(s) changed at the source ({ex}{more}); "
