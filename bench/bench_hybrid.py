@@ -45,12 +45,12 @@ def _ranks(theta):
     return r
 
 
-def replay(items, fraction: float, reps: int, rng: np.random.Generator, level: float = 0.9,
+def replay(items, fraction: float, reps: int, rng: np.random.Generator, confidence_level: float = 0.9,
            model: str = "logistic") -> dict:
     from planner.hybrid.ppi import ppi_davidson
 
     names = items.names
-    truth = _truth(items, model, level)
+    truth = _truth(items, model, confidence_level)
     y, yh = (items.y3, items.yhat3) if model == "davidson" else (items.y, items.yhat)
     fit = ppi_davidson if model == "davidson" else ppi_bradley_terry
     iu = np.triu_indices(len(names), 1)
@@ -63,8 +63,8 @@ def replay(items, fraction: float, reps: int, rng: np.random.Generator, level: f
     for _ in range(reps):
         lab = np.zeros(m, dtype=bool)
         lab[rng.choice(m, n, replace=False)] = True
-        p = fit(names, items.pairs[lab], y[lab], yh[lab], items.pairs[~lab], yh[~lab], confidence_level=level)
-        h = fit(names, items.pairs[lab], y[lab], yh[lab], items.pairs[:0], yh[:0], confidence_level=level, lam=0.0)
+        p = fit(names, items.pairs[lab], y[lab], yh[lab], items.pairs[~lab], yh[~lab], confidence_level=confidence_level)
+        h = fit(names, items.pairs[lab], y[lab], yh[lab], items.pairs[:0], yh[:0], confidence_level=confidence_level, lam=0.0)
         for tag, r in (("ppi", p), ("hum", h)):
             acc[f"hit_s_{tag}"].append((r.lo <= truth.theta) & (truth.theta <= r.hi))
             acc[f"cov_s_{tag}"].append(np.mean(acc[f"hit_s_{tag}"][-1]))
@@ -83,12 +83,12 @@ def replay(items, fraction: float, reps: int, rng: np.random.Generator, level: f
     return out
 
 
-def _truth(items, model: str, level: float):
+def _truth(items, model: str, confidence_level: float):
     from planner.hybrid.ppi import ppi_davidson
     if model == "davidson":
         return ppi_davidson(items.names, items.pairs, items.y3, items.yhat3, items.pairs[:0], items.yhat3[:0],
-                            confidence_level=level, lam=0.0)
-    return human_only_bradley_terry(items.names, items.pairs, items.y, confidence_level=level)
+                            confidence_level=confidence_level, lam=0.0)
+    return human_only_bradley_terry(items.names, items.pairs, items.y, confidence_level=confidence_level)
 
 
 def _score(acc, tag, r, truth, true_rank, iu):
@@ -104,7 +104,7 @@ def _score(acc, tag, r, truth, true_rank, iu):
     acc.setdefault(f"n_{tag}", []).append(r.n)
 
 
-def replay_active(items, fraction: float, reps: int, rng: np.random.Generator, *, level: float = 0.9,
+def replay_active(items, fraction: float, reps: int, rng: np.random.Generator, *, confidence_level: float = 0.9,
                   model: str = "logistic", objective: str = "strengths", floor: float = 0.2,
                   pilot: float = 0.0) -> dict:
     """Active (IPW) against uniform selection at the same expected human budget.
@@ -122,7 +122,7 @@ def replay_active(items, fraction: float, reps: int, rng: np.random.Generator, *
     from planner.hybrid.select import select_for_humans
 
     names = items.names
-    truth = _truth(items, model, level)
+    truth = _truth(items, model, confidence_level)
     iu = np.triu_indices(len(names), 1)
     true_rank = _ranks(truth.theta)
     m = len(items.y)
@@ -138,7 +138,7 @@ def replay_active(items, fraction: float, reps: int, rng: np.random.Generator, *
         act, pi_act = first | sel.chosen, 1 - (1 - p0) * (1 - sel.prob)
         uni = rng.random(m) < fraction
         for tag, lab, pi in (("uni", uni, np.full(m, fraction)), ("act", act, pi_act)):
-            r = ipw_bradley_terry(names, items.pairs, y, yh, lab, pi, model=model, confidence_level=level)
+            r = ipw_bradley_terry(names, items.pairs, y, yh, lab, pi, model=model, confidence_level=confidence_level)
             _score(acc, tag, r, truth, true_rank, iu)
     out = {k: float(np.mean(v)) for k, v in acc.items() if not k.startswith("hit_")}
     for tag in ("uni", "act"):

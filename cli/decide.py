@@ -59,9 +59,9 @@ def decide(
     """
     from planner.workflows.decide import decide as run
 
-    result = call(run, study, candidate, baseline, margin=margin, mode=mode, confidence=confidence,
+    result = call(run, study, candidate, baseline, margin=margin, mode=mode, confidence_level=confidence,
                   min_pass_rate=min_pass_rate, engine=engine, look=look, looks=looks, boundary=boundary,
-                  seed=seed, style_control=style_control)
+                  seed=seed, style_control=style_control, _flags={"confidence_level": "--confidence"})
     if json_:
         print_json(result)
     else:

@@ -275,8 +275,9 @@ def _size_hybrid(effect, win_rate, alpha, power, alternative, tie_rate, systems,
     if o["--width"] is not None:
         if effect is not None:
             call(_raise, UsageError("give either --effect or --width with --hybrid, not both"))
-        p = call(hb.plan_for_width, o["--width"], *costs, confidence=confidence,
-                 win_rate=0.5 if win_rate is None else win_rate, tie_rate=tie_rate, max_items=o["--max-items"])
+        p = call(hb.plan_for_width, o["--width"], *costs, confidence_level=confidence,
+                 win_rate=0.5 if win_rate is None else win_rate, tie_rate=tie_rate, max_items=o["--max-items"],
+                 _flags={"confidence_level": "--confidence"})
     else:
         if effect is not None and win_rate is not None:
             call(_raise, UsageError("give either --effect or --win-rate, not both"))
@@ -287,7 +288,8 @@ def _size_hybrid(effect, win_rate, alpha, power, alternative, tie_rate, systems,
         if effect is None:
             call(_raise, UsageError("--hybrid needs a target: --effect, --win-rate or --width"))
         p = call(hb.plan_for_effect, effect, *costs, alpha=alpha, power=power, alternative=alternative,
-                 tie_rate=tie_rate, systems=systems, design=design, max_items=o["--max-items"])
+                 tie_rate=tie_rate, systems=systems, design=design, max_items=o["--max-items"],
+                 _flags={"confidence_level": "--confidence"})
     if json_:
         print_json({**p.to_dict(), "rho_source": source})
         return
@@ -371,8 +373,9 @@ def significance(
     """
     from planner.stats.significance import significance as run
 
-    r = call(run, wins, losses, ties, ties_convention=ties_convention, confidence=confidence,
-             alternative=alternative, look=look, looks=looks, boundary=boundary)
+    r = call(run, wins, losses, ties, ties_convention=ties_convention, confidence_level=confidence,
+             alternative=alternative, look=look, looks=looks, boundary=boundary,
+             _flags={"confidence_level": "--confidence"})
     if json_:
         print_json(r)
         return

@@ -306,7 +306,7 @@ def test_bad_input(tmp_path):
     with pytest.raises(UsageError, match="must be different systems"):
         decide_counts(c, "old", "old")
     for kw, pat in ((dict(margin=0.5), r"`margin` \(0.5\) must be in \[0, 0.5\)"),
-                    (dict(margin=-0.01), "`margin`"), (dict(confidence=1.0), "`confidence`"),
+                    (dict(margin=-0.01), "`margin`"), (dict(confidence_level=1.0), "`confidence_level`"),
                     (dict(mode="better"), "`mode`"), (dict(engine="mcmc"), "`engine`"),
                     (dict(look=5, looks=4), r"`look` \(5\) must be in \[1, 4\]"),
                     (dict(looks=0), "`looks`"), (dict(min_pass_rate=1.5), "`min_pass_rate`"),

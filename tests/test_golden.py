@@ -85,7 +85,7 @@ def test_interval_goldens():
         for k, n in grid:
             doc[f"wilson {k}/{n} @{conf}"] = list(diagnostics.wilson_interval(k, n, conf))
             doc[f"half-width {k}/{n} @{conf}"] = float(proportions.wilson_half_width(k / n, n, conf))
-            sig = significance(k, n - k, confidence=conf)
+            sig = significance(k, n - k, confidence_level=conf)
             doc[f"significance {k}/{n} @{conf}"] = [sig.wilson.low, sig.wilson.high]
     doc["half-widths vector"] = [float(x) for x in proportions.wilson_half_width(0.3, np.arange(1, 40), 0.95)]
     doc["fractional"] = list(diagnostics.wilson_interval(12.5, 30, 0.95))

@@ -70,7 +70,7 @@ def test_newcombe_table_ii(counts, ref):
 def test_every_caller_uses_the_one_implementation():
     assert diagnostics.wilson_interval is wilson_interval and diagnostics.proportion is proportion
     assert acceptability.newcombe_difference is newcombe_difference and pass_rate.wilson_half_width is wilson_half_width
-    r = significance.significance(37, 43, confidence=0.9)
+    r = significance.significance(37, 43, confidence_level=0.9)
     assert (r.wilson.low, r.wilson.high) == wilson_interval(37, 80, 0.9)
     # no second Wilson formula anywhere in the library
     root = Path(__file__).resolve().parents[1] / "planner"

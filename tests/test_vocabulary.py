@@ -47,3 +47,48 @@ def test_the_words_fit_together():
     assert set(v.COUNTED_KINDS) <= set(v.JUDGMENT_KINDS) and set(v.PENDING_KINDS) <= set(v.COUNTED_KINDS)
     assert not set(v.COUNTED_KINDS) & {"attention", "repeat", "acceptability"}   # QC is not evidence
     assert len(v.OUTCOMES) == 4 and v.OUTCOMES[-1] == "invalid"
+
+
+OLD_LEVEL_NAMES = ("confidence", "level")   # the interval's level is `confidence_level` everywhere
+
+
+def _parameters(source: str):
+    """(function name, line, parameter) of every function, method and lambda defined in ``source``."""
+    import ast
+
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            a = node.args
+            for arg in (*a.posonlyargs, *a.args, a.vararg, *a.kwonlyargs, a.kwarg):
+                if arg is not None:
+                    yield getattr(node, "name", "<lambda>"), node.lineno, arg.arg
+
+
+def test_one_name_for_the_confidence_level():
+    """No function or method under planner/ takes the interval's level as ``confidence`` or ``level``.
+
+    Result fields and JSON keys (``Decision.confidence``, ``PassRateSize.confidence``,
+    ``SignificanceResult.confidence``) are output schema and keep their names; only
+    parameters are checked. Private helpers are held to the rule too.
+    """
+    from pathlib import Path
+
+    import planner
+
+    root = Path(planner.__file__).parent
+    seen, bad = set(), []
+    for path in sorted(root.rglob("*.py")):
+        for name, line, param in _parameters(path.read_text(encoding="utf-8")):
+            seen.add((name, param))
+            if param in OLD_LEVEL_NAMES:
+                bad.append(f"{path.relative_to(root.parent)}:{line}: {name}({param}=...)")
+    assert not bad, "name the interval's level `confidence_level`:\n" + "\n".join(bad)
+    # the walk sees the signatures it guards (not vacuous)
+    assert {("decide_counts", "confidence_level"), ("interval", "confidence_level"),
+            ("significance", "confidence_level"), ("rho_interval", "confidence_level")} <= seen
+
+
+def test_the_walk_finds_the_old_names():
+    src = "def f(x, confidence=0.9): ...\nclass C:\n    def interval(self, level=0.95): ...\ng = lambda level: level\n"
+    assert [(n, p) for n, _, p in _parameters(src) if p in OLD_LEVEL_NAMES] == [
+        ("f", "confidence"), ("interval", "level"), ("<lambda>", "level")]

@@ -13,7 +13,7 @@ from planner.stats.proportions import newcombe_difference, wilson_interval
 
 
 def acceptability_gate(acc, ci: int, bi: int, min_pass_rate: float | None,
-                       confidence: float, candidate: str, baseline: str) -> AcceptabilityGate:
+                       confidence_level: float, candidate: str, baseline: str) -> AcceptabilityGate:
     """The gate on the two systems' pass/fail verdicts (``acc``: ``passed``/``failed`` with systems as rows)."""
     if acc is None:
         cp = cf = bp = bf = 0
@@ -23,25 +23,25 @@ def acceptability_gate(acc, ci: int, bi: int, min_pass_rate: float | None,
     cn, bn = cp + cf, bp + bf
     cr = cp / cn if cn else None
     br = bp / bn if bn else None
-    cl, ch = wilson_interval(cp, cn, confidence)
-    bl, bh = wilson_interval(bp, bn, confidence)
-    d, dl, dh = newcombe_difference(cp, cn, bp, bn, confidence)
+    cl, ch = wilson_interval(cp, cn, confidence_level)
+    bl, bh = wilson_interval(bp, bn, confidence_level)
+    d, dl, dh = newcombe_difference(cp, cn, bp, bn, confidence_level)
     pct = lambda v: f"{100 * v:.0f}%"  # noqa: E731
     fails, undecided, fine = [], [], []
     if d is not None:
         if dh < 0:
             fails.append(f"{candidate}'s pass rate {pct(cr)} is credibly below {baseline}'s {pct(br)} "
-                         f"(difference {100 * d:+.0f} points, {confidence:.0%} Newcombe interval "
+                         f"(difference {100 * d:+.0f} points, {confidence_level:.0%} Newcombe interval "
                          f"[{100 * dl:+.0f}, {100 * dh:+.0f}])")
         else:
             fine.append(f"pass rate {pct(cr)} vs {baseline}'s {pct(br)} (difference {100 * d:+.0f} points, "
-                        f"{confidence:.0%} interval [{100 * dl:+.0f}, {100 * dh:+.0f}])")
+                        f"{confidence_level:.0%} interval [{100 * dl:+.0f}, {100 * dh:+.0f}])")
     if min_pass_rate is not None:
         if cr is None:
             undecided.append(f"{candidate} has no acceptability verdicts to check against "
                              f"--min-pass-rate {pct(min_pass_rate)}")
         elif ch < min_pass_rate:
-            fails.append(f"{candidate}'s pass rate {pct(cr)} ({confidence:.0%} interval {pct(cl)}–{pct(ch)}) "
+            fails.append(f"{candidate}'s pass rate {pct(cr)} ({confidence_level:.0%} interval {pct(cl)}–{pct(ch)}) "
                          f"is credibly below --min-pass-rate {pct(min_pass_rate)}")
         elif cr < min_pass_rate:
             undecided.append(f"{candidate}'s pass rate {pct(cr)} is below --min-pass-rate {pct(min_pass_rate)} "

@@ -28,12 +28,12 @@ def position_shares(counts: Counts, ci: int, bi: int) -> list[tuple[str, float, 
     return out
 
 
-def score_interval(w: int, l: int, t: int, confidence: float):
+def score_interval(w: int, l: int, t: int, confidence_level: float):
     """Half-tie score, tie share and the trinomial score interval (ties' sampling error included)."""
     n = w + l + t
     if n == 0:
         return None, None, None, None
-    lo, hi = half_tie_interval(w, l, t, confidence)
+    lo, hi = half_tie_interval(w, l, t, confidence_level)
     return (w + t / 2) / n, t / n, lo, hi
 
 
@@ -42,7 +42,7 @@ def finite(z: float) -> float:
     return float(min(max(z, -1e6), 1e6))
 
 
-def pooled_row(rows: list[StratumDecision], confidence: float, post: tuple) -> StratumDecision:
+def pooled_row(rows: list[StratumDecision], confidence_level: float, post: tuple) -> StratumDecision:
     """Stratified estimate ``sum w_h S_h`` over strata with data (weights renormalised).
 
     Variance ``sum w_h^2 V_h / N_h`` with ``V_h = pW + pT/4 - S_h²`` the
@@ -63,23 +63,23 @@ def pooled_row(rows: list[StratumDecision], confidence: float, post: tuple) -> S
             v = (r.wins + r.ties / 4) / r.n - r.win_rate ** 2
             var += wi * wi * max(v, 0.0) / r.n
         n_eff = n_all if var <= 0 else min(n_all, s * (1 - s) / var)
-        lo, hi = wilson_interval(s * n_eff, n_eff, confidence) if n_eff > 0 else (None, None)
+        lo, hi = wilson_interval(s * n_eff, n_eff, confidence_level) if n_eff > 0 else (None, None)
         tie = tot[2] / n_all
     elif have:  # every stratum with data has weight 0: fall back to the raw pooled score
-        s, tie, lo, hi = score_interval(tot[0], tot[1], tot[2], confidence)
+        s, tie, lo, hi = score_interval(tot[0], tot[1], tot[2], confidence_level)
     return StratumDecision("pooled", 1.0, tot[0], tot[1], tot[2], tot[3], n_all, s, lo, hi, tie,
                            posterior_mean=post[0], posterior_low=post[1], posterior_high=post[2],
                            p_posterior=post[3],
                            note="re-weighted to the stratum weights; informative, not part of the gate")
 
 
-def posterior_columns(fit, ci: int, bi: int, weights: np.ndarray, theta: float, confidence: float):
+def posterior_columns(fit, ci: int, bi: int, weights: np.ndarray, theta: float, confidence_level: float):
     """Per-stratum and pooled posterior summaries of ``P(A) + P(tie)/2`` at gamma = 0."""
     draws = fit.stratum_draws  # (S, K, M)
     pa, _, pt = bt.outcome_probs(draws[:, :, ci] - draws[:, :, bi], fit.posterior.nu)
     win = pa + pt / 2  # (S, K)
     pooled = win @ weights
-    q = (1 - confidence) / 2
+    q = (1 - confidence_level) / 2
 
     def summ(x):
         lo, hi = np.quantile(x, [q, 1 - q])

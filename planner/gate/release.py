@@ -90,7 +90,7 @@ def check_systems(systems: Sequence[str], candidate: str, baseline: str) -> None
 
 def decide_counts(counts: Counts, candidate: str, baseline: str, *,
                   stratum_weights: dict[str, float] | None = None, acceptability=None,
-                  margin: float = 0.05, mode: str = "non-inferiority", confidence: float = 0.95,
+                  margin: float = 0.05, mode: str = "non-inferiority", confidence_level: float = 0.95,
                   min_pass_rate: float | None = None, engine: str = "laplace",
                   look: int | None = None, looks: int = 1, boundary: str = "obrien-fleming",
                   seed: int = 0, fit=None) -> Decision:
@@ -111,8 +111,8 @@ def decide_counts(counts: Counts, candidate: str, baseline: str, *,
     margin : float
         Non-inferiority margin on the win-rate (half-tie score) scale, [0, 0.5).
     mode : {'non-inferiority', 'superiority'}
-    confidence : float
-        In (0, 1); ``alpha = 1 - confidence``, each one-sided test at
+    confidence_level : float
+        In (0, 1); ``alpha = 1 - confidence_level``, each one-sided test at
         ``alpha/2`` before Holm.
     min_pass_rate : float, optional
         Absolute acceptability floor in [0, 1].
@@ -130,7 +130,7 @@ def decide_counts(counts: Counts, candidate: str, baseline: str, *,
     Decision
     """
     systems = tuple(counts.systems)
-    q = _question(systems, candidate, baseline, margin=margin, mode=mode, confidence=confidence,
+    q = _question(systems, candidate, baseline, margin=margin, mode=mode, confidence_level=confidence_level,
                   min_pass_rate=min_pass_rate, engine=engine, look=look, looks=looks, boundary=boundary)
     strata = tuple(counts.strata)
     K = len(strata)
@@ -144,8 +144,8 @@ def decide_counts(counts: Counts, candidate: str, baseline: str, *,
 
     post_rows, post_pool, model_notes = _model_columns(counts, fit, engine, strata, weights, seed, q)
     rows = _stratum_rows(q, strata, weights, tally, post_rows, pooled_tie, pooled_inv)
-    pooled = pooled_row(rows, confidence, post_pool)
-    gate = acceptability_gate(acceptability, q.ci, q.bi, min_pass_rate, confidence, candidate, baseline)
+    pooled = pooled_row(rows, confidence_level, post_pool)
+    gate = acceptability_gate(acceptability, q.ci, q.bi, min_pass_rate, confidence_level, candidate, baseline)
     verdict = _overall(rows, gate)
 
     multiplicity = multiplicity_note(q.alpha, K)
@@ -155,20 +155,20 @@ def decide_counts(counts: Counts, candidate: str, baseline: str, *,
                            candidate=candidate, baseline=baseline, pair_n=pair_n,
                            weighted=stratum_weights is not None)
     sentence = decision_sentence(verdict, rows, gate, candidate, baseline, mode, margin, q.theta_reg,
-                                 confidence, K)
-    return Decision(candidate, baseline, mode, margin, confidence, q.alpha, q.theta_pass, q.theta_reg,
+                                 confidence_level, K)
+    return Decision(candidate, baseline, mode, margin, confidence_level, q.alpha, q.theta_pass, q.theta_reg,
                     tuple(rows), pooled, gate, verdict, EXIT_CODES[verdict], sentence, multiplicity,
                     q.look if looks > 1 else None, looks, boundary if looks > 1 else None, engine, seed,
                     tuple(notes))
 
 
 def _question(systems: tuple[str, ...], candidate: str, baseline: str, *, margin: float, mode: str,
-              confidence: float, min_pass_rate: float | None, engine: str, look: int | None, looks: int,
+              confidence_level: float, min_pass_rate: float | None, engine: str, look: int | None, looks: int,
               boundary: str) -> _Question:
     """Check the options (in the order the messages are documented) and derive the thresholds."""
     check_systems(systems, candidate, baseline)
     check_range("margin", margin, 0, 0.5, low_open=False)
-    check_range("confidence", confidence, 0, 1)
+    check_range("confidence_level", confidence_level, 0, 1)
     if mode not in MODES:
         raise UsageError(f"`mode` ({mode!r}) must be one of {', '.join(MODES)}", parameters=('mode',))
     if engine not in ENGINES:
@@ -182,7 +182,7 @@ def _question(systems: tuple[str, ...], candidate: str, baseline: str, *, margin
     theta_reg = 0.5 - margin
     theta_pass = theta_reg if mode == "non-inferiority" else 0.5
     return _Question(candidate, baseline, systems.index(candidate), systems.index(baseline), mode, margin,
-                     confidence, 1 - confidence, theta_pass, theta_reg, look, looks, boundary)
+                     confidence_level, 1 - confidence_level, theta_pass, theta_reg, look, looks, boundary)
 
 
 def _normalised_weights(stratum_weights: dict[str, float] | None, strata: tuple[str, ...]) -> np.ndarray:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 
-def decision_sentence(verdict, rows, gate, candidate, baseline, mode, margin, theta_reg, confidence, K) -> str:
+def decision_sentence(verdict, rows, gate, candidate, baseline, mode, margin, theta_reg, confidence_level, K) -> str:
     def names(rs):
         xs = [r.stratum for r in rs]
         return xs[0] if len(xs) == 1 else ", ".join(xs[:-1]) + " and " + xs[-1]
@@ -14,7 +14,7 @@ def decision_sentence(verdict, rows, gate, candidate, baseline, mode, margin, th
         parts = []
         if bad:
             def fig(r):
-                return f"{r.win_rate:.0%}, upper {confidence:.0%} bound {r.ci_high:.0%}"
+                return f"{r.win_rate:.0%}, upper {confidence_level:.0%} bound {r.ci_high:.0%}"
 
             if where:
                 listed = [f"{r.stratum} ({fig(r)})" for r in bad]

@@ -228,8 +228,8 @@ def plan(n0: float, rho: float, human_cost: float, judge_cost: float, *, target:
         raise UsageError(f"the human-only size must be a positive finite number; got {n0!r:.40}")
     if n0 > limits.MAX_JUDGMENTS:
         raise UsageError(f"the target needs about {n0:,.0f} human labels per pair; planner budgets at most "
-                         f"{limits.MAX_JUDGMENTS:,} (a larger effect or `width`, or lower `power`/`confidence`, "
-                         "needs fewer)", parameters=('width', 'power', 'confidence'))
+                         f"{limits.MAX_JUDGMENTS:,} (a larger effect or `width`, or lower `power`/`confidence_level`, "
+                         "needs fewer)", parameters=('width', 'power', 'confidence_level'))
     hn = math.ceil(n0 - 1e-9) if human_n is None else int(human_n)
     exact = continuous_split(n0, rho, human_cost, judge_cost, max_items)
     hybrid = integer_split(hn, rho, human_cost, judge_cost, max_items)      # at least the human-only n
@@ -270,15 +270,15 @@ def score_sd(win_rate: float = 0.5, tie_rate: float = 0.0) -> float:
 
 
 def plan_for_width(half_width: float, rho: float, human_cost: float, judge_cost: float, *,
-                   confidence: float = 0.95, win_rate: float = 0.5, tie_rate: float = 0.0,
+                   confidence_level: float = 0.95, win_rate: float = 0.5, tie_rate: float = 0.0,
                    max_items: int | None = None) -> HybridPlan:
-    """A ``confidence`` interval of half-width ``half_width`` on a pair's score (ties half).
+    """A ``confidence_level`` interval of half-width ``half_width`` on a pair's score (ties half).
 
     n₀ = (z σ / h)² with σ the item score's sd at the expected ``win_rate`` (0.5: the widest).
     """
     check_range("width", half_width, 0, 0.5)
-    check_range("confidence", confidence, 0, 1)
-    z = float(ndtri(0.5 + confidence / 2))
+    check_range("confidence_level", confidence_level, 0, 1)
+    z = float(ndtri(0.5 + confidence_level / 2))
     try:
         n0 = (z * score_sd(win_rate, tie_rate) / half_width) ** 2
     except OverflowError:                          # a half-width like 1e-300
@@ -286,9 +286,9 @@ def plan_for_width(half_width: float, rho: float, human_cost: float, judge_cost:
     if not n0 <= limits.MAX_JUDGMENTS:
         about = f"about {n0:,.0f}" if math.isfinite(n0) else "an unbounded number of"
         raise UsageError(f"`width` ({half_width:g}) needs {about} human labels per pair; planner budgets "
-                         f"at most {limits.MAX_JUDGMENTS:,} (a wider `width` or lower `confidence` needs fewer)",
-                         parameters=('width', 'confidence'))
-    text = f"estimate ±{half_width:.3g} at {confidence:.0%} on a win rate near {win_rate:.0%} (ties count half)"
+                         f"at most {limits.MAX_JUDGMENTS:,} (a wider `width` or lower `confidence_level` needs fewer)",
+                         parameters=('width', 'confidence_level'))
+    text = f"estimate ±{half_width:.3g} at {confidence_level:.0%} on a win rate near {win_rate:.0%} (ties count half)"
     return plan(n0, rho, human_cost, judge_cost, target="width", target_text=text, max_items=max_items)
 
 
@@ -346,12 +346,12 @@ def rho_from_items(pairs: np.ndarray, y: np.ndarray, yhat: np.ndarray) -> tuple[
     return float(cy @ ch) / den, int(len(y))
 
 
-def rho_interval(rho: float, n: int, level: float = 0.9) -> tuple[float, float]:
+def rho_interval(rho: float, n: int, confidence_level: float = 0.9) -> tuple[float, float]:
     """Fisher-z interval for a correlation from ``n`` items: tanh(atanh ρ̂ ± z/√(n − 3)).
 
     (Approximate for scores in {0, ½, 1}; it shows how far a pilot's ρ̂ can be off.)"""
     if n <= 3:
         raise DataError(f"a correlation interval needs more than 3 items; got {n}")
-    half = float(ndtri(0.5 + level / 2)) / math.sqrt(n - 3)
+    half = float(ndtri(0.5 + confidence_level / 2)) / math.sqrt(n - 3)
     r = min(max(rho, -1 + 1e-12), 1 - 1e-12)
     return math.tanh(math.atanh(r) - half), math.tanh(math.atanh(r) + half)

@@ -189,34 +189,34 @@ def _rectified(x_l, y_l, yh_l, x_u, yh_u, lam):
     return theta, sigma, (grads, grads_hat, g_hat_u, inv_h)
 
 
-def _interval(method, names, theta_r, cov_r, lam, n, m, level) -> BTInterval:
+def _interval(method, names, theta_r, cov_r, lam, n, m, confidence_level) -> BTInterval:
     k = len(names)
     emb = np.vstack([np.zeros(k - 1), np.eye(k - 1)])          # reference-dropped → full
     centre = np.eye(k) - 1.0 / k                                 # full → mean 0
     a = centre @ emb
     theta, cov = a @ theta_r, a @ cov_r @ a.T
-    z = norm.ppf(0.5 + level / 2)
+    z = norm.ppf(0.5 + confidence_level / 2)
     se = np.sqrt(np.clip(np.diag(cov), 0, None))
     diff = theta[:, None] - theta[None, :]
     var_d = np.clip(np.diag(cov)[:, None] + np.diag(cov)[None, :] - 2 * cov, 0, None)
     sd_d = np.sqrt(var_d)
     n_pairs = k * (k - 1) // 2
-    zb = norm.ppf(1 - (1 - level) / (2 * n_pairs))               # Bonferroni over the pairs
+    zb = norm.ppf(1 - (1 - confidence_level) / (2 * n_pairs))    # Bonferroni over the pairs
     above = (diff - zb * sd_d) > 0                               # i credibly above j
     np.fill_diagonal(above, False)
     rank_low = 1 + above.sum(axis=0)                             # systems credibly above i
     rank_high = k - above.sum(axis=1)                            # minus systems credibly below i
     return BTInterval(method, tuple(names), theta, cov, theta - z * se, theta + z * se,
                       expit(diff), expit(diff - z * sd_d), expit(diff + z * sd_d),
-                      rank_low, rank_high, float(lam), int(n), int(m), float(level))
+                      rank_low, rank_high, float(lam), int(n), int(m), float(confidence_level))
 
 
-def _prepare(names, pairs_l, y_l, yhat_l, pairs_u, yhat_u, level):
+def _prepare(names, pairs_l, y_l, yhat_l, pairs_u, yhat_u, confidence_level):
     k = len(names)
     if k < 2 or len(set(names)) != k:
         raise UsageError(f"need at least 2 distinct system names; got {k}")
-    if not 0 < level < 1:
-        raise UsageError(f"confidence_level must be in (0, 1); got {level!r:.80}")
+    if not 0 < confidence_level < 1:
+        raise UsageError(f"confidence_level must be in (0, 1); got {confidence_level!r:.80}")
     pairs_l, y_l = _check(pairs_l, y_l, k, "labelled items")
     _, yhat_l = _check(pairs_l, yhat_l, k, "judge predictions on labelled items")
     pairs_u, yhat_u = _check(pairs_u, yhat_u, k, "judge predictions on unlabelled items")
@@ -293,14 +293,14 @@ def _check_shares(y3, n: int, what: str, allow_missing: bool = False) -> np.ndar
     return y3
 
 
-def _finish(method, names, model, phi, sigma, lam, n, m, level) -> BTInterval:
+def _finish(method, names, model, phi, sigma, lam, n, m, confidence_level) -> BTInterval:
     from dataclasses import replace
 
     p = len(names) - 1
-    r = _interval(method, names, phi[:p], sigma[:p, :p], lam, n, m, level)
+    r = _interval(method, names, phi[:p], sigma[:p, :p], lam, n, m, confidence_level)
     if model != "davidson":
         return r
-    z, kappa = norm.ppf(0.5 + level / 2), float(phi[p])
+    z, kappa = norm.ppf(0.5 + confidence_level / 2), float(phi[p])
     se = float(np.sqrt(max(sigma[p, p], 0.0)))
     return replace(r, nu=float(np.exp(kappa)), nu_lo=float(np.exp(kappa - z * se)), nu_hi=float(np.exp(kappa + z * se)))
 

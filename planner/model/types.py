@@ -172,14 +172,15 @@ class Fit:
         """Posterior sd of the strengths (logit)."""
         return self.posterior.sd
 
-    def interval(self, level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
+    def interval(self, confidence_level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
         """Equal-tailed credible interval of every strength (logit).
 
         Laplace: Gaussian quantiles; NUTS: quantiles of the draws.
         """
-        if not 0 < level < 1:
-            raise UsageError(f"level ({level:g}) must be in (0, 1)")
-        q = (1 - level) / 2
+        if not 0 < confidence_level < 1:
+            raise UsageError(f"`confidence_level` ({confidence_level:g}) must be in (0, 1)",
+                             parameters=("confidence_level",))
+        q = (1 - confidence_level) / 2
         if self.engine == "laplace":
             from scipy.special import ndtri  # what norm.ppf computes, without importing scipy.stats
 

@@ -104,12 +104,12 @@ class MoneyRow:
     reps: int
 
 
-def _check(budgets, human_cost, judge_cost, reps, level, max_items=None):
+def _check(budgets, human_cost, judge_cost, reps, confidence_level, max_items=None):
     budgets = [float(b) for b in budgets]
     if not budgets or any(not (b > 0 and math.isfinite(b)) for b in budgets):
         raise UsageError("`money`: give one or more positive amounts, comma-separated", parameters=('money',))
     limits.check_int("reps", reps, 1, limits.MAX_SIM_REPS)
-    check_range("confidence", level, 0, 1)
+    check_range("confidence_level", confidence_level, 0, 1)
     hb.check_costs(human_cost, judge_cost, max_items)
     return budgets
 
@@ -139,7 +139,7 @@ def _z_power(effect_score: float, sd: float, eff_n: float, z: float) -> float:
 
 def simulate_money(budgets, *, human_cost: float, judge_cost: float, win_rate: float = 0.55,
                    tie_rate: float = 0.0, agreement: float = 0.8, position: float = 0.0,
-                   reps: int = 200, level: float = 0.95,
+                   reps: int = 200, confidence_level: float = 0.95,
                    rng: np.random.Generator) -> tuple[float, list[MoneyRow]]:
     """(ρ, rows): per budget a human-only row and a hybrid row (when the judge pays off)."""
     check_range("win_rate", win_rate, 0, 1)
@@ -149,11 +149,11 @@ def simulate_money(budgets, *, human_cost: float, judge_cost: float, win_rate: f
     if judge_cost == 0:
         raise UsageError("`judge_cost` 0 makes the synthetic judge-only items unlimited; give a price > 0",
                          parameters=('judge_cost',))
-    budgets = _check(budgets, human_cost, judge_cost, reps, level)
+    budgets = _check(budgets, human_cost, judge_cost, reps, confidence_level)
     rho = judge_rho(win_rate, tie_rate, agreement, position)
     m1, m2 = _score_moments(win_rate, tie_rate)
     sd = math.sqrt(m2 - m1 * m1)
-    z = float(ndtri(0.5 + level / 2))
+    z = float(ndtri(0.5 + confidence_level / 2))
     rows = []
     for budget in budgets:
         n_h, split = hb.plan_for_money(budget, rho, human_cost, judge_cost)
@@ -168,9 +168,9 @@ def simulate_money(budgets, *, human_cost: float, judge_cost: float, win_rate: f
                 pairs = np.tile([0, 1], (n + N, 1))
                 if N:
                     f = ppi_bradley_terry(_PAIR_NAMES, pairs[:n], y[:n], yhat[:n], pairs[n:], yhat[n:],
-                                          confidence_level=level)
+                                          confidence_level=confidence_level)
                 else:
-                    f = human_only_bradley_terry(_PAIR_NAMES, pairs, y, confidence_level=level)
+                    f = human_only_bradley_terry(_PAIR_NAMES, pairs, y, confidence_level=confidence_level)
                 lo, hi = f.win_lo[0, 1], f.win_hi[0, 1]
                 widths.append((hi - lo) / 2)
                 hits.append(lo <= m1 <= hi)
@@ -183,7 +183,7 @@ def simulate_money(budgets, *, human_cost: float, judge_cost: float, win_rate: f
 
 
 def replay_money(items, budgets, *, human_cost: float, judge_cost: float, reps: int = 200,
-                 level: float = 0.9, rng: np.random.Generator) -> tuple[float, list[MoneyRow]]:
+                 confidence_level: float = 0.9, rng: np.random.Generator) -> tuple[float, list[MoneyRow]]:
     """(ρ̂, rows) on real items (:class:`planner.workflows.hybrid_report.HybridItems`; those without human
     votes are left out, since the replay needs each item's human score).
 
@@ -194,10 +194,10 @@ def replay_money(items, budgets, *, human_cost: float, judge_cost: float, reps: 
     itself. ``coverage``: share of system strengths inside their intervals.
     """
     lab = ~np.isnan(items.y)                      # items without human votes have no truth: left out
-    budgets = _check(budgets, human_cost, judge_cost, reps, level, max_items=int(lab.sum()))
+    budgets = _check(budgets, human_cost, judge_cost, reps, confidence_level, max_items=int(lab.sum()))
     names, pairs, y, yhat = items.names, items.pairs[lab], items.y[lab], items.yhat[lab]
     m = len(y)
-    truth = human_only_bradley_terry(names, pairs, y, confidence_level=level).theta
+    truth = human_only_bradley_terry(names, pairs, y, confidence_level=confidence_level).theta
     rho, _ = hb.rho_from_items(pairs, y, yhat)
     rows = []
     for budget in budgets:
@@ -215,9 +215,9 @@ def replay_money(items, budgets, *, human_cost: float, judge_cost: float, reps: 
                 li, ui = pick[:n], pick[n:]
                 if N:
                     f = ppi_bradley_terry(names, pairs[li], y[li], yhat[li], pairs[ui], yhat[ui],
-                                          confidence_level=level)
+                                          confidence_level=confidence_level)
                 else:
-                    f = human_only_bradley_terry(names, pairs[li], y[li], confidence_level=level)
+                    f = human_only_bradley_terry(names, pairs[li], y[li], confidence_level=confidence_level)
                 widths.append(float(np.mean(f.hi - f.lo)) / 2)
                 hits.append(float(np.mean((f.lo <= truth) & (truth <= f.hi))))
                 lams.append(f.lam)

@@ -46,25 +46,25 @@ class PassRateSize:
     method: str = "wilson"
 
 
-def pass_rate_size(pass_rate: float, precision: float, confidence: float = 0.95,
+def pass_rate_size(pass_rate: float, precision: float, confidence_level: float = 0.95,
                    invalid_rate: float = 0.0) -> PassRateSize:
     """Items needed to estimate a pass rate to ±``precision``; see :class:`PassRateSize`."""
     check_range("pass_rate", pass_rate, 0, 1, low_open=False, high_open=False)
     check_range("precision", precision, 0, 0.5)
-    check_range("confidence", confidence, 0, 1)
+    check_range("confidence_level", confidence_level, 0, 1)
     check_range("invalid_rate", invalid_rate, 0, 1, low_open=False)
-    z = float(norm.isf((1 - confidence) / 2))
+    z = float(norm.isf((1 - confidence_level) / 2))
     n_norm = max(1, int(math.ceil(z * z * pass_rate * (1 - pass_rate) / precision ** 2 - 1e-9)))
     lo, hi = 1, max(4, 4 * n_norm + 100)
-    while wilson_half_width(pass_rate, hi, confidence) > precision:
+    while wilson_half_width(pass_rate, hi, confidence_level) > precision:
         hi *= 2
     while lo < hi:  # smallest n with half-width <= H (monotone, see wilson_half_width)
         mid = (lo + hi) // 2
-        if wilson_half_width(pass_rate, mid, confidence) <= precision:
+        if wilson_half_width(pass_rate, mid, confidence_level) <= precision:
             hi = mid
         else:
             lo = mid + 1
     items = int(math.ceil(lo / (1 - invalid_rate) - 1e-9))
-    return PassRateSize(pass_rate=pass_rate, precision=precision, confidence=confidence,
+    return PassRateSize(pass_rate=pass_rate, precision=precision, confidence=confidence_level,
                         invalid_rate=invalid_rate, items_wilson=lo, items_normal=n_norm, items=items,
-                        half_width_wilson=float(wilson_half_width(pass_rate, lo, confidence)))
+                        half_width_wilson=float(wilson_half_width(pass_rate, lo, confidence_level)))

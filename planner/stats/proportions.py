@@ -60,14 +60,14 @@ def wilson_interval(k: float, n: float, confidence_level: float = 0.95) -> tuple
     return low, high
 
 
-def wilson_half_width(p: float, n: np.ndarray | int, confidence: float = 0.95) -> np.ndarray:
+def wilson_half_width(p: float, n: np.ndarray | int, confidence_level: float = 0.95) -> np.ndarray:
     """Half-width of the Wilson interval at observed proportion ``p`` and ``n`` trials.
 
     Vectorised over ``n``; decreases in ``n`` (used to solve for the items a
     pass-rate precision needs).
     """
     n = np.asarray(n, dtype=float)
-    return _centre_half(p, n, z_two_sided(confidence))[1]
+    return _centre_half(p, n, z_two_sided(confidence_level))[1]
 
 
 @dataclass(frozen=True)
@@ -93,7 +93,7 @@ def proportion(k: float, n: int, confidence_level: float = 0.95) -> Proportion:
 
 
 def newcombe_difference(k1: float, n1: float, k2: float, n2: float,
-                        confidence: float) -> tuple[float | None, float | None, float | None]:
+                        confidence_level: float) -> tuple[float | None, float | None, float | None]:
     """Newcombe's hybrid score interval for ``p1 - p2``: ``(d, low, high)``.
 
     ``(None, None, None)`` when either ``n`` is 0.
@@ -101,8 +101,8 @@ def newcombe_difference(k1: float, n1: float, k2: float, n2: float,
     if n1 <= 0 or n2 <= 0:
         return None, None, None
     p1, p2 = k1 / n1, k2 / n2
-    l1, u1 = wilson_interval(k1, n1, confidence)
-    l2, u2 = wilson_interval(k2, n2, confidence)
+    l1, u1 = wilson_interval(k1, n1, confidence_level)
+    l2, u2 = wilson_interval(k2, n2, confidence_level)
     d = p1 - p2
     return d, d - math.sqrt((p1 - l1) ** 2 + (u2 - p2) ** 2), d + math.sqrt((u1 - p1) ** 2 + (p2 - l2) ** 2)
 

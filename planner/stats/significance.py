@@ -78,7 +78,7 @@ class SignificanceResult:
 
 
 def significance(wins: int, losses: int, ties: int = 0, *, ties_convention: str = "drop",
-                 confidence: float = 0.95, alternative: str = "two-sided",
+                 confidence_level: float = 0.95, alternative: str = "two-sided",
                  look: int | None = None, looks: int = 1,
                  boundary: str = "obrien-fleming") -> SignificanceResult:
     """Exact binomial test and Wald, Wilson, Clopper–Pearson intervals for a win rate.
@@ -88,8 +88,8 @@ def significance(wins: int, losses: int, ties: int = 0, *, ties_convention: str 
     wins, losses, ties : int
         Judgments won by the candidate, lost, tied (>= 0).
     ties_convention : {'drop', 'half'}
-    confidence : float
-        Interval level; the test level is ``alpha = 1 - confidence``.
+    confidence_level : float
+        Interval level; the test level is ``alpha = 1 - confidence_level``.
     alternative : {'two-sided', 'greater'}
     look, looks, boundary :
         Group-sequential analysis: this is analysis ``look`` of ``looks`` equally
@@ -100,12 +100,12 @@ def significance(wins: int, losses: int, ties: int = 0, *, ties_convention: str 
         limits.check_int(name, v, 0, limits.MAX_COUNT)
     choice("ties_convention", ties_convention, TIE_CONVENTIONS)
     choice("alternative", alternative, ALTERNATIVES)
-    check_range("confidence", confidence, 0, 1)
+    check_range("confidence_level", confidence_level, 0, 1)
     choice("boundary", boundary, BOUNDARIES)
     look = check_look(look, looks)
     from scipy import stats  # binomtest: only `significance` pays for importing scipy.stats
 
-    alpha = 1 - confidence
+    alpha = 1 - confidence_level
     n_dec = wins + losses
     n = n_dec + ties if ties_convention == "half" else n_dec
     z_crit = float(norm.isf(alpha / 2))
@@ -120,7 +120,7 @@ def significance(wins: int, losses: int, ties: int = 0, *, ties_convention: str 
         if ties_convention == "drop":
             rate = wins / n
             se = math.sqrt(rate * (1 - rate) / n)
-            ci_level = confidence
+            ci_level = confidence_level
             c = stats.binomtest(wins, n, 0.5).proportion_ci(confidence_level=ci_level, method="exact")
             wilson, cp = Interval(*wilson_interval(wins, n, ci_level)), Interval(float(c.low), float(c.high))
         else:
@@ -142,7 +142,7 @@ def significance(wins: int, losses: int, ties: int = 0, *, ties_convention: str 
         significant = pvalue is not None and pvalue < alpha
     res = SignificanceResult(
         wins=wins, losses=losses, ties=ties, ties_convention=ties_convention,
-        alternative=alternative, confidence=confidence, alpha=alpha, n=n, win_rate=rate,
+        alternative=alternative, confidence=confidence_level, alpha=alpha, n=n, win_rate=rate,
         pvalue=pvalue, wald=wald, wilson=wilson, clopper_pearson=cp, significant=significant,
         conclusion="", z=z,
         look=look if looks > 1 else None, looks=looks if looks > 1 else None,

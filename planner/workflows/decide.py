@@ -11,7 +11,7 @@ from planner.gate import Decision, check_systems, decide_counts
 
 
 def decide(path, candidate: str, baseline: str, *, margin: float = 0.05, mode: str = "non-inferiority",
-           confidence: float = 0.95, min_pass_rate: float | None = None, engine: str = "laplace",
+           confidence_level: float = 0.95, min_pass_rate: float | None = None, engine: str = "laplace",
            look: int | None = None, looks: int = 1, boundary: str = "obrien-fleming",
            seed: int | None = None, style_control: bool = False) -> Decision:
     """Release gate of ``candidate`` against ``baseline`` on a study; see :func:`decide_counts`.
@@ -51,7 +51,7 @@ def decide(path, candidate: str, baseline: str, *, margin: float = 0.05, mode: s
 
             fit = controlled_fit_by_stratum(study, counts.strata, engine=engine, seed=seed)
     res = decide_counts(counts, candidate, baseline, stratum_weights=weights, acceptability=acc,
-                        margin=margin, mode=mode, confidence=confidence, min_pass_rate=min_pass_rate,
+                        margin=margin, mode=mode, confidence_level=confidence_level, min_pass_rate=min_pass_rate,
                         engine=engine, look=look, looks=looks, boundary=boundary, seed=seed, fit=fit)
     from dataclasses import replace
 

@@ -196,7 +196,7 @@ def plan_for_humans(study, *, surrogate: str | None, size: int, rng, floor: floa
     return planned, sel, design, notes
 
 
-def _compare(names, items: HybridItems, lab, ties: str, level: float, pi=None) -> HybridComparison:
+def _compare(names, items: HybridItems, lab, ties: str, confidence_level: float, pi=None) -> HybridComparison:
     """PPI (PPI++ for a uniform sample, IPW with ``pi``), target-only and judge-only fits, one model."""
     from planner.hybrid.ppi import ipw_bradley_terry, ppi_davidson
 
@@ -204,22 +204,25 @@ def _compare(names, items: HybridItems, lab, ties: str, level: float, pi=None) -
     y, yh = (items.y3, items.yhat3) if dav else (items.y, items.yhat)
     model = "davidson" if dav else "logistic"
     if pi is not None:
-        ppi = ipw_bradley_terry(names, items.pairs, y, yh, lab, pi, model=model, confidence_level=level)
-        human = ipw_bradley_terry(names, items.pairs, y, yh, lab, pi, model=model, confidence_level=level, lam=0.0)
+        ppi = ipw_bradley_terry(names, items.pairs, y, yh, lab, pi, model=model, confidence_level=confidence_level)
+        human = ipw_bradley_terry(names, items.pairs, y, yh, lab, pi, model=model,
+                                  confidence_level=confidence_level, lam=0.0)
     elif dav and (~lab).sum() >= 2:
         ppi = ppi_davidson(names, items.pairs[lab], y[lab], yh[lab], items.pairs[~lab], yh[~lab],
-                           confidence_level=level)
+                           confidence_level=confidence_level)
         human = ppi_davidson(names, items.pairs[lab], y[lab], yh[lab], items.pairs[:0], yh[:0],
-                             confidence_level=level, lam=0.0)
+                             confidence_level=confidence_level, lam=0.0)
     elif (~lab).sum() >= 2:
         return compare_hybrid(names, items.pairs[lab], y[lab], yh[lab], items.pairs[~lab], yh[~lab],
-                              confidence_level=level)
+                              confidence_level=confidence_level)
     else:
-        human = (ppi_davidson(names, items.pairs, y, yh, items.pairs[:0], yh[:0], confidence_level=level, lam=0.0)
-                 if dav else human_only_bradley_terry(names, items.pairs, y, confidence_level=level))
+        human = (ppi_davidson(names, items.pairs, y, yh, items.pairs[:0], yh[:0],
+                              confidence_level=confidence_level, lam=0.0)
+                 if dav else human_only_bradley_terry(names, items.pairs, y, confidence_level=confidence_level))
         ppi = human
-    judge = (ppi_davidson(names, items.pairs, yh, yh, items.pairs[:0], yh[:0], confidence_level=level, lam=0.0)
-             if dav else judge_only_bradley_terry(names, items.pairs, yh, confidence_level=level))
+    judge = (ppi_davidson(names, items.pairs, yh, yh, items.pairs[:0], yh[:0],
+                          confidence_level=confidence_level, lam=0.0)
+             if dav else judge_only_bradley_terry(names, items.pairs, yh, confidence_level=confidence_level))
     if dav:
         from dataclasses import replace
         judge = replace(judge, method="judge only davidson")
@@ -268,7 +271,7 @@ def recorded_design(study, items: HybridItems):
     return pi, notes
 
 
-def _population(study, names, items: HybridItems, lab, ties: str, level: float, pi):
+def _population(study, names, items: HybridItems, lab, ties: str, confidence_level: float, pi):
     """Population-weighted strengths: items weighted by stratum weight ÷ stratum share of the items.
 
     Stratum weights by the one rule (:func:`planner.strata.stratum_weights`). Without recorded
@@ -296,7 +299,7 @@ def _population(study, names, items: HybridItems, lab, ties: str, level: float, 
     dav = ties == "davidson"
     y, yh = (items.y3, items.yhat3) if dav else (items.y, items.yhat)
     pop = ipw_bradley_terry(names, items.pairs, y, yh, lab, pi_h if pi is None else pi, weights=c,
-                            model="davidson" if dav else "logistic", confidence_level=level)
+                            model="davidson" if dav else "logistic", confidence_level=confidence_level)
     same = bool(np.allclose(c, 1.0))
     return pop, {"weights": {h: round(sw.weights[h], 6) for h in strata}, "source": sw.source, "note": sw.note,
                  "same_as_pooled": same}

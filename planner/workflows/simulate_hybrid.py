@@ -16,11 +16,12 @@ __all__ = ["replay_study"]
 
 
 def replay_study(study_path: str | Path, surrogate: str, budgets, *, human_cost: float, judge_cost: float,
-                 reps: int = 200, level: float = 0.9, rng: np.random.Generator) -> tuple[float, list[MoneyRow]]:
+                 reps: int = 200, confidence_level: float = 0.9,
+                 rng: np.random.Generator) -> tuple[float, list[MoneyRow]]:
     """(ρ̂, rows) of :func:`planner.simulation.money.replay_money` on a study's items, scored as
     ``report --surrogate`` scores them (``surrogate``: the judge's annotator name)."""
     from planner.workflows.hybrid_report import items_from_study
 
     items = items_from_study(study_path, surrogate)
-    return replay_money(items, budgets, human_cost=human_cost, judge_cost=judge_cost, reps=reps, level=level,
-                        rng=rng)
+    return replay_money(items, budgets, human_cost=human_cost, judge_cost=judge_cost, reps=reps,
+                        confidence_level=confidence_level, rng=rng)
