@@ -8,7 +8,6 @@ lazily and they import its design and result types (docs/architecture.md).
 
 from __future__ import annotations
 
-import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -16,30 +15,16 @@ KNOWN = [{"planner.model.style", "planner.model.style_laplace", "planner.model.s
 
 
 def _graph() -> dict[str, set[str]]:
-    mods = {}
-    for p in (ROOT / "planner").rglob("*.py"):
-        rel = p.relative_to(ROOT).as_posix()[:-3].replace("/", ".")
-        mods[rel[: -len(".__init__")] if rel.endswith(".__init__") else rel] = p
+    """module -> the planner modules it imports (the architecture test's reader of imports)."""
+    from test_tidy_architecture import _module_name, _package, _runtime_imports
+
+    files = {_module_name(p.relative_to(ROOT).as_posix()): p for p in (ROOT / "planner").rglob("*.py")}
     graph = {}
-    for name, p in mods.items():
-        pkg = name if p.name == "__init__.py" else name.rsplit(".", 1)[0]
-        tree = ast.parse(p.read_text(encoding="utf-8"))
-        skip = {id(n) for node in ast.walk(tree) if isinstance(node, ast.If)
-                and getattr(node.test, "id", getattr(node.test, "attr", None)) == "TYPE_CHECKING"
-                for n in ast.walk(node)}
-        deps = set()
-        for node in ast.walk(tree):
-            if id(node) in skip:
-                continue
-            if isinstance(node, ast.ImportFrom):
-                base = node.module or ""
-                if node.level:
-                    parts = pkg.split(".")[: len(pkg.split(".")) - node.level + 1]
-                    base = ".".join([*parts, base]) if base else ".".join(parts)
-                deps |= {f"{base}.{a.name}" if f"{base}.{a.name}" in mods else base for a in node.names}
-            elif isinstance(node, ast.Import):
-                deps |= {a.name for a in node.names}
-        graph[name] = {d for d in deps if d in mods and d != name}
+    for name, p in files.items():
+        deps = _runtime_imports(p, _package(p.relative_to(ROOT).as_posix()))
+        # a submodule importing a sibling runs its own package's __init__ (which re-exports the submodules):
+        # that edge is how packages work, not a circle in the design
+        graph[name] = {d for d in deps if d in files and d != name and not name.startswith(d + ".")}
     return graph
 
 
