@@ -153,7 +153,7 @@ def flow(label_studio, tmp_path_factory, request):  # noqa: F811
     poster.edit(edited)
     with pytest.raises(DataError) as refused:
         pull(study, client=client)
-    out["refused"] = str(refused.value)
+    out["refused"] = refused.value.render(True)   # as the command line prints it
     out["round2"] = dict(poster.expected)
     out["after_refused"] = _judgments(study)
     out["pull2"] = _cli(ls, "pull", study, "--from", "label-studio", "--accept-changes", "--json")

@@ -75,7 +75,7 @@ def test_edit_refused_by_default_then_applied_and_audited(st, tmp_path):
     assert digest(st) == before  # refused whole: not even the new i2 row
     assert "1 stored judgment(s) changed at the source ('i1@alice' A -> B (reason 'accuracy' -> 'format'))" \
         in e.value.problems[-1]
-    assert "--accept-changes" in e.value.problems[-1]
+    assert "`accept_changes`" in e.value.problems[-1] and "--accept-changes" in e.value.lines(True)[-1]
     f = ingest(st, [edited], accept_changes=True).files[0]
     assert (f.rows, f.changed, f.replaced) == (1, 1, 1)
     with Study.open(st) as s:
@@ -144,7 +144,7 @@ def test_retract_and_restore(st, tmp_path):
         assert s._con.execute("SELECT count(*) FROM retracted_judgments").fetchone()[0] == 2
     with pytest.raises(DataError) as e:  # re-ingesting it says how to restore instead
         ingest(st, [wrong])
-    assert "retracted at" in e.value.problems[0] and "--undo" in e.value.problems[0]
+    assert "retracted at" in e.value.problems[0] and "--undo" in e.value.lines(True)[1]
     assert retract_file(st, str(wrong), undo=True).judgments == 2  # by path: hashed
     with Study.open(st) as s:
         assert sum(s.counts().totals().values()) == 3
