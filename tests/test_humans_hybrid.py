@@ -364,6 +364,11 @@ def test_next_batch_for_humans_records_the_design_and_report_uses_it(tmp_path):
     dry2 = next_batch(study, Selection(size=40, seed=5), output=Output(dry_run=True),
                       humans=HumansDesign(for_="humans", surrogate="judge"))
     assert [i.item_id for i in dry1.items] == [i.item_id for i in dry2.items]
+    with pytest.raises(UsageError) as e:    # style control has no meaning for this design: refused, not ignored
+        next_batch(study, Selection(size=40, seed=5, style_control=True), output=Output(dry_run=True),
+                   humans=HumansDesign(for_="humans", surrogate="judge"))
+    assert e.value.parameters == ("style_control", "for")
+    assert e.value.render(True).startswith("--style-control does not apply with --for humans")
     res = next_batch(study, Selection(size=40, seed=5), output=Output(out=tmp_path / "b1"),
                      humans=HumansDesign(for_="humans", surrogate="judge"))
     design = res.manifest["for_humans"]

@@ -47,7 +47,9 @@ def plot_power(result: SizeResult, design: Design, path: str) -> str:
     ax.legend(loc="lower right", fontsize=8)
     fig.tight_layout()
     try:
-        fig.savefig(path)
+        # no date, no software tag, a fixed hash salt for the SVG ids: the same design gives the same file
+        with matplotlib.rc_context({"svg.hashsalt": "planner"}):
+            fig.savefig(path, metadata={"Date": None} if ext == ".svg" else {"Software": None})
     except OSError as exc:
         raise UsageError(f"`plot` ({path!r}) cannot be written: {exc.strerror}", parameters=('plot',)) from None
     finally:

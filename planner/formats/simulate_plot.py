@@ -34,6 +34,9 @@ def plot(result: SimulationResult, path: str | Path) -> Path:
     ax.set_title(f"{result.scenario}: {result.n_systems} systems, {result.reps} reps")
     ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, metadata={"Date": None} if path.suffix.lower() == ".svg" else None)
+    svg = path.suffix.lower() == ".svg"
+    # no date, no software tag, a fixed hash salt for the SVG ids: the same result gives the same file
+    with matplotlib.rc_context({"svg.hashsalt": "planner"}):
+        fig.savefig(path, metadata={"Date": None} if svg else {"Software": None})
     plt.close(fig)
     return path

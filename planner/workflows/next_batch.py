@@ -235,6 +235,10 @@ def next_batch(study_path, selection: Selection | None = None, *, qc: QualityCon
         raise UsageError(f"`for` ({str(humans.for_)[:40]!r}) must be one of ranking, humans", parameters=('for',))
     if humans.for_ != "humans" and humans.surrogate is not None:
         raise UsageError("`surrogate` is used only with `for` humans", parameters=('surrogate', 'for'))
+    if humans.for_ == "humans" and sel.style_control:   # was silently ignored: the design uses no strengths
+        raise UsageError("`style_control` does not apply with `for` humans: that design draws items by the "
+                         "judge's residual error, not by the strengths; drop one of the two",
+                         parameters=("style_control", "for"))
     temperature = check_temperature(output.temperature)
     names = _annotator_names(qc.annotators)
     template_text = _read_template(output.template)
