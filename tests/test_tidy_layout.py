@@ -11,20 +11,19 @@ a table in the study's file). The core never opens a study (rule 4).
 from __future__ import annotations
 
 import ast
-import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-DOC = ROOT / "docs" / "architecture.md"
-ROW = re.compile(r"^\| `(planner/[\w/]+\.py)` \| (\w+) \| (.+) \|$")
 FOLDER_LAYER = {"store": "store", "formats": "formats", "connectors": "connectors", "workflows": "workflow"}
 OPENERS = {("Study", "open"), ("sqlite3", "connect"), (None, "init_study"), ("Study", "create")}
 MAY_OPEN = ("planner/store/", "planner/workflows/", "planner/connectors/cache.py")
 
 
 def _rows() -> dict[str, str]:
-    rows = (ROW.match(line) for line in DOC.read_text(encoding="utf-8").splitlines())
-    return {m.group(1): m.group(2) for m in rows if m}
+    """The module map of docs/architecture.md (the architecture test's reader)."""
+    from test_tidy_architecture import _module_map
+
+    return _module_map()
 
 
 def _expected_layer(rel: str) -> str:

@@ -14,8 +14,7 @@ import numpy as np
 from planner.acquisition.objectives import _anchor_index, _basis, _check_objective, _project, expected_information
 from planner.acquisition.options import SelectionOptions
 from planner.counts import Counts
-from planner.errors import DataError, UsageError
-from planner.errors import parameters_of, shown
+from planner.errors import DataError, UsageError, parameters_of, shown
 
 
 @dataclass(frozen=True, eq=False)

@@ -11,8 +11,7 @@ import json
 import math
 from dataclasses import dataclass
 
-from planner.errors import UsageError, quote
-from planner.errors import parameters_of, shown
+from planner.errors import UsageError, parameters_of, quote, shown
 
 #: completion tokens assumed for a request before any answer of the run has been seen
 #: (a verdict with a short explanation; MT-bench-style answers run ~100–300 tokens).

@@ -33,8 +33,7 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from planner.errors import DataError, UsageError, quote
-from planner.errors import parameters_of, shown
+from planner.errors import DataError, UsageError, parameters_of, quote, shown
 from planner.formats import jsonsafe
 from planner.formats.templates import (  # noqa: F401  (re-exported for the judge round trip)
     DEFAULT_ACCEPTABILITY_TEMPLATE,

@@ -15,8 +15,7 @@ import os
 from collections.abc import Collection
 from pathlib import Path
 
-from planner.errors import DataError, UsageError
-from planner.errors import parameters_of, shown
+from planner.errors import DataError, UsageError, parameters_of, shown
 from planner.formats.readers import read_normalized
 
 MAX_PROBLEMS = 20

@@ -6,8 +6,7 @@ import math
 import os
 from pathlib import Path
 
-from planner.errors import DataError, UsageError
-from planner.errors import parameters_of, shown
+from planner.errors import DataError, UsageError, parameters_of, shown
 
 
 def _first(problems: list[str], what: str) -> DataError:

@@ -26,8 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from planner.errors import UsageError, quote
-from planner.errors import parameters_of, shown
+from planner.errors import UsageError, parameters_of, quote, shown
 
 #: Spellings of a flag, compared after ``strip().lower()``; JSON true/false and
 #: the numbers 1/0 are accepted too.

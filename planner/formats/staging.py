@@ -37,8 +37,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from planner.errors import DataError, UsageError, quote
-from planner.errors import parameters_of, shown
+from planner.errors import DataError, UsageError, parameters_of, quote, shown
 
 try:  # POSIX advisory locks tell a live owner from a killed one
     import fcntl

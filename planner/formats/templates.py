@@ -17,8 +17,7 @@ from __future__ import annotations
 import string
 from collections.abc import Sequence
 
-from planner.errors import UsageError
-from planner.errors import parameters_of, shown
+from planner.errors import UsageError, parameters_of, shown
 
 JUDGE_SYSTEM_MESSAGE = "You are a careful and impartial evaluator of AI assistant responses."
 

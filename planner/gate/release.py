@@ -17,8 +17,7 @@ from typing import Sequence
 import numpy as np
 
 from planner.counts import Counts
-from planner.errors import UsageError, check_range
-from planner.errors import parameters_of, shown
+from planner.errors import UsageError, check_range, parameters_of, shown
 from planner.gate.acceptability import acceptability_gate
 from planner.gate.estimates import (finite, pair_tallies, pooled_row, position_shares, posterior_columns,
                                     score_interval)

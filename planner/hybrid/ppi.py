@@ -40,8 +40,7 @@ import numpy as np
 from scipy.special import expit
 from scipy.stats import norm
 
-from planner.errors import DataError, UsageError
-from planner.errors import parameters_of, shown
+from planner.errors import DataError, UsageError, parameters_of, shown
 from planner.equality import array_eq
 
 __all__ = ["BTInterval", "HybridComparison", "ppi_bradley_terry", "human_only_bradley_terry",

@@ -10,8 +10,7 @@ the critical z of a level under an alternative. Shared by
 from __future__ import annotations
 
 from planner import limits
-from planner.errors import UsageError
-from planner.errors import parameters_of, shown
+from planner.errors import UsageError, parameters_of, shown
 from planner.stats.distributions import norm  # scipy.stats' values without importing scipy.stats (issue 13)
 
 ALTERNATIVES = ("two-sided", "greater")

@@ -20,8 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from planner.errors import DataError, UsageError, quote
-from planner.errors import parameters_of, shown
+from planner.errors import DataError, UsageError, parameters_of, quote, shown
 from planner.store.db import now, write
 from planner.store.queries import Study
 

@@ -25,8 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from planner.errors import DataError, UsageError, quote
-from planner.errors import parameters_of, shown
+from planner.errors import DataError, UsageError, parameters_of, quote, shown
 
 TRANSPORTS = ("direct", "batch")
 MAX_CONCURRENCY = 256

@@ -16,8 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from planner.errors import DataError, UsageError, quote
-from planner.errors import parameters_of, shown
+from planner.errors import DataError, UsageError, parameters_of, quote, shown
 
 _RENDER_KEYS = ("format", "reasons", "template", "acceptability_template", "judge_model", "temperature",
                 "redact_names")
