@@ -142,7 +142,9 @@ def flow(label_studio, tmp_path_factory, request):  # noqa: F811
     out["pull1_again"] = pull(study, client=client)
     out["waiting1"] = waiting_items(study, res.batch_id, client=client)
     calls = []
-    out["wait_timeout"] = wait_for_annotations(study, res.batch_id, timeout=1.0, poll=0.4, client=client,
+    # the timeout must outlast one poll's round trip, or a slow server (a loaded CI machine: 1.9 s) ends the
+    # wait after the first poll without an on_wait call; nothing is annotated meanwhile, so it still times out
+    out["wait_timeout"] = wait_for_annotations(study, res.batch_id, timeout=5.0, poll=0.4, client=client,
                                                on_wait=lambda n, s: calls.append((n, s)))
     out["wait_calls"] = calls
     # Round 2: all but alice's last item (bob re-does the skipped one); alice edits her first annotation.
