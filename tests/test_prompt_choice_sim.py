@@ -73,12 +73,12 @@ def test_the_prompt_draw_prefers_prompts_that_agree_with_the_order():
     # z: p0 p1 [1, 1], p2 p3 [1, -1]; within variance 0 for p0 p1 and 2 for p2 p3: sigma_w^2 = 4/4 = 1;
     # means 1, 1, 0, 0 -> var 1/3; tau^2 = 1/3 - 1/2 < 0 -> 0: two judgments per prompt are not evidence
     rng = np.random.default_rng(0)
-    assert set(np.bincount(log.draw(4000, mean, rng), minlength=4) > 800) == {True}
+    assert set(np.bincount(log.draw(np.zeros(4000), mean, rng), minlength=4) > 800) == {True}
     # ten more judgments per prompt of the same pattern: now tau^2 > 0 and prompts 0, 1 are preferred
     for _ in range(10):
         log.record(np.array([0, 0, 1, 1, 2, 2, 3, 3]), np.zeros(8, int), np.ones(8, int),
                    np.array([0, 0, 0, 0, 0, 1, 0, 1]))
-    share = np.mean(log.draw(20000, mean, rng) < 2)
+    share = np.mean(log.draw(np.zeros(20000), mean, rng) < 2)
     # z sums: p0, p1 22/22 -> 1; p2, p3 0/22 -> 0; sigma_w^2 = 44/84, var(means) = 1/3, tau^2 = 1/3 - (44/84)/22
     # B = tau^2 / (tau^2 + (44/84)/22) = 13/14; scores m + B (zbar - m), m = 1/2: 27/28 and 1/28
     # pi(p0 or p1) = .8 * (54/28) / 2 + .2 / 2 = .8 * 27/28 + .1; binomial SE .003, 4 SE

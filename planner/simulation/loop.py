@@ -11,8 +11,10 @@ For one (strategy, repetition)::
         counts   += verdicts
         record metrics of the refitted posterior against the truth
 
-Random numbers: the truth depends only on (seed, repetition), the same for every
-strategy (common random numbers); a run's own draws depend on (seed, repetition,
+Random numbers: the truth and the verdicts depend only on (seed, repetition), the same
+for every strategy (common random numbers, :mod:`planner.simulation.streams`: the n-th
+judgment of a pair is the same whichever strategy asks for it); a strategy's own draws
+(tie-breaks, Thompson, exploration, preferred prompts) depend on (seed, repetition,
 strategy index), so runs can go to any worker in any order.
 """
 
@@ -28,6 +30,7 @@ from planner.errors import DataError, PlannerError, UsageError
 from planner.simulation.metrics import metrics
 from planner.simulation.replay import ReplayPool
 from planner.simulation.spec import METRICS, SimulationSpec, Strategy
+from planner.simulation.streams import ColumnRng, PairStreams
 from planner.simulation.truth import make_truth
 
 __all__ = ["Trace", "run_one", "safe_run"]
@@ -50,17 +53,22 @@ class Trace:
     error_kind: str = ""                # "usage" or "data"
 
 
-def _rngs(seed: int, s_index: int, rep: int) -> tuple[np.random.Generator, np.random.Generator]:
-    """(truth rng, run rng): common random numbers, the truth depends only on (seed, rep)."""
+def _rngs(seed: int, s_index: int, rep: int) -> tuple[np.random.Generator, np.random.Generator,
+                                                    np.random.SeedSequence]:
+    """(truth rng, run rng, verdict seed): common random numbers, the truth and the verdicts
+    depend only on (seed, rep), the run's own choices on (seed, rep, strategy index)."""
     root = np.random.SeedSequence(seed)
-    truth_seq, run_seq = root.spawn(2)
+    truth_seq, run_seq, verdict_seq = root.spawn(3)
     truth_rng = np.random.default_rng(truth_seq.spawn(rep + 1)[rep])
     rng = np.random.default_rng(run_seq.spawn(rep + 1)[rep].spawn(s_index + 1)[s_index])
-    return truth_rng, rng
+    return truth_rng, rng, verdict_seq.spawn(rep + 1)[rep]
 
 
 class _ReplayDraws:
-    """A run's walk through a replay pool: each pair's judgments in a seeded order, drawn without replacement."""
+    """A run's walk through a replay pool: each pair's judgments in a seeded order, drawn without replacement.
+
+    ``rng`` depends only on (seed, repetition), so every strategy walks each pair's pool in the same order.
+    """
 
     def __init__(self, pool: ReplayPool, rng: np.random.Generator):
         self.pool = pool
@@ -88,12 +96,19 @@ class _ReplayDraws:
         return Counts.from_arrays(systems, lefts, rights, outs), len(outs)
 
 
-def _judge_synthetic(spec: SimulationSpec, truth, pairs: np.ndarray, rng: np.random.Generator) -> Counts:
-    """Show each pair in a random order and let the synthetic judge decide."""
-    flip = rng.random(len(pairs)) < 0.5
-    left = np.where(flip, pairs[:, 1], pairs[:, 0])
-    right = np.where(flip, pairs[:, 0], pairs[:, 1])
-    out = spec.judge.judge(truth, left, right, rng)
+def _shown(pairs: np.ndarray, streams: PairStreams) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(left, right, the rows' remaining uniforms): each pick's pair in the position its stream row gives."""
+    ordered, rows = streams.next(pairs)
+    flip = rows[:, 0] < 0.5
+    left = np.where(flip, ordered[:, 1], ordered[:, 0])
+    right = np.where(flip, ordered[:, 0], ordered[:, 1])
+    return left, right, rows[:, 1:]
+
+
+def _judge_synthetic(spec: SimulationSpec, truth, pairs: np.ndarray, streams: PairStreams) -> Counts:
+    """Show each pair in a random order and let the synthetic judge decide (both from the pair's stream)."""
+    left, right, u = _shown(pairs, streams)
+    out = spec.judge.judge(truth, left, right, ColumnRng(u[:, :3]))
     return Counts.from_arrays(truth.systems, left, right, out)
 
 
@@ -110,9 +125,11 @@ class _PromptLog:
         self.n, self.prefer = n_prompts, prefer
         self.rows: list[np.ndarray] = []
 
-    def draw(self, k: int, mean: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    def draw(self, u: np.ndarray, mean: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """Prompts for ``u.size`` comparisons: uniform from the pairs' stream uniforms ``u``, or preferred (``rng``)."""
+        k = u.size
         if not self.prefer or not self.rows:
-            return rng.integers(self.n, size=k)
+            return np.minimum((u * self.n).astype(np.int64), self.n - 1)
         from planner.prompt_choice import probabilities, shrink
 
         prompt, left, right, out = np.concatenate(self.rows, axis=1)
@@ -130,13 +147,11 @@ class _PromptLog:
 
 
 def _judge_prompts(spec: SimulationSpec, truth, pairs: np.ndarray, log: _PromptLog, mean: np.ndarray,
-                   rng: np.random.Generator) -> Counts:
+                   streams: PairStreams, rng: np.random.Generator) -> Counts:
     """:func:`_judge_synthetic` on the ``prompts`` scenario: each comparison on a prompt from ``log``."""
-    flip = rng.random(len(pairs)) < 0.5
-    left = np.where(flip, pairs[:, 1], pairs[:, 0])
-    right = np.where(flip, pairs[:, 0], pairs[:, 1])
-    prompt = log.draw(len(pairs), mean, rng)
-    out = spec.judge.judge_prompts(truth, left, right, prompt, rng)
+    left, right, u = _shown(pairs, streams)
+    prompt = log.draw(u[:, 3], mean, rng)
+    out = spec.judge.judge_prompts(truth, left, right, prompt, ColumnRng(u[:, :2]))
     log.record(prompt, left, right, out)
     return Counts.from_arrays(truth.systems, left, right, out)
 
@@ -153,7 +168,7 @@ def _select(post, k: int, strategy: Strategy, spec: SimulationSpec, truth, count
                            allowed=allowed, true_mean=truth.strengths, capacity=capacity,
                            explore=strategy.explore, thompson=strategy.thompson)
         if any(n.startswith("swiss:") for n in sel.notes):
-            return sel, sel.notes[-1][:120]
+            return sel, sel.notes[-1]
         return sel, None
     except (DataError, UsageError) as exc:
         if allowed is None:
@@ -171,10 +186,11 @@ def run_one(spec: SimulationSpec, s_index: int, rep: int) -> Trace:
     from planner.model import fit
 
     strategy = spec.strategies[s_index]
-    truth_rng, rng = _rngs(spec.seed, s_index, rep)
+    truth_rng, rng, verdict_seq = _rngs(spec.seed, s_index, rep)
     truth = spec.truth if spec.truth is not None else make_truth(
         spec.scenario, spec.n_systems, truth_rng, spread=spec.spread, arena_gamma=spec.arena_gamma)
-    replay = _ReplayDraws(spec.replay, rng) if spec.replay is not None else None
+    replay = _ReplayDraws(spec.replay, np.random.default_rng(verdict_seq)) if spec.replay is not None else None
+    streams = PairStreams(verdict_seq)
     if strategy.prefers_prompts and truth.discrimination is None:
         raise UsageError(f"`strategies` ({strategy.name!r}): +prompts needs the prompts scenario "
                          "(`scenario` prompts)", parameters=("strategies", "scenario"))
@@ -217,9 +233,9 @@ def run_one(spec: SimulationSpec, s_index: int, rep: int) -> Trace:
                 exhausted = True
                 break
         elif prompts is not None:
-            new, n = _judge_prompts(spec, truth, pairs, prompts, post.posterior.mean, rng), len(pairs)
+            new, n = _judge_prompts(spec, truth, pairs, prompts, post.posterior.mean, streams, rng), len(pairs)
         else:
-            new, n = _judge_synthetic(spec, truth, pairs, rng), len(pairs)
+            new, n = _judge_synthetic(spec, truth, pairs, streams), len(pairs)
         spent += n
         counts = counts + new
     return Trace(strategy.name, rep, np.asarray(checkpoints, dtype=np.int64),

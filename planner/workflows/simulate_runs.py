@@ -43,7 +43,8 @@ def fingerprint(spec) -> str:
     head = {"scenario": spec.scenario, "strategies": [_strategy_key(s) for s in spec.strategies],
             "n_systems": spec.n_systems, "spread": spec.spread, "arena_gamma": spec.arena_gamma,
             "judge": asdict(spec.judge), "budget": spec.budget, "batch": spec.batch, "seed": spec.seed,
-            "engine": spec.engine, "anchor": spec.anchor}
+            "engine": spec.engine, "anchor": spec.anchor,
+            "verdicts": "common"}   # per-pair verdict streams shared by the strategies (session 4)
     h.update(json.dumps(head, sort_keys=True).encode())
     if spec.truth is not None:
         h.update("\x00".join(spec.truth.systems).encode())
