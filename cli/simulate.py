@@ -153,7 +153,9 @@ def _render(result) -> None:
     # brackets: 95% paired bootstrap over reps
     label = metric.replace("_", "-")
     extra = ("credible_tau",) if result.pairs and metric != "credible_tau" else ()
+    # "over budget": the target metric averaged over checkpoints and reps (the area under the mean curve / budget)
     for col in ("strategy", "needed", "per rep [IQR]", "reached", "×RR [95%]", "×best [95%]", f"final {label}",
+                f"{label} over budget",
                 *(f"final {e.replace('_', '-')}" for e in extra), "width"):
         table.add_column(col, justify="left" if col == "strategy" else "right")
     fmt = lambda v: "—" if v is None else f"{v:,.0f}"  # noqa: E731
@@ -164,7 +166,8 @@ def _render(result) -> None:
                       f"{s.reached}/{len(s.needed)}" + (f" ({s.failed} failed)" if s.failed else ""),
                       _ratio(s.ratio_to_round_robin, s.rr_band),
                       _ratio(s.ratio_to_best, s.best_band),
-                      f"{last(metric):.3f}", *(f"{last(e):.3f}" for e in extra), f"{last('width'):.0f}")
+                      f"{last(metric):.3f}", "—" if s.budget_mean is None else f"{s.budget_mean:.3f}",
+                      *(f"{last(e):.3f}" for e in extra), f"{last('width'):.0f}")
     out().print(table)
     if result.pairs:
         _render_pairs(result.pairs)

@@ -83,3 +83,25 @@ def test_cli_prints_the_band_and_json_carries_it():
     r = CliRunner().invoke(app, args, env={"COLUMNS": "200"})
     assert r.exit_code == 0, r.stderr
     assert "×RR [95%]" in r.stdout and "active: " in r.stdout and "round-robin" in r.stdout
+
+
+def test_budget_mean_and_its_paired_difference_by_hand():
+    from planner.simulation.headline import budget_mean, mean_difference
+
+    # A: rep 0 mean (0.5 + 0.95 * 3) / 4 = 0.8375, rep 1 0.95; B: rep 0 (0.5 * 3 + 0.95) / 4 = 0.6125,
+    # rep 1 (0.5 * 2 + 0.95 * 2) / 4 = 0.725. Differences 0.225 and 0.225: mean 0.225, every resample 0.225.
+    a = _result("active", [[0.5, 0.95, 0.95, 0.95], [0.95, 0.95, 0.95, 0.95]])
+    b = _result("round-robin", [[0.5, 0.5, 0.5, 0.95], [0.5, 0.5, 0.95, 0.95]])
+    assert budget_mean(a) == pytest.approx([0.8375, 0.95]) and budget_mean(b) == pytest.approx([0.6125, 0.725])
+    d, lo, hi = mean_difference(a, b, np.random.default_rng(0))
+    assert (d, lo, hi) == pytest.approx((0.225, 0.225, 0.225))
+    # unequal differences 0.2 and -0.1: resamples of two reps give 0.2, 0.05 or -0.1; band [-0.1, 0.2]
+    c = _result("random", [[0.5, 0.5, 0.5, 0.95], [0.5, 0.5, 0.95, 0.95]])
+    e = _result("swiss", [[0.5 + 0.2, 0.5 + 0.2, 0.5 + 0.2, 0.95 + 0.2], [0.4, 0.4, 0.85, 0.85]])
+    d, lo, hi = mean_difference(e, c, np.random.default_rng(3))
+    assert d == pytest.approx(0.05) and lo == pytest.approx(-0.1) and hi == pytest.approx(0.2)
+    out, _ = add_ratios([a, b], "tau", 0.9, seed=0)
+    act = out[0]
+    assert act.budget_mean == pytest.approx((0.8375 + 0.95) / 2) and act.vs_round_robin[0] == pytest.approx(0.225)
+    assert out[1].vs_round_robin is None            # round-robin against itself: nothing
+    assert "mean tau over the budget 0.894, +0.225 against round-robin [95% +0.225 to +0.225: better]" in verdict(act)

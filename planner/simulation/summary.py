@@ -60,6 +60,9 @@ class StrategyResult:
     best_baseline: str | None = None   # the best baseline other than this strategy
     ratio_to_best: float | None = None
     best_band: tuple | None = None
+    metric: str = "tau"                # the target metric the curves, needed and budget_mean are of
+    budget_mean: float | None = None   # the target metric averaged over checkpoints and repetitions
+    vs_round_robin: tuple | None = None  # (budget_mean difference to round-robin, 95% low, high), paired
 
 
 @dataclass(frozen=True)
@@ -99,7 +102,9 @@ class SimulationResult:
              "needed_q25": s.needed_q25, "needed_q75": s.needed_q75, "reached": s.reached,
              "ratio_to_round_robin": s.ratio_to_round_robin, "ratio_to_round_robin_band": _band_dict(s.rr_band),
              "best_baseline": s.best_baseline, "ratio_to_best_baseline": s.ratio_to_best,
-             "ratio_to_best_baseline_band": _band_dict(s.best_band), "failed_runs": s.failed,
+             "ratio_to_best_baseline_band": _band_dict(s.best_band),
+             "budget_mean": s.budget_mean, "budget_mean_minus_round_robin": _diff_dict(s.vs_round_robin),
+             "failed_runs": s.failed,
              "runs_with_fallback": s.fallback_runs}
             for s in self.strategies]
         return d
@@ -110,6 +115,11 @@ def _band_dict(band):
     if band is None:
         return None
     return {"low": band[0], "high": None if math.isinf(band[1]) else band[1], "high_never": math.isinf(band[1])}
+
+
+def _diff_dict(diff):
+    """A paired difference for JSON: ``{"difference", "low", "high"}`` (95% band), or None."""
+    return None if diff is None else {"difference": diff[0], "low": diff[1], "high": diff[2]}
 
 
 def _needed(trace: Trace, metric: str, target: float) -> int | None:
@@ -149,7 +159,8 @@ def summarise(name: str, strat: Strategy, traces: list[Trace], metric: str, targ
     if not traces:
         empty = {k: np.zeros(0) for k in METRICS}
         return StrategyResult(name, strat.strategy, strat.objective, np.zeros(0, dtype=np.int64), empty, empty,
-                              empty, None, (), None, None, None, 0, failed=failed, curves=np.zeros((0, 0)))
+                              empty, None, (), None, None, None, 0, failed=failed, curves=np.zeros((0, 0)),
+                              metric=metric)
     checkpoints = _grid(traces, batch, budget)
     n = checkpoints.size
     mean, low, high = {}, {}, {}
@@ -171,7 +182,8 @@ def summarise(name: str, strat: Strategy, traces: list[Trace], metric: str, targ
     curves = np.vstack([_on_grid(t, metric, checkpoints) for t in traces]) if n else np.zeros((len(traces), 0))
     return StrategyResult(name, strat.strategy, strat.objective, checkpoints, mean, low, high, at_mean,
                           needed, q(0.5), q(0.25), q(0.75), reached, failed=failed,
-                          fallback_runs=fallback_runs, reps_used=tuple(t.rep for t in traces), curves=curves)
+                          fallback_runs=fallback_runs, reps_used=tuple(t.rep for t in traces), curves=curves,
+                          metric=metric)
 
 
 def run_notes(by_strategy, results, *, out) -> list[str]:
