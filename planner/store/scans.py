@@ -97,7 +97,12 @@ def pair_prompt_codes(con: sqlite3.Connection, span: int, q: int) -> np.ndarray:
                          "j.b IS NOT NULL")[0]
     issued = int_columns(con, "items", "i", [key.format("i.left_sys", "i.right_sys")],
                          "LEFT JOIN prompts p ON p.id = i.prompt", "i.right_sys IS NOT NULL")[0]
-    ab, code = np.divmod(np.concatenate([judged, issued]), q)
+    return distinct_pair_codes(np.concatenate([judged, issued]), span, q)
+
+
+def distinct_pair_codes(codes: np.ndarray, span: int, q: int) -> np.ndarray:
+    """``(x * span + y) * q + code`` values with each pair unordered (``min``, ``max``), distinct, sorted."""
+    ab, code = np.divmod(codes, q)
     a, b = np.divmod(ab, span)
     keys = np.sort((np.minimum(a, b) * span + np.maximum(a, b)) * q + code)
     return keys[np.r_[True, keys[1:] != keys[:-1]]] if keys.size else keys
