@@ -3,7 +3,8 @@
 next-batch's plan used to call ``Study.counts(by_stratum=True)``,
 ``Study.pending_counts(by_stratum=True)`` and ``Study.pair_prompt_usage_codes()``,
 each reading the judgments (and ``strata()`` twice more). ``plan_counts`` reads them
-once; its three answers must equal those methods' exactly, and its strata
+once (a large table in two halves at once, joined in rowid order); its three
+answers must equal those methods' exactly, and its strata
 ``Study.strata()`` (including the "all" stratum appended when a judgment of any
 kind, single-response ones too, is on a prompt the study does not hold). The
 ``mixed`` study of tests/test_study_scans.py holds every shape of judgment; the
@@ -18,7 +19,7 @@ import numpy as np
 import pytest
 
 from planner.counts import Counts
-from planner.store import scans
+from planner.store import plan_scan, scans
 from planner.store.study import Study, init_study
 from test_study_scans import _oracle_counts, _same_counts, mixed  # noqa: F401  (the fixture)
 
@@ -35,9 +36,11 @@ def _same_as_methods(st: Study) -> None:
     assert usage[3] == want[3]
 
 
-@pytest.mark.parametrize("chunk", [scans.CHUNK_ROWS, 7])
-def test_plan_counts_equal_the_three_scans(mixed, monkeypatch, chunk):  # noqa: F811
+@pytest.mark.parametrize("chunk, split", [(scans.CHUNK_ROWS, plan_scan.SPLIT_ROWS), (7, plan_scan.SPLIT_ROWS),
+                                          (scans.CHUNK_ROWS, 10), (7, 10)])
+def test_plan_counts_equal_the_three_scans(mixed, monkeypatch, chunk, split):  # noqa: F811
     monkeypatch.setattr(scans, "CHUNK_ROWS", chunk)   # 7: many strings, some empty (a gap in seq)
+    monkeypatch.setattr(plan_scan, "SPLIT_ROWS", split)   # 10: two halves, the upper one in a worker thread
     with Study.open(mixed) as st:
         _same_as_methods(st)
         judged, pending, usage = st.plan_counts()

@@ -48,7 +48,9 @@ class _State:
         """Λ += info (e_i − e_j)(e_i − e_j)ᵀ; returns c = Σ d and f."""
         c = self.cov[:, i] - self.cov[:, j]
         f = info / (1.0 + info * (c[i] - c[j]))
-        self.cov -= f * np.outer(c, c)
+        step = np.outer(c, c)
+        step *= f                 # f * outer(c, c), the same floats, one M x M temporary fewer
+        self.cov -= step
         return c, f
 
     def apply_counts(self, pending: Counts):

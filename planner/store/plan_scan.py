@@ -17,12 +17,17 @@ checks them against those methods).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
 from planner.counts import DEFAULT_STRATUM, Counts
 from planner.store import scans
+from planner.store.db import connect
 from planner.store.records import COUNTED_KINDS
+
+#: judgments (rowid span) from which the scan is read in two halves at once (:func:`_scan`)
+SPLIT_ROWS = 100_000
 
 
 @dataclass(frozen=True)
@@ -51,8 +56,7 @@ def plan_scan(con, systems: tuple[str, ...], kinds=COUNTED_KINDS) -> PlanScan:
     names: list = [None] * q
     for ord_, name, _ in rows:
         names[ord_ + 1] = name
-    key = scans.int_columns(con, "judgments", "j", [_key_sql(span, q, kinds)],
-                            "LEFT JOIN prompts p ON p.id = j.prompt")[0]
+    key = _scan(con, _key_sql(span, q, kinds))
     rest, low = np.divmod(key, 32)
     ab, code = np.divmod(rest, q)
     strata = _strata(con, bool(np.any(code == 0)))
@@ -60,6 +64,37 @@ def plan_scan(con, systems: tuple[str, ...], kinds=COUNTED_KINDS) -> PlanScan:
     judged = _judged(systems, strata, rows, index, span, ab, code, low, pairwise & ((low & 2) == 2))
     usage = _usage(con, span, q, index, ab[pairwise] * q + code[pairwise], names)
     return PlanScan(strata, judged, usage)
+
+
+def _scan(con, expr: str) -> np.ndarray:
+    """``expr`` over every judgment in rowid order; a large table is read in two halves at once.
+
+    SQLite releases the GIL while it scans, so the upper half runs in a worker thread on
+    its own connection (as :mod:`planner.store.grouped` does for the report) while this
+    thread reads the lower half; the halves are joined in rowid order, so the result is
+    the one scan's. (The study is read with no snapshot across statements either way:
+    one statement per chunk of rowids, as :func:`planner.store.scans.int_columns` does.)
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
+    args = ("judgments", "j", [expr], "LEFT JOIN prompts p ON p.id = j.prompt")
+    lo, hi = con.execute("SELECT min(rowid), max(rowid) FROM judgments").fetchone()
+    file = next((r[2] for r in con.execute("PRAGMA database_list") if r[1] == "main"), "")
+    if lo is None or hi - lo < SPLIT_ROWS or not file:
+        return scans.int_columns(con, *args)[0]
+    mid = lo + (hi - lo) // 2
+
+    def upper() -> np.ndarray:
+        other = connect(Path(file))
+        try:
+            return scans.int_columns(other, *args, rowids=(mid + 1, hi))[0]
+        finally:
+            other.close()
+
+    with ThreadPoolExecutor(1) as pool:
+        job = pool.submit(upper)
+        low = scans.int_columns(con, *args, rowids=(lo, mid))[0]
+        return np.concatenate([low, job.result()])
 
 
 def _strata(con, unheld: bool) -> tuple[str, ...]:

@@ -26,19 +26,20 @@ CHUNK_ROWS = 1 << 20
 
 
 def int_columns(con: sqlite3.Connection, table: str, alias: str, exprs: Sequence[str], join: str = "",
-                where: str = "1", args: tuple = ()) -> list[np.ndarray]:
+                where: str = "1", args: tuple = (), rowids: tuple[int, int] | None = None) -> list[np.ndarray]:
     """The integer ``exprs`` over the rows of ``table AS alias`` (after ``join``, filtered by ``where``).
 
     Returns one int64 array per expression, rows in rowid order, all the same length.
-    ``args`` fill the ``?`` of ``where`` (``join`` takes none).
+    ``args`` fill the ``?`` of ``where`` (``join`` takes none); ``rowids`` ``(lo, hi)``
+    restricts the scan to those rowids (default: the whole table).
     """
-    lo, hi = con.execute(f"SELECT min(rowid), max(rowid) FROM {table}").fetchone()
+    lo, hi = rowids if rowids is not None else con.execute(f"SELECT min(rowid), max(rowid) FROM {table}").fetchone()
     parts: list[list[np.ndarray]] = [[] for _ in exprs]
     cols = ", ".join(f"group_concat({e})" for e in exprs)
     q = (f"SELECT {cols} FROM {table} {alias} {join} "
          f"WHERE {alias}.rowid BETWEEN ? AND ? AND ({where})")
     for start in range(lo, hi + 1, CHUNK_ROWS) if lo is not None else ():
-        bounds = (start, start + CHUNK_ROWS - 1)
+        bounds = (start, min(start + CHUNK_ROWS - 1, hi))
         row = con.execute(q, (*bounds, *args)).fetchone()
         if row[0] is None:
             continue
