@@ -5,7 +5,9 @@
 That mapping must hold the same keys in the same order (the attention items'
 off-topic texts are drawn from the keys) and the same texts, and the batch built
 from it must be identical, QC items included. The study is tests/_batch_fixture.py's
-(one response left out, so a missing key is exercised).
+(one response left out, so a missing key is exercised). ``Study.response_keys`` is
+read once while the database is unchanged; it must be read again after a write on
+this connection or a commit on another.
 """
 
 from __future__ import annotations
@@ -62,3 +64,30 @@ def test_the_batch_is_identical(study, options):
     assert got.items == want.items and got.skipped == want.skipped and got.manifest == want.manifest
     assert any(it.kind == "attention" for it in got.items) and got.skipped
     assert len(lazy._texts) < len(_old(study))   # not every text was read
+
+
+def _fresh(st: Study) -> list:
+    """The keys as read before the memo (the query, every time)."""
+    n = dict(st._con.execute("SELECT id, name FROM systems"))
+    return [(r[0], n[r[1]]) for r in st._con.execute(
+        "SELECT r.prompt, r.system FROM responses r JOIN prompts p ON p.id = r.prompt ORDER BY p.ord, r.system")]
+
+
+def test_response_keys_read_again_after_a_change(study):
+    import sqlite3
+
+    from planner.store.db import db_path, write
+
+    first = study.response_keys()
+    assert first == _fresh(study) and study.response_keys() == first
+    first.append(("mutated", "by the caller"))          # a copy: the memo is not touched
+    assert study.response_keys() == _fresh(study)
+    sid = study._con.execute("SELECT id FROM systems WHERE name = 'delta-2'").fetchone()[0]
+    with write(study._con) as con:                       # this connection writes
+        con.execute("INSERT INTO responses (prompt, system, text, length) VALUES ('p03', ?, 'x', 1)", (sid,))
+    assert ("p03", "delta-2") in study.response_keys() and study.response_keys() == _fresh(study)
+    other = sqlite3.connect(db_path(study.path), isolation_level=None)   # another connection commits
+    other.execute("DELETE FROM responses WHERE prompt = 'p00'")
+    other.close()
+    got = study.response_keys()
+    assert got == _fresh(study) and not any(p == "p00" for p, _ in got)

@@ -50,6 +50,7 @@ class Study:
         self._sys_name = {i: name for i, name in rows}
         self.systems = tuple(name for _, name in rows)
         self.anchor = config.get("anchor")
+        self._keys_memo = None   # (database stamp, response keys): see response_keys
 
     # ------------------------------------------------------------ lifecycle
     @classmethod
@@ -118,10 +119,21 @@ class Study:
         return self._responses()
 
     def response_keys(self) -> list[tuple[str, str]]:
-        """``(prompt, system)`` of every response in :meth:`responses` order, without reading the texts."""
-        n = self._sys_name
-        return [(r[0], n[r[1]]) for r in self._con.execute(
-            "SELECT r.prompt, r.system FROM responses r JOIN prompts p ON p.id = r.prompt ORDER BY p.ord, r.system")]
+        """``(prompt, system)`` of every response in :meth:`responses` order, without reading the texts.
+
+        Read once while the database is unchanged (next-batch asks twice: the showable
+        responses, then the attention items): the list is kept with this connection's
+        ``total_changes`` and SQLite's ``data_version`` (which moves when another
+        connection commits) and read again when either moved.
+        """
+        stamp = (self._con.total_changes, self._con.execute("PRAGMA data_version").fetchone()[0])
+        if self._keys_memo is None or self._keys_memo[0] != stamp:
+            n = self._sys_name
+            keys = [(r[0], n[r[1]]) for r in self._con.execute(
+                "SELECT r.prompt, r.system FROM responses r JOIN prompts p ON p.id = r.prompt "
+                "ORDER BY p.ord, r.system")]
+            self._keys_memo = (stamp, keys)
+        return list(self._keys_memo[1])
 
     def response_texts(self):
         """``{(prompt, system): text}`` of :meth:`responses`, read on demand
