@@ -1,11 +1,12 @@
 """The selection's fast paths (issue 14, Arena scale) against the code they replace.
 
-Three changes in planner/acquisition, each meant to give the same floats:
+Four changes in planner/acquisition, each meant to give the same floats:
 ``_Ranking.gains`` gathers the moved pairs' covariance differences with ``np.take``
 and finds them with ``flatnonzero`` + ``divmod`` instead of fancy indexing and a 2-D
 ``nonzero``; ``_State.apply`` scales the outer product in place; the lazy greedy's
 top candidates come from a partition (``greedy._top``) instead of a full stable
-sort. The old code is written out below; a whole ``select_pairs`` run with the old
+sort; ``state._capacity`` builds its pair index from ``tolist()``. The old code
+is written out below; a whole ``select_pairs`` run with the old
 code patched in must give exactly the same picks, gains and values (ranking and
 top-k, with judged and pending counts, capacities and a batch cap).
 """
@@ -19,6 +20,7 @@ from planner.acquisition import gains as gains_mod
 from planner.acquisition import greedy, select_pairs, state
 from planner.acquisition.objectives import pair_risk
 from planner.counts import Counts
+from planner.errors import UsageError
 from planner.model import fit
 
 
@@ -77,6 +79,40 @@ def _old_top(x, n):
     return np.argsort(-x, kind="stable")[:n]
 
 
+def _old_capacity(capacity, ci, cj):
+    if capacity is None:
+        return None
+    capv = np.full(ci.size, np.inf)
+    index = {(int(i), int(j)): t for t, (i, j) in enumerate(zip(ci, cj))}
+    for p, n in capacity.items():
+        t = index.get((min(int(p[0]), int(p[1])), max(int(p[0]), int(p[1]))))
+        if t is not None:
+            if n is None or n < 0:
+                raise UsageError(f"capacity of pair {p!r} ({'missing' if n is None else n}) must be >= 0")
+            capv[t] = float(n)
+    return capv
+
+
+def test_capacity_is_the_old_mapping():
+    rng = np.random.default_rng(5)
+    ci, cj = np.triu_indices(12, 1)
+    ci, cj = ci[::2].astype(np.int64), cj[::2].astype(np.int64)   # not every pair is a candidate
+    for _ in range(50):
+        cap = {}
+        for _ in range(int(rng.integers(0, 40))):
+            x, y = (int(v) for v in rng.integers(-1, 13, 2))   # either order, some outside the range
+            cap[(x, y) if rng.random() < 0.5 else (np.int64(x), np.int64(y))] = int(rng.integers(0, 5))
+        np.testing.assert_array_equal(state._capacity(cap, ci, cj), _old_capacity(cap, ci, cj))
+    assert state._capacity(None, ci, cj) is None
+    named = (int(cj[2]), int(ci[2]))   # a candidate, named in the other order
+    for bad in (None, -1):
+        with pytest.raises(UsageError) as new:
+            state._capacity({(0, 1): 2, named: bad}, ci, cj)
+        with pytest.raises(UsageError) as old:
+            _old_capacity({(0, 1): 2, named: bad}, ci, cj)
+        assert str(new.value) == str(old.value)
+
+
 def test_top_is_the_stable_argsort_prefix():
     rng = np.random.default_rng(3)
     for trial in range(400):
@@ -122,6 +158,7 @@ def test_selection_identical_to_the_old_code(problem, monkeypatch, objective, to
     monkeypatch.setattr(gains_mod._Ranking, "gains", _old_gains)
     monkeypatch.setattr(state._State, "apply", _old_apply)
     monkeypatch.setattr(greedy, "_top", _old_top)
+    monkeypatch.setattr(state, "_capacity", _old_capacity)
     old = run()
     assert new.pairs == old.pairs and len(set(new.pairs)) > 20
     np.testing.assert_array_equal(new.gains, old.gains)
