@@ -67,7 +67,8 @@ def build(tmp: Path, m: int, n_judgments: int, n_prompts: int, seed: int) -> Pat
 
 #: stages of the whole command, as (label, function name, file) in the cProfile of one run
 STAGES = [("whole next_batch workflow", "next_batch", "workflows/next_batch.py"),
-          ("  counts, pending, fit (_fit)", "_fit", None), ("    Study.counts", "counts", "queries.py"),
+          ("  one scan: counts, pending, usage", "plan_counts", "queries.py"),
+          ("  fit (_fit; before session 4: + counts, pending)", "_fit", None), ("    Study.counts", "counts", "queries.py"),
           ("    the Laplace fit", "fit_laplace", None),
           ("  showable responses", "_showable", None), ("  pair-prompt usage (old: sets)", "pair_prompt_usage", None),
           ("  pair-prompt usage (new: arrays)", "pair_prompt_usage_codes", None),
@@ -82,7 +83,8 @@ def stages(study: Path, size: int) -> None:
     The profiler's clock is ``time.process_time`` (the child's CPU, all threads), so
     other processes' load does not count.
 
-    ``_fit``'s line holds the counts, the pending counts and the fit; the
+    ``_fit``'s line holds the fit (before session 4 also the counts and the pending
+    counts, now read by ``plan_counts`` with the pair-prompt usage); the
     lines are cumulative times of one function each (profiled, so ~10-30 % above
     an unprofiled run).
     """

@@ -83,7 +83,8 @@ class _Ranking:
         c = state.cov[:, ci] - state.cov[:, cj]
         ar = np.arange(ci.size)
         v = c[ci, ar] - c[cj, ar]
-        dc2 = c[self.kr] - c[self.lr]
+        dc2 = np.take(c, self.kr, axis=0)   # c[kr] - c[lr], the same floats; take is ~3x faster than [kr]
+        dc2 -= np.take(c, self.lr, axis=0)
         dc2 *= dc2
         rows_l, cols_l, after_s2, seg = [], [], [], [0]
         look = tuple(lookahead) + ((1,) if one and 1 not in lookahead else ())
@@ -93,7 +94,8 @@ class _Ranking:
         # expensive Owen's T runs on the few pairs a candidate actually touches. f grows with
         # the look-ahead, so the largest one's set holds every other's: one dense pass.
         f_max = np.max(fs, axis=0)
-        r_all, c_all = np.nonzero(dc2 * f_max > self.sparse_rel * self.s2[:, None])
+        # np.nonzero's row-major (row, column) pairs, from the flat indices (2-D nonzero is ~4x slower)
+        r_all, c_all = np.divmod(np.flatnonzero(dc2 * f_max > self.sparse_rel * self.s2[:, None]), ci.size)
         d_all, s2_all = dc2[r_all, c_all], self.s2[r_all]
         for f in fs:
             drop = f[c_all] * d_all

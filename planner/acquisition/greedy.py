@@ -95,7 +95,7 @@ def _lazy_pick(score, stale, taken, pcap, cap, opts: SelectionOptions) -> int:
         if fresh[best]:
             break
         masked = np.where(fresh | blocked, -np.inf, stale)
-        top = np.argsort(-masked, kind="stable")[:opts.lazy_chunk]
+        top = _top(masked, opts.lazy_chunk)
         top = top[np.isfinite(masked[top])]
         stale[top] = score(top)
         fresh[top] = True
@@ -108,6 +108,19 @@ def _lazy_pick(score, stale, taken, pcap, cap, opts: SelectionOptions) -> int:
             stale[bi] = score(bi)
             best = _capped_argmax(np.where(dead, -np.inf, stale), taken, cap, opts.cap_yield)
     return best
+
+
+def _top(x, n):
+    """``np.argsort(-x, kind="stable")[:n]`` (largest first, ties by index) without sorting all of ``x``:
+    a partition finds the ``n``-th largest value, and only the entries at or above it are sorted."""
+    neg = -x
+    if neg.size <= n:
+        return np.argsort(neg, kind="stable")
+    kth = np.partition(neg, n - 1)[n - 1]
+    if np.isnan(kth):
+        return np.argsort(neg, kind="stable")[:n]
+    near = np.flatnonzero(neg <= kth)          # every entry that can be among the first n, in index order
+    return near[np.argsort(neg[near], kind="stable")[:n]]
 
 
 def _batch_cap(k, opts: SelectionOptions):

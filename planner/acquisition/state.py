@@ -48,7 +48,9 @@ class _State:
         """Λ += info (e_i − e_j)(e_i − e_j)ᵀ; returns c = Σ d and f."""
         c = self.cov[:, i] - self.cov[:, j]
         f = info / (1.0 + info * (c[i] - c[j]))
-        self.cov -= f * np.outer(c, c)
+        step = np.outer(c, c)
+        step *= f                 # f * outer(c, c), the same floats, one M x M temporary fewer
+        self.cov -= step
         return c, f
 
     def apply_counts(self, pending: Counts):
@@ -111,9 +113,10 @@ def _capacity(capacity, ci, cj):
     if capacity is None:
         return None
     capv = np.full(ci.size, np.inf)
-    index = {(int(i), int(j)): t for t, (i, j) in enumerate(zip(ci, cj))}
+    index = dict(zip(zip(ci.tolist(), cj.tolist()), range(ci.size)))   # Python ints without int() per pair
     for p, n in capacity.items():
-        t = index.get((min(int(p[0]), int(p[1])), max(int(p[0]), int(p[1]))))
+        i, j = int(p[0]), int(p[1])
+        t = index.get((i, j) if i <= j else (j, i))
         if t is not None:
             if n is None or n < 0:
                 raise UsageError(f"capacity of pair {p!r} ({'missing' if n is None else n}) must be >= 0")

@@ -50,6 +50,7 @@ class Study:
         self._sys_name = {i: name for i, name in rows}
         self.systems = tuple(name for _, name in rows)
         self.anchor = config.get("anchor")
+        self._keys_memo = None   # (database stamp, response keys): see response_keys
 
     # ------------------------------------------------------------ lifecycle
     @classmethod
@@ -118,10 +119,28 @@ class Study:
         return self._responses()
 
     def response_keys(self) -> list[tuple[str, str]]:
-        """``(prompt, system)`` of every response in :meth:`responses` order, without reading the texts."""
-        n = self._sys_name
-        return [(r[0], n[r[1]]) for r in self._con.execute(
-            "SELECT r.prompt, r.system FROM responses r JOIN prompts p ON p.id = r.prompt ORDER BY p.ord, r.system")]
+        """``(prompt, system)`` of every response in :meth:`responses` order, without reading the texts.
+
+        Read once while the database is unchanged (next-batch asks twice: the showable
+        responses, then the attention items): the list is kept with this connection's
+        ``total_changes`` and SQLite's ``data_version`` (which moves when another
+        connection commits) and read again when either moved.
+        """
+        stamp = (self._con.total_changes, self._con.execute("PRAGMA data_version").fetchone()[0])
+        if self._keys_memo is None or self._keys_memo[0] != stamp:
+            n = self._sys_name
+            keys = [(r[0], n[r[1]]) for r in self._con.execute(
+                "SELECT r.prompt, r.system FROM responses r JOIN prompts p ON p.id = r.prompt "
+                "ORDER BY p.ord, r.system")]
+            self._keys_memo = (stamp, keys)
+        return list(self._keys_memo[1])
+
+    def response_texts(self):
+        """``{(prompt, system): text}`` of :meth:`responses`, read on demand
+        (:class:`planner.store.texts.ResponseTexts`: a text is read when asked for)."""
+        from planner.store.texts import ResponseTexts
+
+        return ResponseTexts(self._con, self._sys_id, self.response_keys)
 
     def response(self, prompt_id: str, system: str) -> Response | None:
         """The response of ``system`` to ``prompt_id``, or None when there is none."""
@@ -169,6 +188,15 @@ class Study:
             stratum = lut[ords + 1]
         return Counts.from_arrays(self.systems, left, right, outcome, stratum, strata)
 
+    def plan_counts(self) -> tuple[Counts, Counts, tuple]:
+        """``(counts(by_stratum=True), pending_counts(by_stratum=True), pair_prompt_usage_codes())``
+        with one scan of the judgments (:mod:`planner.store.plan_scan`), as next-batch's plan needs them."""
+        from planner.store.plan_scan import plan_scan
+
+        got = plan_scan(self._con, self.systems)
+        pending = self._pending(got.strata, {s: i for i, s in enumerate(got.strata)}, True)
+        return got.judged, pending, got.usage
+
     def _aggregate(self, q, args, strata, sidx, by_stratum, outcome: bool) -> Counts:
         rows = self._con.execute(q, args).fetchall()
         pos = {sid: i for i, sid in enumerate(self._sys_id.values())}
@@ -198,7 +226,9 @@ class Study:
         An item is pending while it has no judgment at all and its batch is
         neither voided nor older than the study's ``pending_expiry_days``.
         """
-        strata, sidx = self._strata_index(by_stratum)
+        return self._pending(*self._strata_index(by_stratum), by_stratum)
+
+    def _pending(self, strata, sidx, by_stratum: bool) -> Counts:
         live, live_args = self._live_batches_sql()
         q = (f"""SELECT i.left_sys, i.right_sys, coalesce(p.stratum, ?), 2, count(*)
                  FROM items i JOIN prompts p ON p.id = i.prompt JOIN batches b ON b.id = i.batch

@@ -26,19 +26,20 @@ CHUNK_ROWS = 1 << 20
 
 
 def int_columns(con: sqlite3.Connection, table: str, alias: str, exprs: Sequence[str], join: str = "",
-                where: str = "1", args: tuple = ()) -> list[np.ndarray]:
+                where: str = "1", args: tuple = (), rowids: tuple[int, int] | None = None) -> list[np.ndarray]:
     """The integer ``exprs`` over the rows of ``table AS alias`` (after ``join``, filtered by ``where``).
 
     Returns one int64 array per expression, rows in rowid order, all the same length.
-    ``args`` fill the ``?`` of ``where`` (``join`` takes none).
+    ``args`` fill the ``?`` of ``where`` (``join`` takes none); ``rowids`` ``(lo, hi)``
+    restricts the scan to those rowids (default: the whole table).
     """
-    lo, hi = con.execute(f"SELECT min(rowid), max(rowid) FROM {table}").fetchone()
+    lo, hi = rowids if rowids is not None else con.execute(f"SELECT min(rowid), max(rowid) FROM {table}").fetchone()
     parts: list[list[np.ndarray]] = [[] for _ in exprs]
     cols = ", ".join(f"group_concat({e})" for e in exprs)
     q = (f"SELECT {cols} FROM {table} {alias} {join} "
          f"WHERE {alias}.rowid BETWEEN ? AND ? AND ({where})")
     for start in range(lo, hi + 1, CHUNK_ROWS) if lo is not None else ():
-        bounds = (start, start + CHUNK_ROWS - 1)
+        bounds = (start, min(start + CHUNK_ROWS - 1, hi))
         row = con.execute(q, (*bounds, *args)).fetchone()
         if row[0] is None:
             continue
@@ -97,7 +98,12 @@ def pair_prompt_codes(con: sqlite3.Connection, span: int, q: int) -> np.ndarray:
                          "j.b IS NOT NULL")[0]
     issued = int_columns(con, "items", "i", [key.format("i.left_sys", "i.right_sys")],
                          "LEFT JOIN prompts p ON p.id = i.prompt", "i.right_sys IS NOT NULL")[0]
-    ab, code = np.divmod(np.concatenate([judged, issued]), q)
+    return distinct_pair_codes(np.concatenate([judged, issued]), span, q)
+
+
+def distinct_pair_codes(codes: np.ndarray, span: int, q: int) -> np.ndarray:
+    """``(x * span + y) * q + code`` values with each pair unordered (``min``, ``max``), distinct, sorted."""
+    ab, code = np.divmod(codes, q)
     a, b = np.divmod(ab, span)
     keys = np.sort((np.minimum(a, b) * span + np.maximum(a, b)) * q + code)
     return keys[np.r_[True, keys[1:] != keys[:-1]]] if keys.size else keys

@@ -326,7 +326,7 @@ def _assemble(study, planned, rates, names, pool, both_orders: bool, words, text
     from planner.batch import assemble_batch
 
     batch = assemble_batch(planned, prompt_text={p.id: p.text for p in study.prompts()},
-                           response_text={(r.prompt, r.system): r.text for r in study.responses()}, rng=rng,
+                           response_text=study.response_texts(), rng=rng,   # read on demand
                            attention=rates["attention"], repeat=rates["repeat"], overlap=rates["overlap"],
                            both_orders=both_orders, acceptability=rates["acceptability"], annotators=names,
                            attention_pool=pool, max_words=words, truncate=text.truncate,

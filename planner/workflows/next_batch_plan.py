@@ -25,12 +25,10 @@ def _target_shares(prompts, strata: Sequence[str]) -> dict[str, float]:
     return stratum_weights(prompts, strata).weights
 
 
-def _fit(study, selection, seed: int, notes: list[str]):
-    """``(judged_by_stratum, pending_by_stratum, judged, pending, fit)``: one scan each; pooled for the model."""
+def _fit(judged_s, pending_s, study, selection, seed: int, notes: list[str]):
+    """``(judged, pending, fit)``: the counts pooled over strata, and the model's fit."""
     from planner.model import fit as fit_model
 
-    judged_s = study.counts(by_stratum=True)
-    pending_s = study.pending_counts(by_stratum=True)
     judged, pending = judged_s.pooled(), pending_s.pooled()
     if selection.style_control:   # the style-controlled strengths (planner.workflows.style_report)
         from planner.workflows.style_report import controlled_fit
@@ -39,7 +37,7 @@ def _fit(study, selection, seed: int, notes: list[str]):
         notes.append("style control: pairs chosen on the strengths controlled for length and markdown style")
     else:
         fit = fit_model(judged, engine=selection.engine, seed=seed, progressbar=False)
-    return judged_s, pending_s, judged, pending, fit
+    return judged, pending, fit
 
 
 def _showable(study, max_words: int | None, notes: list[str]) -> list[tuple[str, str]]:
@@ -66,11 +64,11 @@ def _showable(study, max_words: int | None, notes: list[str]) -> list[tuple[str,
     return shown
 
 
-def _pair_prompts(study, systems, reuse_prompts: bool, max_words: int | None, notes: list[str]):
+def _pair_prompts(study, usage_codes, systems, reuse_prompts: bool, max_words: int | None, notes: list[str]):
     """The pairs' prompt bookkeeping, with the notes on reused and impossible pairs."""
     from planner.pair_prompts import PairUsage, pair_prompts
 
-    usage = PairUsage(systems, *study.pair_prompt_usage_codes())   # the study's prompts: the only ones shown
+    usage = PairUsage(systems, *usage_codes)   # the study's prompts: the only ones shown
     pp = pair_prompts(systems, _showable(study, max_words, notes), usage, reuse_prompts=reuse_prompts)
     reused = pp.n_reused()
     if reused:
@@ -228,10 +226,12 @@ def plan_next_batch(study, selection, *, seed: int, rng: np.random.Generator, ma
     # the Laplace fit's and the selection's dense algebra on one BLAS thread (planner.stats.blas);
     # NUTS keeps BLAS's own threads (its sampler runs as before)
     blas = one_blas_thread if sel.engine != "nuts" else nullcontext
+    # counts by stratum, pending and the pairs' used prompts: one scan of the judgments (Study.plan_counts)
+    judged_s, pending_s, usage_codes = study.plan_counts()
     with blas():
-        judged_s, pending_s, judged, pending, fit = _fit(study, sel, seed, notes)
+        judged, pending, fit = _fit(judged_s, pending_s, study, sel, seed, notes)
     prompts = list(study.prompts())
-    pp = _pair_prompts(study, systems, sel.reuse_prompts, max_words, notes)
+    pp = _pair_prompts(study, usage_codes, systems, sel.reuse_prompts, max_words, notes)
     allowed = pp.allowed()
     anchor = study.anchor
     if sel.strategy == "anchor" or sel.objective == "anchor":
