@@ -10,6 +10,12 @@ summarised under several targets without being run again:
 * ``credible-tau=0.9``: only the pairs the full pool separates with P(order) > 0.95;
 * ``credible-all``: every such pair right.
 
+The verdicts are common random numbers (``planner/simulation/streams.py``): the
+n-th judgment a strategy draws for a pair is the same real verdict for every
+strategy, so the repetitions are paired and the bands are of the choices' effect.
+Each line also gives the strategy's metric averaged over the budget and its
+paired difference to round-robin's (``over budget``, 95% band).
+
 Per strategy: comparisons at which the mean curve meets the target, reps that
 reached it, ratio to round-robin and to the best other baseline with their 95%
 paired bootstrap bands over repetitions.
@@ -79,9 +85,13 @@ def main() -> None:
                 n = "-" if s.needed_mean_curve is None else f"{s.needed_mean_curve}"
                 rr = "-" if s.ratio_to_round_robin is None else f"{s.ratio_to_round_robin:.2f}"
                 xb = "-" if s.ratio_to_best is None else f"{s.ratio_to_best:.2f}"
+                over = "" if s.budget_mean is None else f"  over budget {s.budget_mean:.4f}"
+                if s.vs_round_robin is not None:
+                    d, lo, hi = s.vs_round_robin
+                    over += f" ({d:+.4f} vs RR [{lo:+.4f} {hi:+.4f}])"
                 print(f"  {s.name:12s} needed {n:>5s}  reached {s.reached:>2d}/{len(s.needed):<2d} "
                       f"xRR {rr:>5s} {_band(s.rr_band)}  xbest {xb:>5s} {_band(s.best_band)} "
-                      f"({s.best_baseline or '-'})")
+                      f"({s.best_baseline or '-'}){over}")
         sys.stdout.flush()
 
 

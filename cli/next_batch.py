@@ -44,6 +44,9 @@ def next_batch_cmd(
     reuse_prompts: Annotated[bool, typer.Option(help="Let a pair that has used every prompt take one again.")] = False,
     prompts_by: Annotated[str, typer.Option(help="uniform (default) | discriminative: within a stratum prefer prompts "
                                                  "whose verdicts separate systems (stratum quotas unchanged).")] = "uniform",
+    tie_margin: Annotated[float, typer.Option(help="Practical-equivalence margin in Elo (default 0: off): a pair "
+                                                   "within ±margin with probability > 0.95 counts as settled (tied) "
+                                                   "and gets no more comparisons.", metavar="ELO")] = 0.0,
     style_control: Annotated[bool, typer.Option("--style-control", help="Select on the strengths controlled for length and markdown style.")] = False,
     json_out: Annotated[bool, typer.Option("--json", help="Print the manifest as one JSON document.")] = False,
     for_: Annotated[str, typer.Option("--for", help="ranking (default) | humans: items where a human label is worth "
@@ -71,7 +74,8 @@ def next_batch_cmd(
         return
     result = call(next_batch, study,
                   Selection(size=size, strategy=strategy, objective=objective, top_k=top_k, engine=engine, seed=seed,
-                            style_control=style_control, reuse_prompts=reuse_prompts, prompts_by=prompts_by),
+                            style_control=style_control, reuse_prompts=reuse_prompts, prompts_by=prompts_by,
+                            tie_margin=tie_margin),
                   qc=QualityControl(attention=attention, repeat=repeat, overlap=overlap, acceptability=acceptability,
                                     both_orders=both_orders, annotators=annotators, attention_pool=attention_pool),
                   output=Output(out=out_path, format=fmt, force=force, dry_run=dry_run, template=template,

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from planner.acquisition.objectives import _diff_var, _logistic, _pair_weights, _value_gaussian, pair_risk
+from planner.acquisition.objectives import (_diff_var, _logistic, _pair_weights, _value_gaussian, pair_risk,
+                                            tie_probability)
 from planner.acquisition.state import _Context, _State
 
 
@@ -34,6 +35,8 @@ class _Ranking:
             self.est = x[kr, lr][keep]
         else:
             keep = pair_risk(gap[kr, lr], v0[kr, lr], v0[kr, lr], self.mode) > eps
+            if ctx.opts.tie_margin > 0:     # a pair settled as a practical tie is no longer worth a judgment
+                keep &= tie_probability(gap[kr, lr], np.sqrt(v0[kr, lr]), ctx.opts.tie_margin) <= ctx.opts.settle_prob
             self.est = None
         kr, lr = kr[keep], lr[keep]
         self.kr, self.lr = kr, lr

@@ -157,6 +157,16 @@ def pair_risk(absm, s0_2, s2, mode: str = "bayes", est=None):
     return 2.0 * owens_t(absm / np.sqrt(s0_2 + s2), np.sqrt(s2 / np.clip(s0_2, 1e-300, None)))
 
 
+def tie_probability(gap, sd, margin: float):
+    """P(|Δ| < margin) for Δ ~ N(gap, sd²) (arrays; 0 when ``margin`` is 0)."""
+    gap, sd = np.abs(np.asarray(gap, dtype=float)), np.asarray(sd, dtype=float)
+    if margin <= 0:
+        return np.zeros(np.broadcast(gap, sd).shape)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p = ndtr((margin - gap) / sd) - ndtr((-margin - gap) / sd)
+    return np.where(sd > 0, p, (gap < margin).astype(float))
+
+
 def _check_objective(objective, m, systems, top_k, anchor):
     if objective not in OBJECTIVES:
         raise UsageError(f"`objective` ({objective!r}) must be one of " + ", ".join(OBJECTIVES),

@@ -52,6 +52,10 @@ class SelectionOptions:
         Active: share of each batch given to the least-judged pairs (exploration floor).
     thompson : bool
         Active ranking/top-k: score gaps against one posterior draw of the strengths.
+    tie_margin : float
+        Practical-equivalence margin (logit, >= 0; 0: off). A pair whose gap lies within
+        ``± tie_margin`` with probability > ``settle_prob`` is settled as tied: the stopping
+        advice counts it as decided and the ranking/top-k objectives stop spending on it.
     """
 
     settle_prob: float = 0.95
@@ -68,6 +72,7 @@ class SelectionOptions:
     draws_pool: int = 64
     explore: float = 0.0
     thompson: bool = False
+    tie_margin: float = 0.0
 
     def __post_init__(self):
         if self.ranking_risk not in RISK_MODES:
@@ -75,6 +80,10 @@ class SelectionOptions:
                              parameters="ranking_risk")
         if not 0.5 < self.settle_prob < 1.0:
             raise UsageError(f"`settle_prob` ({self.settle_prob}) must be in (0.5, 1)", parameters="settle_prob")
+        if not (isinstance(self.tie_margin, (int, float)) and not isinstance(self.tie_margin, bool)
+                and 0.0 <= self.tie_margin < float("inf")):
+            raise UsageError(f"`tie_margin` ({self.tie_margin!r}) must be a finite number >= 0",
+                             parameters="tie_margin")
         if not 0.0 <= self.explore < 1.0:
             raise UsageError(f"`explore` ({self.explore}) must be in [0, 1)", parameters="explore")
         look = tuple(self.lookahead)

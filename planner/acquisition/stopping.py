@@ -5,27 +5,30 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import ndtr
 
-from planner.acquisition.objectives import _diff_var
+from planner.acquisition.objectives import _diff_var, tie_probability
 from planner.acquisition.state import _Context
 
 
 def _settled(ctx: _Context, systems) -> tuple[bool, str]:
-    """``(settled, one sentence)``: every decision the objective cares about has P > ``settle_prob``."""
+    """``(settled, one sentence)``: every decision the objective cares about has P > ``settle_prob``
+    (with a ``tie_margin``, a pair tied within it with P > ``settle_prob`` is decided too)."""
     settle = ctx.opts.settle_prob
     mu, cov = (ctx.mu if ctx.est_mu is None else ctx.est_mu), ctx.cov0
     s = np.sqrt(_diff_var(cov))
     with np.errstate(divide="ignore", invalid="ignore"):
         p_order = ndtr(np.abs(mu[:, None] - mu[None, :]) / s)
     p_order = np.where(s > 0, p_order, np.where(mu[:, None] == mu[None, :], 0.5, 1.0))
+    p_tie = tie_probability(mu[:, None] - mu[None, :], s, ctx.opts.tie_margin)
     if ctx.objective == "anchor":
         a = ctx.a_idx
         with np.errstate(divide="ignore", invalid="ignore"):
             p_beat = ndtr((mu - mu[a]) / s[:, a])
         others = [c for c in range(mu.size) if c != a]
-        unsure = [c for c in others if 1 - settle <= p_beat[c] <= settle]
+        unsure = [c for c in others if 1 - settle <= p_beat[c] <= settle and p_tie[c, a] <= settle]
         if not unsure:
-            return True, (f"every system beats or loses to the anchor {systems[a]} with probability "
-                          f"> {settle:g}: you can stop; more comparisons buy little")
+            tied = _tied_words([(c, a) for c in others if p_tie[c, a] > settle], systems, ctx.opts.tie_margin)
+            return True, (f"every system beats or loses to the anchor {systems[a]}{tied[0]} with probability "
+                          f"> {settle:g}{tied[1]}: you can stop; more comparisons buy little")
         c = min(unsure, key=lambda c: abs(p_beat[c] - 0.5))
         return False, (f"{len(unsure)} system(s) not yet separated from the anchor; least settled: "
                        f"{systems[c]} beats {systems[a]} with probability {p_beat[c]:.2f}")
@@ -36,11 +39,28 @@ def _settled(ctx: _Context, systems) -> tuple[bool, str]:
     else:
         pairs = [(int(x), int(y)) for x, y in zip(order[:-1], order[1:])]
         what = "every adjacent pair in the posterior-mean ranking is ordered"
-    probs = np.array([p_order[x, y] for x, y in pairs])
+    tied = [(x, y) for x, y in pairs if p_tie[x, y] > settle]
+    open_ = [(x, y) for x, y in pairs if p_tie[x, y] <= settle]
+    if not open_:       # every decision is a practical tie
+        ws = _tied_words(tied, systems, ctx.opts.tie_margin)
+        return True, (f"{what}{ws[0]} with probability > {settle:g}{ws[1]}: you can stop; "
+                      "more comparisons buy little")
+    probs = np.array([p_order[x, y] for x, y in open_])
     worst = int(np.argmin(probs))
-    x, y = pairs[worst]
+    x, y = open_[worst]
     if probs[worst] > settle:
-        return True, (f"{what} with probability > {settle:g} (least: {systems[x]} over "
-                      f"{systems[y]}, {probs[worst]:.3f}): you can stop; more comparisons buy little")
+        ws = _tied_words(tied, systems, ctx.opts.tie_margin)
+        return True, (f"{what}{ws[0]} with probability > {settle:g} (least: {systems[x]} over "
+                      f"{systems[y]}, {probs[worst]:.3f}){ws[1]}: you can stop; more comparisons buy little")
     return False, (f"not settled: P({systems[x]} ahead of {systems[y]}) = {probs[worst]:.2f} "
                    f"<= {settle:g}")
+
+
+def _tied_words(tied, systems, margin: float) -> tuple[str, str]:
+    """(" or tied within ±N Elo", "; tied: a ~ b, ...") for the pairs settled as ties, else ("", "")."""
+    if not tied:
+        return "", ""
+    from planner.model.bt import ELO_SCALE
+
+    names = ", ".join(f"{systems[x]} ~ {systems[y]}" for x, y in tied[:5]) + (", …" if len(tied) > 5 else "")
+    return f" or tied within ±{margin * ELO_SCALE:.0f} Elo", f"; tied: {names}"

@@ -169,6 +169,15 @@ def _qc_rates(config, names, attention, repeat, overlap, acceptability, notes) -
     return rates
 
 
+def _check_tie_margin(margin, for_: str) -> None:
+    """``tie_margin`` is a finite number of Elo points >= 0, and only with the ranking design."""
+    if isinstance(margin, bool) or not isinstance(margin, (int, float)) or not 0.0 <= margin < float("inf"):
+        raise UsageError(f"`tie_margin` ({margin!r}) must be a number of Elo points >= 0", parameters=("tie_margin",))
+    if margin and for_ == "humans":
+        raise UsageError("`tie_margin` does not apply with `for` humans: that design draws items by the judge's "
+                         "residual error, not by the strengths; drop one of the two", parameters=("tie_margin", "for"))
+
+
 def _manifest(n_batches, seed, strategy, objective, top_k, engine, size, format, selection, fit, batch, notes):
     return {
         "batch": n_batches + 1,
@@ -239,6 +248,7 @@ def next_batch(study_path, selection: Selection | None = None, *, qc: QualityCon
         raise UsageError("`style_control` does not apply with `for` humans: that design draws items by the "
                          "judge's residual error, not by the strengths; drop one of the two",
                          parameters=("style_control", "for"))
+    _check_tie_margin(sel.tie_margin, humans.for_)
     temperature = check_temperature(output.temperature)
     names = _annotator_names(qc.annotators)
     template_text = _read_template(output.template)

@@ -30,7 +30,10 @@ class Selection:
     frozen prompts first; ``reuse_prompts``: let a pair that has used every
     prompt take one again; ``prompts_by``: ``"uniform"`` (default) or
     ``"discriminative"`` (prefer prompts that separate systems within a
-    stratum, :mod:`planner.prompt_choice`).
+    stratum, :mod:`planner.prompt_choice`); ``tie_margin``: practical-equivalence
+    margin in Elo (0: off): a pair within ``± tie_margin`` with probability above
+    the settling threshold is settled as tied (stopping advice, and the
+    ranking/top-k objectives stop spending on it).
     """
 
     size: int = DEFAULT_SIZE
@@ -43,6 +46,7 @@ class Selection:
     frozen_first: bool = True
     reuse_prompts: bool = False
     prompts_by: str = "uniform"
+    tie_margin: float = 0.0
 
 
 @dataclass(frozen=True)

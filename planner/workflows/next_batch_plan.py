@@ -181,6 +181,15 @@ def _choose_discriminative(candidates, stratum, scores, rng, frozen_first: bool)
     return [] if got is None else [got[0]]
 
 
+def _selection_options(sel):
+    """The acquisition's tunables for ``sel``: the defaults, with ``tie_margin`` (Elo) in logits."""
+    from planner.acquisition.options import SelectionOptions
+    from planner.model.bt import ELO_SCALE
+
+    margin = float(getattr(sel, "tie_margin", 0.0))
+    return SelectionOptions(tie_margin=margin / ELO_SCALE) if margin else SelectionOptions()
+
+
 def _prompt_scores(study, fit, prompts, prompts_by: str, notes: list[str]):
     """The shrunk per-prompt scores for ``prompts_by="discriminative"``, else None (uniform, today's choice)."""
     from planner.prompt_choice import check_mode, prompt_scores
@@ -242,7 +251,8 @@ def plan_next_batch(study, selection, *, seed: int, rng: np.random.Generator, ma
     with blas():
         result = select_pairs(fit.posterior, sel.size, strategy=sel.strategy, objective=sel.objective,
                               top_k=sel.top_k, anchor=anchor, judged=judged, pending=pending, rng=rng,
-                              draws=draws, allowed=allowed, capacity=pp.capacities())
+                              draws=draws, allowed=allowed, capacity=pp.capacities(),
+                              options=_selection_options(sel))
     notes.extend(result.notes)   # what the strategy could not do (short batch, swiss fallback)
     strata, slots = _stratum_slots(prompts, judged_s + pending_s, len(result.pairs), len(allowed), rng, notes)
     scores = _prompt_scores(study, fit, prompts, getattr(sel, "prompts_by", "uniform"), notes)
