@@ -162,3 +162,30 @@ def test_cli_names_the_flag_for_a_bad_mode(tmp_path):
     path = _study(tmp_path)
     r = CliRunner().invoke(app, ["next-batch", str(path), "--prompts-by", "best", "--dry-run"])
     assert r.exit_code == 2 and "--prompts-by" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_the_manifest_records_each_prompts_draw_probability(tmp_path):
+    from planner.prompt_choice import DEFAULT_FLOOR
+
+    path = _study(tmp_path)
+    uniform, disc = _plan(path, "uniform"), _plan(path, "discriminative")
+    assert "prompt_choice" not in uniform.manifest                      # uniform: the manifest as before
+    rec = disc.manifest["prompt_choice"]
+    assert rec["mode"] == "discriminative" and rec["floor"] == DEFAULT_FLOOR
+    draws = {(p, *sorted((a, b))): (st, pi) for p, a, b, st, pi in rec["draws"]}
+    regular = {(i.prompt_id, *sorted((i.left_system, i.right_system))) for i in disc.items if i.kind == "regular"}
+    assert set(draws) == regular and len(rec["draws"]) == len(regular) == 40
+    # scores 1 (p0..p19) and 0 (p20..p39): among C candidates with D discriminative ones, a
+    # discriminative prompt has pi = 0.8 / D + 0.2 / C and a tie prompt 0.2 / C (C = 40, D = 20 for a
+    # pair that has used no prompt: 0.045 and 0.005); every pi is one of those forms
+    for (p, _a, _b), (st, pi) in draws.items():
+        assert st == "all" and 0 < pi <= 1
+        n = int(p[1:])
+        if n >= 20:
+            assert any(abs(pi - 0.2 / c) < 1e-12 for c in range(1, 41)), (p, pi)
+        else:
+            assert any(abs(pi - (0.8 / d + 0.2 / c)) < 1e-12 for c in range(1, 41) for d in range(1, c + 1)), (p, pi)
+    fresh = [pi for (p, a, b), (st, pi) in draws.items() if (a, b) in {("s0", "s2"), ("s0", "s3")}]
+    assert fresh and all(abs(x - 0.045) < 1e-12 or abs(x - 0.005) < 1e-12 for x in fresh[:1])
+    # JSON-safe and seeded: the same record again
+    assert json.loads(json.dumps(rec)) == rec and _plan(path, "discriminative").manifest["prompt_choice"] == rec

@@ -262,8 +262,8 @@ def next_batch(study_path, selection: Selection | None = None, *, qc: QualityCon
         seed = sel.seed if sel.seed is not None else int(config.get("seed", 0)) + n_batches
         rng = np.random.default_rng(seed)
         words = _word_limit(text.max_words, config)
-        planned, selection_, fit, design = _plan(study, sel, humans, seed, rng,
-                                                 None if text.truncate else words, notes)
+        planned, selection_, fit, design, prompt_choice = _plan(study, sel, humans, seed, rng,
+                                                                None if text.truncate else words, notes)
         batch = _assemble(study, planned, rates, names, pool, qc.both_orders, words, text, rng)
         if batch.skipped:
             reasons = Counter(s.reason for s in batch.skipped)
@@ -274,6 +274,8 @@ def next_batch(study_path, selection: Selection | None = None, *, qc: QualityCon
         manifest["name_mentions"] = mentions
         if design is not None:
             manifest.update(strategy="for humans", objective="hybrid (IPW-PPI)", for_humans=design)
+        if prompt_choice is not None:
+            manifest["prompt_choice"] = prompt_choice
         if output.dry_run:
             return NextBatchResult(None, (), manifest, bool(selection_.settled), selection_.reason, tuple(notes),
                                    True, batch.items)
@@ -317,8 +319,9 @@ def _prepare(study, study_path, output: Output, names, rates, template_text, tem
 
 
 def _plan(study, sel: Selection, humans: HumansDesign, seed: int, rng, max_words, notes: list[str]) -> tuple:
-    """``(planned, selection, fit, design)``: ranked selection, or the draw for human labels."""
-    design = None
+    """``(planned, selection, fit, design, prompt_choice)``: ranked selection (with the prompt draws'
+    record under ``--prompts-by discriminative``), or the draw for human labels."""
+    design = prompt_choice = None
     if humans.for_ == "humans":
         from planner.workflows.hybrid_report import plan_for_humans
 
@@ -326,9 +329,10 @@ def _plan(study, sel: Selection, humans: HumansDesign, seed: int, rng, max_words
                                                                  rng=rng, floor=humans.floor)
         fit = None
     else:
-        planned, selection, fit, plan_notes = plan_next_batch(study, sel, seed=seed, rng=rng, max_words=max_words)
+        planned, selection, fit, plan_notes, prompt_choice = plan_next_batch(study, sel, seed=seed, rng=rng,
+                                                                             max_words=max_words)
     notes.extend(plan_notes)
-    return planned, selection, fit, design
+    return planned, selection, fit, design, prompt_choice
 
 
 def _assemble(study, planned, rates, names, pool, both_orders: bool, words, text: TextOptions, rng):

@@ -122,11 +122,14 @@ def _by_label(candidates: list, label: dict[str, str]) -> dict[str, list]:
     return out
 
 
-def _choose(prompts, pp, pairs, strata, slots, rng, frozen_first: bool, notes: list[str], scores=None) -> list:
+def _choose(prompts, pp, pairs, strata, slots, rng, frozen_first: bool, notes: list[str], scores=None,
+            drawn: list | None = None) -> list:
     """One prompt per (pair, stratum slot): the slot's stratum first, then the others; notes on the rest.
 
     With ``scores`` (:class:`planner.prompt_choice.PromptScores`) the prompt within the stratum is drawn
-    by :func:`planner.prompt_choice.choose_prompt` (discriminative prompts preferred).
+    by :func:`planner.prompt_choice.choose_prompt` (discriminative prompts preferred), and ``drawn``
+    receives ``[prompt, system, system, stratum, probability]`` for each planned comparison (the
+    probability with which that prompt was drawn among the pair's candidates of its stratum).
     """
     from planner.items import PlannedComparison
     from planner.allocation import choose_prompts, stratum_label
@@ -148,7 +151,7 @@ def _choose(prompts, pp, pairs, strata, slots, rng, frozen_first: bool, notes: l
         for s in [stratum] + [x for x in strata if x != stratum]:
             # only the stratum's own candidates: choose_prompts keeps exactly these, in this order
             if scores is not None:
-                got = _choose_discriminative(candidates.get(s, []), s, scores, rng, frozen_first)
+                got, pi = _choose_discriminative(candidates.get(s, []), s, scores, rng, frozen_first)
             else:
                 got = choose_prompts(candidates.get(s, []), s, 1, used=frozenset(), rng=rng,
                                      frozen_first=frozen_first)
@@ -162,6 +165,8 @@ def _choose(prompts, pp, pairs, strata, slots, rng, frozen_first: bool, notes: l
         group = candidates[label[pid]]
         del group[next(t for t, p in enumerate(group) if p.id == pid)]   # taken: not again in this batch
         planned.append(PlannedComparison(pid, systems[key[0]], systems[key[1]], by_id[pid].stratum or "all"))
+        if drawn is not None:
+            drawn.append([pid, systems[key[0]], systems[key[1]], label[pid], pi])
     if fallbacks:
         notes.append(f"{fallbacks} comparison(s) took a prompt from another stratum: their planned stratum had "
                      "no unused prompt for the pair")
@@ -174,11 +179,12 @@ def _choose(prompts, pp, pairs, strata, slots, rng, frozen_first: bool, notes: l
     return planned
 
 
-def _choose_discriminative(candidates, stratum, scores, rng, frozen_first: bool) -> list[str]:
+def _choose_discriminative(candidates, stratum, scores, rng, frozen_first: bool) -> tuple[list[str], float | None]:
+    """(the drawn prompt as a one-element list, or [], and its draw probability)."""
     from planner.prompt_choice import choose_prompt
 
     got = choose_prompt(candidates, stratum, scores, rng, frozen_first=frozen_first)
-    return [] if got is None else [got[0]]
+    return ([], None) if got is None else ([got[0]], got[1])
 
 
 def _selection_options(sel):
@@ -221,7 +227,8 @@ def plan_next_batch(study, selection, *, seed: int, rng: np.random.Generator, ma
     are not eligible, so pairs take other prompts and ``size`` is honoured as
     far as eligible prompts allow; one note names the prompts affected.
 
-    Returns ``(planned, selection_result, fit, notes)``; ``planned`` is a list of
+    Returns ``(planned, selection_result, fit, notes, prompt_choice)``; ``prompt_choice`` is None
+    unless ``prompts_by`` is discriminative (then each planned prompt's draw probability); ``planned`` is a list of
     :class:`planner.batch.PlannedComparison`.
     """
     from planner.acquisition import select_pairs
@@ -256,5 +263,16 @@ def plan_next_batch(study, selection, *, seed: int, rng: np.random.Generator, ma
     notes.extend(result.notes)   # what the strategy could not do (short batch, swiss fallback)
     strata, slots = _stratum_slots(prompts, judged_s + pending_s, len(result.pairs), len(allowed), rng, notes)
     scores = _prompt_scores(study, fit, prompts, getattr(sel, "prompts_by", "uniform"), notes)
-    planned = _choose(prompts, pp, result.pairs, strata, slots, rng, sel.frozen_first, notes, scores)
-    return planned, result, fit, notes
+    drawn = [] if scores is not None else None
+    planned = _choose(prompts, pp, result.pairs, strata, slots, rng, sel.frozen_first, notes, scores, drawn)
+    return planned, result, fit, notes, _prompt_choice_record(drawn)
+
+
+def _prompt_choice_record(drawn) -> dict | None:
+    """The manifest's ``prompt_choice`` (``--prompts-by discriminative``): how each prompt was drawn."""
+    if drawn is None:
+        return None
+    from planner.prompt_choice import DEFAULT_FLOOR, DEFAULT_POWER
+
+    return {"mode": "discriminative", "floor": DEFAULT_FLOOR, "power": DEFAULT_POWER,
+            "columns": ["prompt", "system_a", "system_b", "stratum", "probability"], "draws": drawn}
