@@ -3,11 +3,11 @@
 Strategies are compared on the same repetitions, so the difference between two
 strategies' curves should come from which pairs they chose, not from the luck
 of the verdicts they happened to draw. With independent verdict streams per
-strategy, two strategies that choose the *same* first batch (active's first
-batch on a flat prior is round-robin's) already differ at the first checkpoint
-(mean Kendall τ 0.52 against 0.61 over 20 repetitions of the Vicuna80 GPT-4
-replay, session 4) — noise that the "paired" bootstrap over repetitions cannot
-remove.
+strategy, two strategies that choose the same design (active's first batch on
+a flat prior is round-robin's: every pair once or twice) already differed at
+the first checkpoint (mean credible-τ 0.52 against 0.61 over the 20
+repetitions of the Vicuna80 GPT-4 replay in bench/RESULTS.md, session 2) —
+noise that the "paired" bootstrap over repetitions cannot remove.
 
 Here every unordered pair ``(i, j)``, ``i < j``, owns a stream of uniforms that
 depends only on (seed, repetition, i, j): the n-th time any strategy judges the
