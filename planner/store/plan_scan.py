@@ -124,10 +124,5 @@ def _judged(systems, strata, rows, index, span: int, ab, code, low, keep) -> Cou
 
 def _usage(con, span: int, q: int, index, judged, names) -> tuple:
     """:meth:`Study.pair_prompt_usage_codes` from the scan's pairwise ``(a * span + b) * q + code`` values."""
-    key = f"(i.left_sys * {span} + i.right_sys) * {q} + coalesce(p.ord, -1) + 1"
-    issued = scans.int_columns(con, "items", "i", [key], "LEFT JOIN prompts p ON p.id = i.prompt",
-                               "i.right_sys IS NOT NULL")[0]
-    codes = scans.distinct_pair_codes(np.concatenate([judged, issued]), span, q)
-    pair, code = np.divmod(codes[codes % q != 0], q)
-    x, y = np.divmod(pair, span)
-    return index[x], index[y], code, tuple(names)
+    codes = scans.distinct_pair_codes(np.concatenate([judged, scans.issued_pair_codes(con, span, q)]), span, q)
+    return (*scans.usage_arrays(codes, span, q, index), tuple(names))

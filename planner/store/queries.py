@@ -328,9 +328,7 @@ class Study:
         for ord_, name in rows:
             names[ord_ + 1] = name
         codes = scans.pair_prompt_codes(self._con, span, len(names))
-        pair, code = np.divmod(codes[codes % len(names) != 0], len(names))
-        x, y = np.divmod(pair, span)
-        return index[x], index[y], code, tuple(names)
+        return (*scans.usage_arrays(codes, span, len(names), index), tuple(names))
 
     def pair_prompt_usage(self) -> dict[tuple[str, str], frozenset[str]]:
         """Prompts already judged or issued for each unordered pair.

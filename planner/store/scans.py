@@ -93,12 +93,27 @@ def pair_prompt_codes(con: sqlite3.Connection, span: int, q: int) -> np.ndarray:
     ``x``, ``y`` are system ids, ``ord`` the prompt's order (``-1``: a prompt the
     study does not hold, code 0 — those are read by name apart). Sorted ascending.
     """
-    key = f"({{}} * {span} + {{}}) * {q} + coalesce(p.ord, -1) + 1"
-    judged = int_columns(con, "judgments", "j", [key.format("j.a", "j.b")], "LEFT JOIN prompts p ON p.id = j.prompt",
-                         "j.b IS NOT NULL")[0]
-    issued = int_columns(con, "items", "i", [key.format("i.left_sys", "i.right_sys")],
-                         "LEFT JOIN prompts p ON p.id = i.prompt", "i.right_sys IS NOT NULL")[0]
-    return distinct_pair_codes(np.concatenate([judged, issued]), span, q)
+    judged = int_columns(con, "judgments", "j", [_PAIR_PROMPT_KEY.format("j.a", "j.b", span=span, q=q)],
+                         "LEFT JOIN prompts p ON p.id = j.prompt", "j.b IS NOT NULL")[0]
+    return distinct_pair_codes(np.concatenate([judged, issued_pair_codes(con, span, q)]), span, q)
+
+
+#: ``(x * span + y) * q + ord + 1`` of a pairwise row (``ord`` -1, code 0: a prompt the study does not hold)
+_PAIR_PROMPT_KEY = "({} * {span} + {}) * {q} + coalesce(p.ord, -1) + 1"
+
+
+def issued_pair_codes(con: sqlite3.Connection, span: int, q: int) -> np.ndarray:
+    """``(left * span + right) * q + ord + 1`` of every issued pairwise item (rowid order, not distinct)."""
+    return int_columns(con, "items", "i", [_PAIR_PROMPT_KEY.format("i.left_sys", "i.right_sys", span=span, q=q)],
+                       "LEFT JOIN prompts p ON p.id = i.prompt", "i.right_sys IS NOT NULL")[0]
+
+
+def usage_arrays(codes: np.ndarray, span: int, q: int, index: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(x, y, code)`` of distinct sorted pair codes (:func:`distinct_pair_codes`), the prompts the study
+    does not hold (code 0) left out; ``x``, ``y`` mapped through ``index`` (system id -> place)."""
+    pair, code = np.divmod(codes[codes % q != 0], q)
+    x, y = np.divmod(pair, span)
+    return index[x], index[y], code
 
 
 def distinct_pair_codes(codes: np.ndarray, span: int, q: int) -> np.ndarray:
