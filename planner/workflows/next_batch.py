@@ -169,13 +169,11 @@ def _qc_rates(config, names, attention, repeat, overlap, acceptability, notes) -
     return rates
 
 
-def _check_tie_margin(margin, for_: str) -> None:
-    """``tie_margin`` is a finite number of Elo points >= 0, and only with the ranking design."""
+def _check_tie_margin(margin) -> None:
+    """``tie_margin`` is a finite number of Elo points >= 0 (checked in Elo, before the fit;
+    :class:`planner.acquisition.SelectionOptions` checks it again in logits)."""
     if isinstance(margin, bool) or not isinstance(margin, (int, float)) or not 0.0 <= margin < float("inf"):
         raise UsageError(f"`tie_margin` ({margin!r}) must be a number of Elo points >= 0", parameters=("tie_margin",))
-    if margin and for_ == "humans":
-        raise UsageError("`tie_margin` does not apply with `for` humans: that design draws items by the judge's "
-                         "residual error, not by the strengths; drop one of the two", parameters=("tie_margin", "for"))
 
 
 def _manifest(n_batches, seed, strategy, objective, top_k, engine, size, format, selection, fit, batch, notes):
@@ -244,11 +242,13 @@ def next_batch(study_path, selection: Selection | None = None, *, qc: QualityCon
         raise UsageError(f"`for` ({str(humans.for_)[:40]!r}) must be one of ranking, humans", parameters=('for',))
     if humans.for_ != "humans" and humans.surrogate is not None:
         raise UsageError("`surrogate` is used only with `for` humans", parameters=('surrogate', 'for'))
-    if humans.for_ == "humans" and sel.style_control:   # was silently ignored: the design uses no strengths
-        raise UsageError("`style_control` does not apply with `for` humans: that design draws items by the "
-                         "judge's residual error, not by the strengths; drop one of the two",
-                         parameters=("style_control", "for"))
-    _check_tie_margin(sel.tie_margin, humans.for_)
+    _check_tie_margin(sel.tie_margin)
+    if humans.for_ == "humans":   # options of the ranked selection were silently ignored: the design uses no strengths
+        for name in ("style_control", "tie_margin"):
+            if getattr(sel, name):
+                raise UsageError(f"`{name}` does not apply with `for` humans: that design draws items by the "
+                                 "judge's residual error, not by the strengths; drop one of the two",
+                                 parameters=(name, "for"))
     temperature = check_temperature(output.temperature)
     names = _annotator_names(qc.annotators)
     template_text = _read_template(output.template)
