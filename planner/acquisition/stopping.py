@@ -41,19 +41,17 @@ def _settled(ctx: _Context, systems) -> tuple[bool, str]:
         what = "every adjacent pair in the posterior-mean ranking is ordered"
     tied = [(x, y) for x, y in pairs if p_tie[x, y] > settle]
     open_ = [(x, y) for x, y in pairs if p_tie[x, y] <= settle]
-    if not open_:       # every decision is a practical tie
-        ws = _tied_words(tied, systems, ctx.opts.tie_margin)
-        return True, (f"{what}{ws[0]} with probability > {settle:g}{ws[1]}: you can stop; "
-                      "more comparisons buy little")
     probs = np.array([p_order[x, y] for x, y in open_])
-    worst = int(np.argmin(probs))
-    x, y = open_[worst]
-    if probs[worst] > settle:
-        ws = _tied_words(tied, systems, ctx.opts.tie_margin)
-        return True, (f"{what}{ws[0]} with probability > {settle:g} (least: {systems[x]} over "
-                      f"{systems[y]}, {probs[worst]:.3f}){ws[1]}: you can stop; more comparisons buy little")
-    return False, (f"not settled: P({systems[x]} ahead of {systems[y]}) = {probs[worst]:.2f} "
-                   f"<= {settle:g}")
+    least = ""          # with every decision a practical tie there is no least-ordered pair to name
+    if open_:
+        worst = int(np.argmin(probs))
+        x, y = open_[worst]
+        if probs[worst] <= settle:
+            return False, f"not settled: P({systems[x]} ahead of {systems[y]}) = {probs[worst]:.2f} <= {settle:g}"
+        least = f" (least: {systems[x]} over {systems[y]}, {probs[worst]:.3f})"
+    ws = _tied_words(tied, systems, ctx.opts.tie_margin)
+    return True, (f"{what}{ws[0]} with probability > {settle:g}{least}{ws[1]}: you can stop; "
+                  "more comparisons buy little")
 
 
 def _tied_words(tied, systems, margin: float) -> tuple[str, str]:
