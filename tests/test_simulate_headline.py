@@ -92,7 +92,8 @@ def test_budget_mean_and_its_paired_difference_by_hand():
     # rep 1 (0.5 * 2 + 0.95 * 2) / 4 = 0.725. Differences 0.225 and 0.225: mean 0.225, every resample 0.225.
     a = _result("active", [[0.5, 0.95, 0.95, 0.95], [0.95, 0.95, 0.95, 0.95]])
     b = _result("round-robin", [[0.5, 0.5, 0.5, 0.95], [0.5, 0.5, 0.95, 0.95]])
-    assert budget_mean(a) == pytest.approx([0.8375, 0.95]) and budget_mean(b) == pytest.approx([0.6125, 0.725])
+    assert budget_mean(a.curves) == pytest.approx([0.8375, 0.95])
+    assert budget_mean(b.curves) == pytest.approx([0.6125, 0.725])
     d, lo, hi = mean_difference(a, b, np.random.default_rng(0))
     assert (d, lo, hi) == pytest.approx((0.225, 0.225, 0.225))
     # unequal differences 0.2 and -0.1: resamples of two reps give 0.2, 0.05 or -0.1; band [-0.1, 0.2]

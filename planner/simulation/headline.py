@@ -70,23 +70,24 @@ def ratio_band(a, b, metric: str, target: float, rng: np.random.Generator,
     return float(lo), float(hi)
 
 
-def budget_mean(s) -> np.ndarray:
-    """Per repetition, the target metric averaged over the checkpoints (NaN-free reps only count)."""
-    if s.curves is None or s.curves.size == 0:
+def budget_mean(curves: np.ndarray | None) -> np.ndarray:
+    """Per repetition (row of ``curves``, reps x checkpoints), the metric averaged over the checkpoints
+    (non-finite values left out; a row with none left is NaN)."""
+    if curves is None or curves.size == 0:
         return np.zeros(0)
     with np.errstate(invalid="ignore"):
-        return np.nanmean(np.where(np.isfinite(s.curves), s.curves, np.nan), axis=1)
+        return np.nanmean(np.where(np.isfinite(curves), curves, np.nan), axis=1)
 
 
 def mean_difference(a, b, rng: np.random.Generator, n_boot: int = N_BOOT):
-    """``(difference, low, high)``: mean over common reps of ``budget_mean(a) - budget_mean(b)``
+    """``(difference, low, high)``: mean over common reps of the difference of their :func:`budget_mean` rows
     and its 95% paired bootstrap band; None without common reps or checkpoints."""
     n = min(a.checkpoints.size, b.checkpoints.size)     # a replay run cut short by the pool: common prefix
     common = sorted(set(a.reps_used) & set(b.reps_used))
     if not common or n == 0 or not np.array_equal(a.checkpoints[:n], b.checkpoints[:n]):
         return None
-    da = budget_mean(replace(a, curves=a.curves[:, :n]))[[a.reps_used.index(r) for r in common]]
-    db = budget_mean(replace(b, curves=b.curves[:, :n]))[[b.reps_used.index(r) for r in common]]
+    da = budget_mean(a.curves[:, :n])[[a.reps_used.index(r) for r in common]]
+    db = budget_mean(b.curves[:, :n])[[b.reps_used.index(r) for r in common]]
     d = da - db
     d = d[np.isfinite(d)]
     if d.size == 0:
@@ -109,7 +110,7 @@ def add_ratios(strategies: list, metric: str, target: float, seed: int) -> tuple
     for i, s in enumerate(strategies):
         rng = np.random.default_rng(rng_root.spawn(i + 1)[i])
         fields = {}
-        means = budget_mean(s)
+        means = budget_mean(s.curves)
         if means.size and np.isfinite(means).any():
             fields["budget_mean"] = float(np.nanmean(means))
         if rr_any is not None and s is not rr_any:
