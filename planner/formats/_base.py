@@ -66,6 +66,27 @@ class Sniff:
         return set(self.header or ())
 
 
+def read_option_file(path, parameter: str, give: str) -> str:
+    """The text of the file an option names (UTF-8, a BOM dropped).
+
+    A missing file, a directory (``give``: what to give instead, e.g. "a JSONL
+    file") or an unreadable one is a one-line :class:`UsageError` naming
+    ``parameter``; a file that is not UTF-8 raises :class:`UnicodeDecodeError`,
+    which the caller turns into its own error (bad option or bad data).
+    """
+    p = Path(path)
+    try:
+        return p.read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        raise UsageError(f"`{parameter}`: {quote(str(p))} does not exist", parameters=(parameter,)) from None
+    except IsADirectoryError:
+        raise UsageError(f"`{parameter}`: {quote(str(p))} is a directory; give {give}",
+                         parameters=(parameter,)) from None
+    except OSError as exc:
+        raise UsageError(f"`{parameter}`: cannot read {quote(str(p))} ({exc.strerror or exc})",
+                         parameters=(parameter,)) from None
+
+
 def sniff(path: Path) -> Sniff:
     """Read the head of ``path`` for detection (missing file: UsageError; unreadable: DataError)."""
     path = Path(path)

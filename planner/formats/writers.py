@@ -59,6 +59,7 @@ from xml.sax.saxutils import quoteattr
 
 from planner.csvcell import CSV_DANGEROUS, neutralize_cell  # noqa: F401  (re-exported)
 from planner.errors import DataError, UsageError, quote
+from planner.formats._base import read_option_file
 from planner.formats.staging import stage, write_atomically
 from planner.formats.templates import (  # noqa: F401  (re-exported: the judge templates' old home)
     ACCEPTABILITY_FIELDS,
@@ -488,16 +489,7 @@ def read_attention_pool(path: str | os.PathLike) -> tuple[str, ...]:
     """
     p = Path(path)
     try:
-        raw = p.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise UsageError(f"`attention_pool`: {quote(str(p))} does not exist",
-                         parameters=('attention_pool',)) from None
-    except IsADirectoryError:
-        raise UsageError(f"`attention_pool`: {quote(str(p))} is a directory; give a JSONL file",
-                         parameters=('attention_pool',)) from None
-    except OSError as exc:
-        raise UsageError(f"`attention_pool`: cannot read {quote(str(p))} ({exc.strerror or exc})",
-                         parameters=('attention_pool',)) from None
+        raw = read_option_file(p, "attention_pool", "a JSONL file")
     except UnicodeDecodeError as exc:
         raise DataError(f"{p}: not UTF-8 ({exc.reason} at byte {exc.start})") from None
     texts, problems = [], []

@@ -139,21 +139,14 @@ def _annotator_names(annotators) -> list[str] | None:
 
 
 def _read_template(template) -> str | None:
+    from planner.formats._base import read_option_file
+
     if template is None:
         return None
-    p = Path(template)
     try:
-        return p.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise UsageError(f"`template`: {quote(str(p))} does not exist", parameters=('template',)) from None
-    except IsADirectoryError:
-        raise UsageError(f"`template`: {quote(str(p))} is a directory; give a template file",
-                         parameters=('template',)) from None
+        return read_option_file(template, "template", "a template file")
     except UnicodeDecodeError as exc:
-        raise UsageError(f"`template`: {quote(str(p))} is not UTF-8 ({exc.reason} at byte {exc.start})",
-                         parameters=('template',)) from None
-    except OSError as exc:
-        raise UsageError(f"`template`: cannot read {quote(str(p))} ({exc.strerror or exc})",
+        raise UsageError(f"`template`: {quote(str(Path(template)))} is not UTF-8 ({exc.reason} at byte {exc.start})",
                          parameters=('template',)) from None
 
 
