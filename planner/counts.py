@@ -77,9 +77,14 @@ class Counts:
             raise DataError("a judgment compares a system with itself")
         if outcome.size and (outcome.min() < 0 or outcome.max() > 3):
             raise DataError("outcome codes must be 0 (A), 1 (B), 2 (tie) or 3 (invalid)")
-        key = (a * m + b) * s + stratum
-        table = np.zeros((m * m * s, 4), dtype=np.int64)
-        np.add.at(table, (key, outcome), 1)
+        if not a.shape == b.shape == outcome.shape == stratum.shape:
+            raise DataError("counts arrays differ in length: "
+                            f"a {a.size}, b {b.size}, outcome {outcome.size}, stratum {stratum.size}")
+        if stratum.size and (stratum.min() < 0 or stratum.max() >= s):
+            # an index past the strata would land in the next pair's cell: refuse it
+            raise DataError(f"stratum index out of range in counts (strata: {s})")
+        key = ((a * m + b) * s + stratum) * 4 + outcome
+        table = np.bincount(key.ravel(), minlength=m * m * s * 4).astype(np.int64, copy=False).reshape(m * m * s, 4)
         return cls._from_table(systems, strata, table)
 
     @classmethod
