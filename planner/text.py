@@ -140,6 +140,16 @@ def strata_gap_note(max_share_gap: float) -> str:
             "use --by-stratum for the ranking re-weighted to stratum weights")
 
 
+def prompt_choice_note(n_batches: int, n_judgments: int, n_usable: int) -> str:
+    """Usable judgments from batches whose prompts were drawn by discriminativeness (the estimand shifts)."""
+    share = n_judgments / n_usable if n_usable else 0.0
+    return (f"{n_judgments:,} of {n_usable:,} usable judgments ({100 * share:.0f}%) come from {n_batches} "
+            "batch(es) whose prompts were drawn by discriminativeness (next-batch --prompts-by discriminative): "
+            "within a stratum the strengths describe the prompts as drawn, weighted toward those that separate "
+            "the systems, not the stratum's prompts uniformly (the draw probabilities are in those batches' "
+            "manifests, prompt_choice)")
+
+
 def zeta_note(n_unobserved_pairs: int) -> str:
     """Kendall's ζ undefined because some pairs were never judged."""
     return f"consistency zeta not computed: {n_unobserved_pairs} pair(s) without a usable judgment"

@@ -189,3 +189,33 @@ def test_the_manifest_records_each_prompts_draw_probability(tmp_path):
     assert fresh and all(abs(x - 0.045) < 1e-12 or abs(x - 0.005) < 1e-12 for x in fresh[:1])
     # JSON-safe and seeded: the same record again
     assert json.loads(json.dumps(rec)) == rec and _plan(path, "discriminative").manifest["prompt_choice"] == rec
+
+
+def _issue_and_answer(path: Path, tmp: Path, prompts_by: str, n_answers: int, name: str):
+    """Issue a real batch (written, recorded in the study) and ingest verdicts for its first regular items."""
+    res = next_batch(path, Selection(size=40, strategy="round-robin", prompts_by=prompts_by),
+                     qc=QualityControl(attention=0, repeat=0, overlap=0, acceptability=0),
+                     output=Output(out=tmp / f"{name}.jsonl"))
+    regular = [i for i in res.items if i.kind == "regular"][:n_answers]
+    f = tmp / f"{name}-verdicts.jsonl"
+    f.write_text("".join(json.dumps({"item": i.item_id, "verdict": "left"}) + "\n" for i in regular))
+    ingest(path, [f])
+    return len(regular)
+
+
+def test_the_report_says_how_many_judgments_came_from_discriminative_draws(tmp_path):
+    from planner.workflows.report import build_report
+
+    path = _study(tmp_path)
+    before = build_report(path)
+    assert not any("drawn by discriminativeness" in n for n in before.notes)
+    _issue_and_answer(path, tmp_path, "uniform", 10, "u")              # uniform batch: still no note
+    assert not any("drawn by discriminativeness" in n for n in build_report(path).notes)
+    n = _issue_and_answer(path, tmp_path, "discriminative", 12, "d")
+    notes = [x for x in build_report(path).notes if "drawn by discriminativeness" in x]
+    # 80 pilot judgments (p0..p19 A, p20..p39 tie: all usable) + 10 uniform + 12 discriminative = 102
+    assert n == 12 and notes == ["12 of 102 usable judgments (12%) come from 1 batch(es) whose prompts were "
+                                 "drawn by discriminativeness (next-batch --prompts-by discriminative): within a "
+                                 "stratum the strengths describe the prompts as drawn, weighted toward those that "
+                                 "separate the systems, not the stratum's prompts uniformly (the draw "
+                                 "probabilities are in those batches' manifests, prompt_choice)"]

@@ -453,6 +453,30 @@ class Study:
             out.append(BatchInfo(bid, created, json.loads(manifest), issued, returned, pending, failed, voided, why))
         return out
 
+    def prompt_choice_judgments(self) -> tuple[int, int]:
+        """``(batches, judgments)``: the batches whose prompts were drawn by discriminativeness
+        (``next-batch --prompts-by discriminative``: a ``prompt_choice`` record in the manifest) and the
+        usable judgments (A, B, tie; counted kinds) returned on their items. Reads only those batches'
+        manifests (a LIKE prefilter, then the parsed record), so a study without such a batch costs one
+        indexless scan of the batches table, not of the judgments."""
+        ids = []
+        for bid, manifest in self._con.execute(
+                "SELECT id, manifest FROM batches WHERE manifest LIKE '%\"prompt_choice\"%'"):
+            record = json.loads(manifest).get("prompt_choice")
+            if isinstance(record, dict) and record.get("mode") == "discriminative":
+                ids.append(int(bid))
+        if not ids:
+            return 0, 0
+        kinds = ",".join("?" * len(COUNTED_KINDS))
+        n = 0
+        for k in range(0, len(ids), 900):       # SQLite's bound-parameter limit
+            chunk = ids[k:k + 900]
+            n += self._con.execute(
+                f"SELECT count(*) FROM judgments j JOIN items i ON i.id = j.item "
+                f"WHERE i.batch IN ({','.join('?' * len(chunk))}) AND j.kind IN ({kinds}) "
+                "AND j.verdict IN ('A', 'B', 'tie')", (*chunk, *COUNTED_KINDS)).fetchone()[0]
+        return len(ids), int(n)
+
     def items(self, batch: int | None = None) -> list[BatchItem]:
         """Issued items (of one batch or all), in insertion order."""
         q = "SELECT id, prompt, left_sys, right_sys, kind, annotator, link, order_group FROM items"

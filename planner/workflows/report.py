@@ -249,6 +249,9 @@ def build_report(study_path, *, engine: str = "laplace", by_stratum: bool = Fals
         totals, kinds, length, reasons = _judgment_figures(grouped.result(), systems)
         notes: list[str] = [] if length is not None else [text.LENGTH_NOT_COMPUTED_NOTE]
         annotators = _annotator_report(study, notes)
+        chosen_batches, chosen = study.prompt_choice_judgments()
+        if chosen:
+            notes.append(text.prompt_choice_note(chosen_batches, chosen, int(counts.usable.sum())))
         strata = _strata_report(study, counts_k, fit, by_stratum, sw.weights, sw.source)
         anchor = study.anchor
         tie_conv = "half" if study.config.get("tie_convention", "half") == "half" else "drop"
