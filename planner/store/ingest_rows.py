@@ -132,13 +132,14 @@ class Change:
     where: str
 
 
-_EXISTING = ("SELECT id, file, verdict, reason, a, b, prompt, coalesce(a_position, ''), item FROM judgments ")
+_EXISTING = ("SELECT id, file, verdict, reason, a, b, prompt, coalesce(a_position, ''), item, annotator, "
+             "source_annotator FROM judgments ")
 
 
 def classify(con, row: tuple, where: str, file_id: int):
     """Why a row could not be inserted: ``"already"``, a :class:`Change`, or a problem string."""
     full = as_full(row)
-    jid, item, prompt, a, b, verdict, pos, _kind, annotator, reason, seconds, conf, _src = full
+    jid, item, prompt, a, b, verdict, pos, _kind, annotator, reason, seconds, conf, source = full
     hit = con.execute(_EXISTING + "WHERE id = ?", (jid,)).fetchone()
     by_id = hit is not None
     if hit is None and item is not None:
@@ -146,7 +147,7 @@ def classify(con, row: tuple, where: str, file_id: int):
                           (item, annotator)).fetchone()
     if hit is None:
         return f"{where}: judgment {quote(jid)} rejected by the store"
-    old_id, old_file, old_verdict, old_reason, old_a, old_b, old_prompt, old_pos, old_item = hit
+    old_id, old_file, old_verdict, old_reason, old_a, old_b, old_prompt, old_pos, old_item, old_ann, old_src = hit
     if old_file == file_id:
         if by_id:
             return f"{where}: duplicate judgment id {quote(jid)} (earlier in this file); expected unique ids"
@@ -155,6 +156,15 @@ def classify(con, row: tuple, where: str, file_id: int):
     if (old_a, old_b, old_prompt, old_item) != (a, b, prompt, item) or (old_pos or None) != pos:
         return (f"{where}: judgment id {quote(jid)} is already stored for a different comparison; "
                 "expected ids that name one judgment")
+    stored_as, given_as = {old_ann, old_src} - {None}, {annotator, source} - {None}
+    if by_id and stored_as and given_as and not stored_as & given_as:
+        # another annotator's verdict under a stored judgment's id (e.g. a second judge model's output for
+        # a batch one model already judged: both name the judgment judge:<item>). Not a change at the
+        # source: applying it would store one annotator's verdict as the other's. (Names and raw
+        # identities both count, so an alias learned since the first ingest is the same annotator.)
+        return (f"{where}: judgment {quote(jid)} is stored from annotator {quote(old_ann or old_src)}; this row "
+                f"gives it as {quote(annotator or source)}; expected one annotator per judgment id (a second "
+                "judge needs a batch of its own)")
     if (old_verdict, old_reason or None) == (verdict, reason or None):
         return "already"
     return Change(old_id, old_verdict, verdict, old_reason, reason, seconds, conf, where)

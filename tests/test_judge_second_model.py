@@ -1,0 +1,78 @@
+"""A second judge model's output for a batch another model already judged: refused, never stored as a change.
+
+Both outputs name their judgments ``judge:<item>`` (tests/test_judge_format.py), so before this check the
+second file was reported as "changed at the source", and ``--accept-changes`` would have stored the second
+model's verdicts under the first model's name.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from cli.main import app
+from planner.errors import DataError
+from planner.store.study import Study, ingest, init_study
+from planner.workflows.next_batch import Output, QualityControl, Selection, next_batch
+
+SYSTEMS = ["alpha", "beta", "gamma", "delta"]
+
+
+@pytest.fixture
+def batch(tmp_path):
+    prompts, responses = tmp_path / "p.jsonl", tmp_path / "r.jsonl"
+    prompts.write_text("".join(json.dumps({"id": f"p{i}", "text": f"Question {i}?"}) + "\n" for i in range(12)))
+    responses.write_text("".join(json.dumps({"prompt": f"p{i}", "system": s, "text": f"Answer {k} to {i}."}) + "\n"
+                                 for i in range(12) for k, s in enumerate(SYSTEMS)))
+    st = tmp_path / "st"
+    init_study(st, prompts_file=prompts, responses_file=responses, seed=1)
+    res = next_batch(st, Selection(size=6, strategy="round-robin"),
+                     qc=QualityControl(attention=0, repeat=0, overlap=0, acceptability=0),
+                     output=Output(out=tmp_path / "b1.jsonl", format="judge", judge_model="judge-x"))
+    return st, [i.item_id for i in res.items]
+
+
+def _output(path: Path, items, model: str, answer: str) -> Path:
+    """An OpenAI Batch API output file (shape as in tests/test_judge_round_trip.py) answered by ``model``."""
+    def line(cid):
+        body = {"id": f"chatcmpl-{cid}", "object": "chat.completion", "created": 1, "model": model,
+                "choices": [{"index": 0, "finish_reason": "stop", "logprobs": None,
+                             "message": {"role": "assistant", "content": answer, "refusal": None}}],
+                "usage": {"prompt_tokens": 10, "completion_tokens": 2, "total_tokens": 12}}
+        return {"id": f"batch_req_{cid}", "custom_id": cid,
+                "response": {"status_code": 200, "request_id": cid, "body": body}, "error": None}
+    path.write_text("".join(json.dumps(line(c)) + "\n" for c in items))
+    return path
+
+
+def _stored(st):
+    with Study.open(st) as s:
+        return sorted((j.id, j.annotator, j.verdict) for j in s.judgments())
+
+
+def test_second_model_is_refused_and_nothing_changes(batch, tmp_path):
+    st, items = batch
+    ingest(st, [_output(tmp_path / "x.jsonl", items, "judge-x", "[[A]]")])
+    before = _stored(st)
+    assert len(before) == 6 and {a for _, a, _ in before} == {"judge-x"}
+    y = _output(tmp_path / "y.jsonl", items, "judge-y", "[[B]]")
+    for accept in (False, True):           # accepting changes must not relabel judge-y's verdicts as judge-x's
+        with pytest.raises(DataError, match="nothing stored from y.jsonl"):
+            ingest(st, [y], accept_changes=accept)
+        assert _stored(st) == before
+    # the same model's file again: already stored; the same model with other verdicts: a change, as before
+    assert ingest(st, [_output(tmp_path / "x2.jsonl", items, "judge-x", "[[A]]")]).already == 6
+    with pytest.raises(DataError, match="changed at the source"):
+        ingest(st, [_output(tmp_path / "x3.jsonl", items, "judge-x", "[[B]]")])
+
+
+def test_cli_names_both_annotators_in_one_line(batch, tmp_path):
+    st, items = batch
+    ingest(st, [_output(tmp_path / "x.jsonl", items, "judge-x", "[[A]]")])
+    y = _output(tmp_path / "y.jsonl", items, "judge-y", "[[B]]")
+    r = CliRunner().invoke(app, ["ingest", str(st), str(y)])
+    assert r.exit_code == 1 and "Traceback" not in r.stderr
+    assert "stored from annotator 'judge-x'; this row gives it as 'judge-y'" in r.stderr
