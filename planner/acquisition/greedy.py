@@ -64,13 +64,15 @@ def _lazy_greedy_ranking(ctx: _Context, state: _State, ci, cj, info, k, capv):
 
     def score(t):
         st, one[t] = rk.gains(state, pi[t], pj[t], pinfo[t], opts.lookahead, one=True)
-        return st
+        return np.where(np.isnan(st), -np.inf, st)      # a NaN bound would win every argmax
     stale = _chunked(score, pi.size)
     cap = _batch_cap(k, opts)
     taken = np.zeros(pi.size, np.int64)
     pairs, gains = [], []
     for _ in range(k):
         best = _lazy_pick(score, stale, taken, pcap, cap, opts)
+        if best < 0:                        # every candidate is at its capacity (cannot happen: k fits)
+            break
         pairs.append((int(pi[best]), int(pj[best])))
         gains.append(float(one[best]))      # fresh: re-scored at this pick
         taken[best] += 1
@@ -89,21 +91,26 @@ def _lazy_pick(score, stale, taken, pcap, cap, opts: SelectionOptions) -> int:
     dead = taken >= pcap
     stale[dead] = -np.inf
     blocked = (taken >= cap) & ~dead
+    open_ = ~blocked & ~dead    # may still take picks of this batch without yielding
     fresh = dead.copy()
-    while not blocked.all():
-        best = int(np.argmax(np.where(blocked, -np.inf, stale)))
+    best = -1
+    while open_.any():
+        idx = np.flatnonzero(open_)
+        best = int(idx[np.argmax(stale[idx])])
         if fresh[best]:
             break
-        masked = np.where(fresh | blocked, -np.inf, stale)
+        masked = np.where(fresh | ~open_, -np.inf, stale)
         top = _top(masked, opts.lazy_chunk)
         top = top[np.isfinite(masked[top])]
+        if not top.size:        # no open candidate has a finite bound left: nothing to re-score
+            break
         stale[top] = score(top)
         fresh[top] = True
     if blocked.any():           # the best open candidate is fresh: compare it with the capped ones
         bi = np.flatnonzero(blocked)
         # stale scores are upper bounds (gains diminish): when the open candidate beats
         # cap_yield x the largest of them it wins without re-scoring the capped ones
-        open_ok = not blocked.all() and np.isfinite(stale[best])
+        open_ok = best >= 0 and open_[best] and np.isfinite(stale[best])
         if not (open_ok and stale[best] >= opts.cap_yield * stale[bi].max()):
             stale[bi] = score(bi)
             best = _capped_argmax(np.where(dead, -np.inf, stale), taken, cap, opts.cap_yield)
