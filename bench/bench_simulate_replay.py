@@ -1,7 +1,8 @@
 """Issue 14 benchmark: active vs the baselines on the shared real replays, under four targets.
 
 For each shared real set (QLoRA OA GPT-4, Vicuna80 GPT-4, Vicuna80 human;
-../shared/data/judgments) the real loop is replayed without replacement
+../shared/data/judgments; or, named in ``--sets``, a set of bench/data/replays
+such as ``prd_vicuna80_claude``) the real loop is replayed without replacement
 (`planner.workflows.simulate.simulate`, batches of 50, seed 0) and every finished run is
 kept in ``OUT/<set>.jsonl`` (``--out``/``--resume``), so the same runs are then
 summarised under several targets without being run again:
@@ -38,6 +39,7 @@ from planner.simulation.spec import SimulationSpec, parse_strategies  # noqa: E4
 from planner.simulation.replay import replay_truth  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data" / "judgments"
+MORE = ROOT / "bench" / "data" / "replays"  # further real sets (bench/data/replays/README.md)
 SETS = ("vicuna80_human", "vicuna80_gpt4", "oa_gpt4")
 TARGETS = ("tau=0.8", "tau=0.9", "credible-tau=0.9", "credible-all")
 
@@ -62,6 +64,8 @@ def main() -> None:
     Path(args.out).mkdir(parents=True, exist_ok=True)
     for name in args.sets.split(","):
         path = DATA / f"qlora_{name}.jsonl"
+        if not path.exists() and (MORE / f"{name}.jsonl").exists():
+            path = MORE / f"{name}.jsonl"
         if not path.exists():
             print(f"{name}: {path} absent, skipped")
             continue
