@@ -6,7 +6,10 @@ imported lazily and imports pymc/arviz/pytensor only inside its functions.
 The pymc model is the one written out in :mod:`planner.model`. The strengths
 are centred (``beta ~ ZeroSumNormal(sigma)``) when the data dominate their
 prior and non-centred (``beta = sigma * beta_raw``) otherwise, see
-:func:`choose_centred`; stratum deviations are always non-centred. Each aggregated cell is a
+:func:`choose_centred`. By stratum, :func:`choose_centred_by_stratum` applies the same idea to
+the hierarchy: a stratum whose own data dominate its deviation prior has its strengths sampled
+directly (``beta_stratum[k] - beta ~ ZeroSumNormal(tau)``), a thin one as
+``beta + tau * z[k]``; beta is centred only when the strata pin it. Each aggregated cell is a
 Multinomial over (a wins, b wins, tie) with probabilities
 ``softmax(delta/2, -delta/2, log_nu)`` — exactly Davidson's probabilities.
 
@@ -53,12 +56,39 @@ def choose_centred(counts: Counts, prior: Prior) -> bool:
     return bool(np.max(lap.sd) < 0.5 * lap.sigma.mean)
 
 
+def choose_centred_by_stratum(counts: Counts, prior: Prior) -> tuple[bool, tuple[bool, ...]]:
+    """Parameterisation of a by-stratum fit: (centre beta?, centre each stratum's strengths?).
+
+    :func:`choose_centred`'s rule (centre what the data dominate) applied to the hierarchy, from the
+    by-stratum Laplace fit (milliseconds; sigma-hat, tau-hat and each stratum strength's sd):
+
+    * stratum k is centred (``beta_stratum[k]`` sampled directly) when all its strengths' posterior
+      sds are below tau-hat / 2, i.e. its own data cut the prior variance of its deviations at least
+      fourfold; thin strata, or a tau-hat near 0 (strata that agree), stay non-centred;
+    * beta, whose only data in this model are the K stratum strengths (conditional sd about
+      tau / sqrt(K)), is centred when tau-hat / sqrt(K) < sigma-hat / 4. The threshold is stricter
+      than the pooled sigma-hat / 2 because sigma rests on only M - 1 strengths and its long left
+      tail makes a funnel: measured (bench/README.md) ratio 0.48 (3 strata) diverged centred,
+      0.20 (Vicuna80, 9 strata) sampled best centred.
+    """
+    k = len(counts.strata)
+    if len(counts.systems) < 2 or k < 2:
+        return False, (False,) * k
+    lap = fit_laplace(counts, tuple(counts.strata), True, prior, np.full(k, 1.0 / k), 0, 1)
+    tau, sigma = lap.tau.mean, lap.sigma.mean
+    return bool(tau / np.sqrt(k) < sigma / 4), tuple(bool(v) for v in lap.stratum_sd.max(axis=1) < tau / 2)
+
+
 def build_model(counts: Counts, strata: tuple[str, ...], by_stratum: bool, prior: Prior,
-                centred: bool = True):
+                centred: bool = True, stratum_centred: tuple[bool, ...] = ()):
     """The pymc model over the usable cells of ``counts`` (pymc imported here).
 
     ``centred`` chooses ``beta ~ ZeroSumNormal(sigma)`` (True) or
     ``beta = sigma * beta_raw`` with ``beta_raw ~ ZeroSumNormal(1)`` (False).
+    ``stratum_centred`` (``by_stratum`` only; one flag per stratum, missing = False) samples
+    stratum k's strengths directly with ``beta_stratum[k] - beta ~ ZeroSumNormal(tau)`` (True)
+    or as ``beta_stratum[k] = beta + tau * z[k]`` with ``z[k] ~ ZeroSumNormal(1)`` (False):
+    the same density either way.
     """
     import pymc as pm
     import pytensor.tensor as pt
@@ -82,9 +112,7 @@ def build_model(counts: Counts, strata: tuple[str, ...], by_stratum: bool, prior
         pm.Deterministic("nu", pt.exp(log_nu))
         if by_stratum:
             tau = pm.HalfNormal("tau", sigma=prior.tau_scale)
-            z = pm.ZeroSumNormal("z", sigma=1.0, dims=("stratum", "system"), n_zerosum_axes=1)
-            beta_k = pm.Deterministic("beta_stratum", beta[None, :] + tau * z,
-                                      dims=("stratum", "system"))
+            beta_k = _stratum_strengths(pm, beta, tau, strata, stratum_centred)
             delta = beta_k[st, a] - beta_k[st, b] + gamma
         else:
             delta = beta[a] - beta[b] + gamma
@@ -94,6 +122,39 @@ def build_model(counts: Counts, strata: tuple[str, ...], by_stratum: bool, prior
             p = pt.special.softmax(logits, axis=1)
             pm.Multinomial("y", n=obs.sum(axis=1), p=p, observed=obs, dims=("cell", "outcome"))
     return model
+
+
+def _stratum_strengths(pm, beta, tau, strata, centred_flags):
+    """``beta_stratum`` (stratum x system): centred strata sampled directly, the rest as beta + tau * z.
+
+    Centred: ``beta_stratum_c`` is flat on the zero-sum subspace and a potential adds the
+    ``ZeroSumNormal(tau)`` log-density of ``beta_stratum_c - beta`` (the prior of ``tau * z``
+    translated, so the model is the same); non-centred: ``z ~ ZeroSumNormal(1)``.
+    """
+    import pytensor.tensor as pt
+    from pymc.distributions.transforms import ZeroSumTransform
+
+    flags = np.array([bool(f) for f in centred_flags] + [False] * (len(strata) - len(centred_flags)))
+    parts, order = [], []
+    for on, name in ((True, "stratum_c"), (False, "stratum_n")):
+        idx = np.flatnonzero(flags == on)
+        if not idx.size:
+            continue
+        if idx.size == len(strata):
+            name = "stratum"
+        else:
+            pm.modelcontext(None).add_coord(name, [strata[i] for i in idx])
+        if on:
+            part = pm.Flat("beta_stratum_c", dims=(name, "system"), transform=ZeroSumTransform([-1]))
+            dev = pm.ZeroSumNormal.dist(sigma=tau, n_zerosum_axes=1, shape=(idx.size, beta.shape[0]))
+            pm.Potential("stratum_deviations", pm.logp(dev, part - beta[None, :]))
+        else:
+            z = pm.ZeroSumNormal("z", sigma=1.0, dims=(name, "system"), n_zerosum_axes=1)
+            part = beta[None, :] + tau * z
+        parts.append(part)
+        order.extend(idx)
+    joined = parts[0] if len(parts) == 1 else pt.concatenate(parts, axis=0)[np.argsort(order)]
+    return pm.Deterministic("beta_stratum", joined, dims=("stratum", "system"))
 
 
 def _summary(x: np.ndarray) -> Summary:
@@ -139,7 +200,11 @@ def diagnose(idata, var_names, chains: int) -> Diagnostics:
 
 def _sample(counts, strata, by_stratum, prior, seed, draws, tune, chains, cores, progressbar):
     """Build the model and run ``pm.sample``; progress (if any) on stderr."""
-    model = build_model(counts, strata, by_stratum, prior, centred=choose_centred(counts, prior))
+    if by_stratum:
+        centred, stratum_centred = choose_centred_by_stratum(counts, prior)
+    else:
+        centred, stratum_centred = choose_centred(counts, prior), ()
+    model = build_model(counts, strata, by_stratum, prior, centred=centred, stratum_centred=stratum_centred)
     return sample_model(model, seed, draws, tune, chains, cores, progressbar)
 
 
@@ -197,4 +262,4 @@ def fit_nuts(counts: Counts, strata: tuple[str, ...], *, by_stratum: bool, prior
                int(counts.usable.sum()), int(counts.invalid.sum()), diag, prior, seed, idata=idata)
 
 
-__all__ = ["build_model", "diagnose", "fit_nuts", "sample_model"]
+__all__ = ["build_model", "choose_centred", "choose_centred_by_stratum", "diagnose", "fit_nuts", "sample_model"]
