@@ -197,9 +197,10 @@ def _issue_and_answer(path: Path, tmp: Path, prompts_by: str, n_answers: int, na
                      qc=QualityControl(attention=0, repeat=0, overlap=0, acceptability=0),
                      output=Output(out=tmp / f"{name}.jsonl"))
     regular = [i for i in res.items if i.kind == "regular"][:n_answers]
-    f = tmp / f"{name}-verdicts.jsonl"
-    f.write_text("".join(json.dumps({"item": i.item_id, "verdict": "left"}) + "\n" for i in regular))
-    ingest(path, [f])
+    if regular:
+        f = tmp / f"{name}-verdicts.jsonl"
+        f.write_text("".join(json.dumps({"item": i.item_id, "verdict": "left"}) + "\n" for i in regular))
+        ingest(path, [f])
     return len(regular)
 
 
@@ -212,6 +213,7 @@ def test_the_report_says_how_many_judgments_came_from_discriminative_draws(tmp_p
     _issue_and_answer(path, tmp_path, "uniform", 10, "u")              # uniform batch: still no note
     assert not any("drawn by discriminativeness" in n for n in build_report(path).notes)
     n = _issue_and_answer(path, tmp_path, "discriminative", 12, "d")
+    _issue_and_answer(path, tmp_path, "discriminative", 0, "d2")    # nothing back yet: not a batch they came from
     notes = [x for x in build_report(path).notes if "drawn by discriminativeness" in x]
     # 80 pilot judgments (p0..p19 A, p20..p39 tie: all usable) + 10 uniform + 12 discriminative = 102
     assert n == 12 and notes == ["12 of 102 usable judgments (12%) come from 1 batch(es) whose prompts were "

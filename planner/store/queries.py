@@ -454,10 +454,11 @@ class Study:
         return out
 
     def prompt_choice_judgments(self) -> tuple[int, int]:
-        """``(batches, judgments)``: the batches whose prompts were drawn by discriminativeness
-        (``next-batch --prompts-by discriminative``: a ``prompt_choice`` record in the manifest) and the
-        usable judgments (A, B, tie; counted kinds) returned on their items. Reads only those batches'
-        manifests (a LIKE prefilter, then the parsed record), so a study without such a batch costs one
+        """``(batches, judgments)``: the usable judgments (A, B, tie; counted kinds) returned on items of
+        batches whose prompts were drawn by discriminativeness (``next-batch --prompts-by
+        discriminative``: a ``prompt_choice`` record in the manifest), and how many such batches they
+        came from (a batch nothing came back from is not counted). Reads only those batches' manifests
+        (a LIKE prefilter, then the parsed record), so a study without such a batch costs one
         indexless scan of the batches table, not of the judgments."""
         ids = []
         for bid, manifest in self._con.execute(
@@ -468,14 +469,14 @@ class Study:
         if not ids:
             return 0, 0
         kinds = ",".join("?" * len(COUNTED_KINDS))
-        n = 0
+        per_batch = []
         for k in range(0, len(ids), 900):       # SQLite's bound-parameter limit
             chunk = ids[k:k + 900]
-            n += self._con.execute(
+            per_batch += [n for (n,) in self._con.execute(
                 f"SELECT count(*) FROM judgments j JOIN items i ON i.id = j.item "
                 f"WHERE i.batch IN ({','.join('?' * len(chunk))}) AND j.kind IN ({kinds}) "
-                "AND j.verdict IN ('A', 'B', 'tie')", (*chunk, *COUNTED_KINDS)).fetchone()[0]
-        return len(ids), int(n)
+                "AND j.verdict IN ('A', 'B', 'tie') GROUP BY i.batch", (*chunk, *COUNTED_KINDS))]
+        return len(per_batch), int(sum(per_batch))
 
     def items(self, batch: int | None = None) -> list[BatchItem]:
         """Issued items (of one batch or all), in insertion order."""
