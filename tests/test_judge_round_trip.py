@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+from _judge_fixture import batch_output_line
 
 from planner.workflows.next_batch import Output, QualityControl, Selection, next_batch
 from planner.workflows.reissue import retry_failed
@@ -25,13 +26,8 @@ def study(tmp_path):
     return tmp_path / "st"
 
 
-def _ok(cid: str, text: str) -> dict:  # an OpenAI Batch API output line (shape validated in test_judge_format)
-    body = {"id": f"chatcmpl-{cid}", "object": "chat.completion", "created": 1, "model": "judge-x",
-            "choices": [{"index": 0, "finish_reason": "stop", "logprobs": None,
-                         "message": {"role": "assistant", "content": text, "refusal": None}}],
-            "usage": {"prompt_tokens": 10, "completion_tokens": 2, "total_tokens": 12}}
-    return {"id": f"batch_req_{cid}", "custom_id": cid, "response": {"status_code": 200, "request_id": cid,
-                                                                     "body": body}, "error": None}
+def _ok(cid: str, text: str) -> dict:  # an OpenAI Batch API output line answered by judge-x
+    return batch_output_line(cid, text)
 
 
 def _expired(cid: str) -> dict:  # an error-file line

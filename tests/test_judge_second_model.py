@@ -13,22 +13,16 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from _judge_fixture import batch_output_line, make_study
 from cli.main import app
 from planner.errors import DataError
-from planner.store.study import Study, ingest, init_study
+from planner.store.study import Study, ingest
 from planner.workflows.next_batch import Output, QualityControl, Selection, next_batch
-
-SYSTEMS = ["alpha", "beta", "gamma", "delta"]
 
 
 @pytest.fixture
 def batch(tmp_path):
-    prompts, responses = tmp_path / "p.jsonl", tmp_path / "r.jsonl"
-    prompts.write_text("".join(json.dumps({"id": f"p{i}", "text": f"Question {i}?"}) + "\n" for i in range(12)))
-    responses.write_text("".join(json.dumps({"prompt": f"p{i}", "system": s, "text": f"Answer {k} to {i}."}) + "\n"
-                                 for i in range(12) for k, s in enumerate(SYSTEMS)))
-    st = tmp_path / "st"
-    init_study(st, prompts_file=prompts, responses_file=responses, seed=1)
+    st = make_study(tmp_path, n_prompts=12)
     res = next_batch(st, Selection(size=6, strategy="round-robin"),
                      qc=QualityControl(attention=0, repeat=0, overlap=0, acceptability=0),
                      output=Output(out=tmp_path / "b1.jsonl", format="judge", judge_model="judge-x"))
@@ -36,15 +30,8 @@ def batch(tmp_path):
 
 
 def _output(path: Path, items, model: str, answer: str) -> Path:
-    """An OpenAI Batch API output file (shape as in tests/test_judge_round_trip.py) answered by ``model``."""
-    def line(cid):
-        body = {"id": f"chatcmpl-{cid}", "object": "chat.completion", "created": 1, "model": model,
-                "choices": [{"index": 0, "finish_reason": "stop", "logprobs": None,
-                             "message": {"role": "assistant", "content": answer, "refusal": None}}],
-                "usage": {"prompt_tokens": 10, "completion_tokens": 2, "total_tokens": 12}}
-        return {"id": f"batch_req_{cid}", "custom_id": cid,
-                "response": {"status_code": 200, "request_id": cid, "body": body}, "error": None}
-    path.write_text("".join(json.dumps(line(c)) + "\n" for c in items))
+    """An OpenAI Batch API output file answered by ``model``, the same ``answer`` on every item."""
+    path.write_text("".join(json.dumps(batch_output_line(c, answer, model)) + "\n" for c in items))
     return path
 
 
