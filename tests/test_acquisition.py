@@ -178,6 +178,27 @@ def test_batch_cap_spreads_over_competing_pairs(close_fixture):
     assert Counter(acq.select_pairs(post, 50, judged=judged, rng=rng()).pairs)[(0, 1)] == 50
 
 
+def test_batch_cap_never_forces_round_robin_on_few_pairs():
+    # 5 systems, two near-tie pairs (gaps 0.05 logit) and system 4 clearly ahead, 6 judgments
+    # per pair, a batch of 50 over 10 pairs: the cap of max(5, ceil(0.1 * 50)) = 5 alone makes
+    # every pair take exactly 5 -- round-robin's batch whatever the objective says (measured);
+    # the even-share floor (2 x 50 / 10 = 10) lets the batch leave the settled pairs out
+    post = posterior_from_design(np.array([0.0, 0.05, 0.4, 0.45, 1.0]), np.full((5, 5), 6))
+    judged = round_robin_counts(post.systems, 6)
+    no_floor = acq.SelectionOptions(cap_even=0.0)
+    old = Counter(acq.select_pairs(post, 50, judged=judged, rng=rng(), options=no_floor).pairs)
+    assert sorted(old.values()) == [5] * 10
+    new = Counter(acq.select_pairs(post, 50, judged=judged, rng=rng()).pairs)
+    assert sum(new.values()) == 50 and len(new) < 10 and max(new.values()) <= 10
+    assert new[(0, 1)] == new[(2, 3)] == 10                # the two near-ties take their full cap
+    # the floor only moves the cap when the batch is large for the pairs: unchanged at 28 and 120 pairs
+    from planner.acquisition.greedy import _batch_cap
+    o = acq.SelectionOptions()
+    assert [_batch_cap(50, o, n) for n in (10, 21, 28, 120)] == [10, 5, 5, 5]
+    assert _batch_cap(20, o, 10) == 5 and _batch_cap(1000, o, 44850) == 100
+    assert _batch_cap(50, acq.SelectionOptions(batch_cap=None), 10) == 50
+
+
 def test_pending_is_fantasized(close_fixture):
     post, judged = close_fixture
     # six equal systems, balanced design: every pair gets 2 of a batch of 30; with 10
@@ -386,6 +407,7 @@ def test_default_options_are_the_former_module_values_and_change_nothing(close_f
     assert (o.settle_prob, o.ranking_risk, o.risk_eps, o.pool_min, o.lookahead, o.lazy_chunk, o.arena_floor,
             o.batch_cap, o.cap_min, o.cap_yield, o.sparse_rel, o.draws_pool, o.explore, o.thompson) == (
         0.95, "bayes", 1e-7, 256, (1, 4, 16), 8, 1e-3, 0.1, 5, 0.25, 1e-4, 64, 0.0, False)
+    assert o.cap_even == 2.0        # issue 14, session 6: the even-share floor of the batch cap
     post, judged = close_fixture
     for strategy in acq.STRATEGIES:
         kw = dict(strategy=strategy, judged=judged, anchor="s0", true_mean=CLOSE_MEAN)

@@ -182,7 +182,7 @@ def _active_draws(ctx: _Context, state: _State, draws, ci, cj, k, pending, capv=
         return cf.gains(state, ci, cj, info)
     g0, g0_one = gauss(opts.lookahead), gauss((1,))
     pairs, gains = [], []
-    cap, taken = _batch_cap(k, opts), np.zeros(ci.size, np.int64)
+    cap, taken = _batch_cap(k, opts, ci.size), np.zeros(ci.size, np.int64)
     for _ in range(k):
         with np.errstate(divide="ignore", invalid="ignore"):
             score = np.where(g0 > 0, g_draws * gauss(opts.lookahead) / g0, 0.0)

@@ -66,7 +66,7 @@ def _lazy_greedy_ranking(ctx: _Context, state: _State, ci, cj, info, k, capv):
         st, one[t] = rk.gains(state, pi[t], pj[t], pinfo[t], opts.lookahead, one=True)
         return np.where(np.isnan(st), -np.inf, st)      # a NaN bound would win every argmax
     stale = _chunked(score, pi.size)
-    cap = _batch_cap(k, opts)
+    cap = _batch_cap(k, opts, ci.size)
     taken = np.zeros(pi.size, np.int64)
     pairs, gains = [], []
     for _ in range(k):
@@ -130,9 +130,17 @@ def _top(x, n):
     return near[np.argsort(neg[near], kind="stable")[:n]]
 
 
-def _batch_cap(k, opts: SelectionOptions):
-    """Picks one pair may take in a batch of ``k`` before it yields (``opts.batch_cap``)."""
-    return k if opts.batch_cap is None else max(opts.cap_min, int(np.ceil(opts.batch_cap * k)))
+def _batch_cap(k, opts: SelectionOptions, n_candidates: int):
+    """Picks one pair may take in a batch of ``k`` before it yields (``opts.batch_cap``).
+
+    Never fewer than ``opts.cap_min``, nor than ``opts.cap_even`` times the even share
+    ``k / n_candidates``: with few candidate pairs (5 systems: 10 pairs, a batch of 50) a cap of
+    5 would force the batch to be round-robin's whatever the objective says.
+    """
+    if opts.batch_cap is None:
+        return k
+    even = int(np.ceil(opts.cap_even * k / max(n_candidates, 1)))
+    return max(opts.cap_min, int(np.ceil(opts.batch_cap * k)), even)
 
 
 def _capped_argmax(score, taken, cap, cap_yield):

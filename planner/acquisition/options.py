@@ -44,6 +44,9 @@ class SelectionOptions:
         ... but never fewer than this many picks.
     cap_yield : float
         ... to any candidate worth at least this share of its score.
+    cap_even : float
+        ... and never fewer than this many times the batch's even share per candidate pair
+        (``k / candidates``): with few pairs a cap of ``cap_min`` would force round-robin's batch.
     sparse_rel : float
         Ranking gains: pairs whose variance moves by less than this (relative) are skipped.
     draws_pool : int
@@ -68,6 +71,7 @@ class SelectionOptions:
     batch_cap: float | None = 0.1
     cap_min: int = 5
     cap_yield: float = 0.25
+    cap_even: float = 2.0
     sparse_rel: float = 1e-4
     draws_pool: int = 64
     explore: float = 0.0
@@ -98,6 +102,9 @@ class SelectionOptions:
         if self.batch_cap is not None and not 0.0 < self.batch_cap <= 1.0:
             raise UsageError(f"`batch_cap` ({self.batch_cap}) must be in (0, 1] or missing (no cap)",
                              parameters="batch_cap")
+        if not (isinstance(self.cap_even, (int, float)) and not isinstance(self.cap_even, bool)
+                and 0.0 <= self.cap_even < float("inf")):
+            raise UsageError(f"`cap_even` ({self.cap_even!r}) must be a finite number >= 0", parameters="cap_even")
         for name in ("risk_eps", "arena_floor", "cap_yield", "sparse_rel"):
             value = getattr(self, name)
             if not 0.0 <= value < 1.0:
