@@ -84,10 +84,11 @@ class SelectionOptions:
                              parameters="ranking_risk")
         if not 0.5 < self.settle_prob < 1.0:
             raise UsageError(f"`settle_prob` ({self.settle_prob}) must be in (0.5, 1)", parameters="settle_prob")
-        if not (isinstance(self.tie_margin, (int, float)) and not isinstance(self.tie_margin, bool)
-                and 0.0 <= self.tie_margin < float("inf")):
-            raise UsageError(f"`tie_margin` ({self.tie_margin!r}) must be a finite number >= 0",
-                             parameters="tie_margin")
+        for name in ("tie_margin", "cap_even"):
+            value = getattr(self, name)
+            if not (isinstance(value, (int, float)) and not isinstance(value, bool) and 0.0 <= value < float("inf")):
+                raise UsageError(f"{shown(name)} ({value!r}) must be a finite number >= 0",
+                                 parameters=parameters_of(name))
         if not 0.0 <= self.explore < 1.0:
             raise UsageError(f"`explore` ({self.explore}) must be in [0, 1)", parameters="explore")
         look = tuple(self.lookahead)
@@ -102,9 +103,6 @@ class SelectionOptions:
         if self.batch_cap is not None and not 0.0 < self.batch_cap <= 1.0:
             raise UsageError(f"`batch_cap` ({self.batch_cap}) must be in (0, 1] or missing (no cap)",
                              parameters="batch_cap")
-        if not (isinstance(self.cap_even, (int, float)) and not isinstance(self.cap_even, bool)
-                and 0.0 <= self.cap_even < float("inf")):
-            raise UsageError(f"`cap_even` ({self.cap_even!r}) must be a finite number >= 0", parameters="cap_even")
         for name in ("risk_eps", "arena_floor", "cap_yield", "sparse_rel"):
             value = getattr(self, name)
             if not 0.0 <= value < 1.0:
