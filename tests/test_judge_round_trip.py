@@ -26,10 +26,6 @@ def study(tmp_path):
     return tmp_path / "st"
 
 
-def _ok(cid: str, text: str) -> dict:  # an OpenAI Batch API output line answered by judge-x
-    return batch_output_line(cid, text)
-
-
 def _expired(cid: str) -> dict:  # an error-file line
     return {"id": f"batch_req_{cid}", "custom_id": cid, "response": None,
             "error": {"code": "batch_expired", "message": "This request could not be executed before the "
@@ -58,7 +54,7 @@ def test_two_rounds_with_failures_and_retry(study, tmp_path):
     ids = [it.item_id for it in res.items]
     assert sorted(ids) == sorted(items)
     failed = ids[:3]
-    out1 = _jl(tmp_path / "out1.jsonl", [_ok(i, _answer(items[i])) for i in ids[3:]])
+    out1 = _jl(tmp_path / "out1.jsonl", [batch_output_line(i, _answer(items[i])) for i in ids[3:]])
     err1 = _jl(tmp_path / "err1.jsonl", [_expired(i) for i in failed])
     r = ingest(study, [out1, err1])
     assert [f.rows for f in r.files] == [len(ids) - 3, 0] and r.files[1].unanswered == 3
@@ -67,7 +63,7 @@ def test_two_rounds_with_failures_and_retry(study, tmp_path):
     retry = retry_failed(study, out=tmp_path / "retry")
     sent = [json.loads(x)["custom_id"] for x in Path(retry.files[0]).read_text().splitlines()]
     assert sent == failed  # same item ids, same order, nothing else
-    out2 = _jl(tmp_path / "out2.jsonl", [_ok(i, _answer(items[i])) for i in failed])
+    out2 = _jl(tmp_path / "out2.jsonl", [batch_output_line(i, _answer(items[i])) for i in failed])
     assert ingest(study, [out2]).files[0].rows == 3
     # everything again (a re-run): nothing new, nothing double counted
     again = ingest(study, [out1, err1, out2])
@@ -76,7 +72,7 @@ def test_two_rounds_with_failures_and_retry(study, tmp_path):
     res2 = next_batch(study, Selection(size=8), qc=QualityControl(attention=0, repeat=0, overlap=0, acceptability=0),
                       output=Output(out=tmp_path / "r2", format="judge", judge_model="judge-x"))
     items = _key(study)
-    cumulative = _jl(tmp_path / "cum.jsonl", [_ok(i, _answer(items[i])) for i in items])
+    cumulative = _jl(tmp_path / "cum.jsonl", [batch_output_line(i, _answer(items[i])) for i in items])
     f = ingest(study, [cumulative]).files[0]
     assert (f.rows, f.already) == (len(res2.items), len(ids))
     with Study.open(study) as s:
