@@ -4,7 +4,8 @@ The files under ``tests/data/golden/batch_*.json`` were written by this module
 (``PLANNER_REGEN_GOLDEN=1``) on the tree *before* ``assemble_batch`` was decomposed, the manifest
 became :class:`planner.batch.BatchManifest` and ``next_batch`` took option objects. They hold the
 SHA-256 of every file written and the manifest the study stores (paths and the staging token,
-which depend on the temporary directory and the clock, left out), so the comparison is ``==``.
+which depend on the temporary directory and the clock, left out). Hashes, picks and counts compare
+exactly; the manifest's floats to ``test_golden.REL_TOL`` relative (another CPU sums in another order).
 """
 
 from __future__ import annotations
