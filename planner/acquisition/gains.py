@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from planner.acquisition.objectives import (_diff_var, _logistic, _pair_weights, _value_gaussian, pair_risk,
-                                            tie_probability)
-from planner.acquisition.state import _Context, _State
+from planner.acquisition.objectives import (_basis, _diff_var, _logistic, _pair_weights, _value_gaussian,
+                                            pair_risk, tie_probability)
+from planner.acquisition.state import Pick, _Context, _State
 
 
 class _Ranking:
@@ -42,10 +42,17 @@ class _Ranking:
         self.kr, self.lr = kr, lr
         self.absm = gap[kr, lr]
         self.s0_2 = v0[kr, lr]
-        vcur = _diff_var(state.cov)
+        vcur = _diff_var(state.cov[:-1, :-1])
         self.s2 = np.minimum(vcur[kr, lr], self.s0_2)
         self.r = self._risk(self.s2)
         self.s2_r = self.s2.copy()          # the variance each stored risk was evaluated at
+        self.gk = state.cov[kr, -1] - state.cov[lr, -1]     # Cov(β_k − β_l, γ), kept along with s2
+        # the rows of each system (CSR: rows of system k are sys_rows[sys_ptr[k]:sys_ptr[k + 1]])
+        ends = np.concatenate([kr, lr])
+        order = np.argsort(ends, kind="stable")
+        self.sys_rows = np.concatenate([np.arange(kr.size)] * 2)[order]
+        self.sys_ptr = np.searchsorted(ends[order], np.arange(mu.size + 1))
+        self._version, self._t_version, self._t = 0, -1, None
 
     def _risk(self, s2, col=False):
         if col:
@@ -69,8 +76,8 @@ class _Ranking:
             self.r[stale] = pair_risk(self.absm[stale], self.s0_2[stale], self.s2[stale], self.mode, est)
             self.s2_r[stale] = self.s2[stale]
 
-    def gains(self, state: _State, ci, cj, info, lookahead=(1,), one=False):
-        """Expected reduction of the misorder sum for candidates (ci, cj).
+    def gains(self, state: _State, ci, cj, pick: Pick, lookahead=(1,), one=False):
+        """Expected reduction of the misorder sum for candidates (ci, cj), their next picks ``pick``.
 
         With ``lookahead`` (L_1, L_2, ...) the score is the best reduction per
         judgment, ``max_L [R − R(after L judgments on the pair)] / L`` (the
@@ -79,29 +86,23 @@ class _Ranking:
         be among the look-aheads): ``(score, gain)``. Every look-ahead's risks
         go through one :func:`pair_risk` call (the per-call overhead of the
         special functions dominated at batch sizes of a few candidates).
+
+        One judgment has design vector ``x = e_i − e_j + s e_γ`` (its order
+        ``pick.s``). ``L > 1`` judgments of a pair that can be shown both ways
+        (``pick.free``) alternate orders, so γ cancels from their sum: they are
+        scored along ``d = e_i − e_j`` with the mean information of the two
+        orders (``pick.bal``); a pair held to one order is scored along ``x``,
+        whose information about ``β_i − β_j`` is capped by what is known of γ.
         """
         if self.kr.size == 0:
             z = np.zeros(ci.size)
             return (z, z) if one else z
-        c = state.cov[:, ci] - state.cov[:, cj]
-        ar = np.arange(ci.size)
-        v = c[ci, ar] - c[cj, ar]
-        dc2 = np.take(c, self.kr, axis=0)   # c[kr] - c[lr], the same floats; take is ~3x faster than [kr]
-        dc2 -= np.take(c, self.lr, axis=0)
-        dc2 *= dc2
-        rows_l, cols_l, after_s2, seg = [], [], [], [0]
         look = tuple(lookahead) + ((1,) if one and 1 not in lookahead else ())
-        fs = [n * info / (1.0 + n * info * v) for n in look]
-        # Only pairs whose difference variance moves by more than sparse_rel of itself are
-        # re-evaluated (the others' risk change is below sparse_rel x its own scale): the
-        # expensive Owen's T runs on the few pairs a candidate actually touches. f grows with
-        # the look-ahead, so the largest one's set holds every other's: one dense pass.
-        f_max = np.max(fs, axis=0)
-        # np.nonzero's row-major (row, column) pairs, from the flat indices (2-D nonzero is ~4x slower)
-        r_all, c_all = np.divmod(np.flatnonzero(dc2 * f_max > self.sparse_rel * self.s2[:, None]), ci.size)
-        d_all, s2_all = dc2[r_all, c_all], self.s2[r_all]
-        for f in fs:
-            drop = f[c_all] * d_all
+        r_all, c_all, d_all, fs = self._moved(state, ci, cj, pick, look)
+        s2_all = self.s2[r_all]
+        rows_l, cols_l, after_s2, seg = [], [], [], [0]
+        for many, f in fs:
+            drop = f[c_all] * d_all[many]
             keep = drop > self.sparse_rel * s2_all
             rows_l.append(r_all[keep])
             cols_l.append(c_all[keep])
@@ -129,6 +130,71 @@ class _Ranking:
                 g1 = g
         return (best, g1) if one else best
 
+    def _moved(self, state: _State, ci, cj, pick: Pick, look):
+        """The (pair row, candidate) entries whose variance a candidate's look-aheads move by more
+        than ``sparse_rel`` of itself, row-major; their squared covariance moves per direction
+        (False: one judgment along ``x``; True: ``L > 1`` along ``d`` for free pairs) and the
+        ``(direction, f)`` of each look-ahead.
+
+        A pair row (k, l) moves by ``f (c_k − c_l)²`` ≤ ``2 f (c_k² + c_l²)``, so it can pass only if
+        one of its systems has ``4 f c²`` above the smallest threshold of its rows: only the rows
+        of those systems (a candidate's own and its strongly correlated ones, usually a few
+        dozen of thousands at Arena scale) are evaluated, with the same expression as a dense
+        pass over every row would use, in the same order (the result is the dense one, bit for
+        bit; a factor 2 of slack keeps rounding from dropping a row).
+        """
+        cov, size = state.cov, ci.size
+        ar = np.arange(size)
+        s, info = pick.s, pick.info
+        c_d = np.take(cov, ci, axis=1)      # Σ d
+        c_d -= np.take(cov, cj, axis=1)
+        v_d = c_d[ci, ar] - c_d[cj, ar]
+        v_x = state.var(ci, cj, s)
+        many_free = any(n > 1 for n in look) and pick.free.any()
+        fs = [(n > 1 and many_free, n * info / (1.0 + n * info * v_x)) if n == 1 or not many_free else
+              (True, n * np.where(pick.free, pick.bal, info)
+               / (1.0 + n * np.where(pick.free, pick.bal, info) * np.where(pick.free, v_d, v_x)))
+              for n in look]
+        c_x = c_d + cov[:, [-1]] * s
+        m = cov.shape[0] - 1
+        t = self._thresholds()
+        f_x = np.max([f for mm, f in fs if not mm], axis=0)
+        touched = 8.0 * f_x * c_x[:m] ** 2 > t[:, None]
+        if many_free:
+            c_b = np.where(pick.free, c_d, c_x)
+            f_b = np.max([f for mm, f in fs if mm], axis=0)
+            touched |= 8.0 * f_b * c_b[:m] ** 2 > t[:, None]
+        sysk, cand = np.nonzero(touched)
+        lo, hi = self.sys_ptr[sysk], self.sys_ptr[sysk + 1]
+        n_rows = hi - lo
+        start = np.repeat(lo - np.cumsum(n_rows) + n_rows, n_rows)
+        rows = self.sys_rows[np.arange(int(n_rows.sum())) + start]
+        keys = np.unique(rows * size + np.repeat(cand, n_rows))     # row-major, as a dense pass
+        r_all, c_all = np.divmod(keys, size)
+        dc_d = c_d[self.kr[r_all], c_all] - c_d[self.lr[r_all], c_all]
+        dc_x = dc_d + self.gk[r_all] * s[c_all]
+        d_all = {False: dc_x * dc_x}
+        if many_free:
+            dc_b = np.where(pick.free[c_all], dc_d, dc_x)
+            d_all[True] = dc_b * dc_b
+        thr = self.sparse_rel * self.s2[r_all]
+        hit = None
+        for many in d_all:
+            f_max = np.max([f for mm, f in fs if mm == many], axis=0)
+            h = d_all[many] * f_max[c_all] > thr
+            hit = h if hit is None else hit | h
+        return r_all[hit], c_all[hit], {k: d[hit] for k, d in d_all.items()}, fs
+
+    def _thresholds(self):
+        """Per system, the smallest ``sparse_rel · s2`` over its pair rows (inf for a system in none)."""
+        if self._t_version != self._version:
+            thr = (self.sparse_rel * self.s2)[self.sys_rows]
+            t = np.full(self.sys_ptr.size - 1, np.inf)
+            nonempty = np.diff(self.sys_ptr) > 0
+            t[nonempty] = np.minimum.reduceat(thr, self.sys_ptr[:-1][nonempty])
+            self._t, self._t_version = t, self._version
+        return self._t
+
     def update(self, c, f):
         """A pick took ``f c cᵀ`` off the covariance: new variances; risks re-evaluated lazily.
 
@@ -140,50 +206,67 @@ class _Ranking:
         """
         dc = c[self.kr] - c[self.lr]
         self.s2 = self.s2 - f * dc * dc
+        self.gk = self.gk - (f * c[-1]) * dc
+        self._version += 1
 
 
 class _ClosedForm:
     """Gains of the entropy / variance / anchor objectives for all candidates.
 
-    ``entropy``: ``½ log(1 + I v_ij)``. ``variance``: ``f ‖Σ d‖²`` with
-    ``‖Σ (e_i − e_j)‖² = G_ii + G_jj − 2 G_ij``, ``G = Σ²``. ``anchor``:
-    ``f Σ_c w_c (c_c − c_anchor)²`` = ``f (G_ii + G_jj − 2 G_ij)`` with
-    ``G = Dᵀ diag(w) D``, ``D = Σ − 1 Σ_anchor,·``, ``w_c = (p_c (1 − p_c))²``.
-    ``G`` is formed once and then updated in O(M²) per pick.
+    On the joint ``Σ`` of ``(β, γ)`` with ``x = e_i − e_j + s e_γ``, ``c = Σ x``,
+    ``f = I / (1 + I xᵀΣx)`` and ``c_β`` the strengths' part of ``c``:
+    ``entropy`` ``−½ log(1 − f c_βᵀ Σ_ββ⁺ c_β)`` (the strengths' marginal entropy;
+    ``½ log(1 + I v)`` when γ is known); ``variance`` ``f ‖c_β‖² = f xᵀ G x`` with
+    ``G = Σ_{·β} Σ_{β·}``; ``anchor`` ``f Σ_c w_c (c_c − c_anchor)² = f xᵀ G x`` with
+    ``G = Dᵀ diag(w) D``, ``D = Σ_{β·} − 1 Σ_{anchor,·}``, ``w_c = (p_c (1 − p_c))²``.
+    ``G`` (and for entropy ``Σ_ββ⁺``) is formed once and then updated in O(M²) per pick.
     """
 
     def __init__(self, ctx: _Context, state: _State):
         self.objective = ctx.objective
         self.a = ctx.a_idx
         cov = state.cov
+        m = cov.shape[0] - 1
         if self.objective == "variance":
-            self.g = cov @ cov
+            self.g = cov[:, :m] @ cov[:m, :]
         elif self.objective == "anchor":
             p = _logistic(ctx.mu - ctx.mu[self.a])
             self.wv = (p * (1 - p)) ** 2
-            self.dm = cov - cov[self.a][None, :]
+            self.dm = cov[:m] - cov[self.a][None, :]
             self.g = (self.dm * self.wv[:, None]).T @ self.dm
+        elif self.objective == "entropy":
+            q = _basis(m)
+            self.pinv = q @ np.linalg.inv(q.T @ cov[:m, :m] @ q) @ q.T       # Σ_ββ⁺
+            self.h = self.pinv @ cov[:m, m]                                   # Σ_ββ⁺ Σ_βγ
 
-    def gains(self, state: _State, ci, cj, info):
-        cov = state.cov
-        d = np.diag(cov)
-        v = d[ci] + d[cj] - 2.0 * cov[ci, cj]
-        if self.objective == "entropy":
-            return 0.5 * np.log1p(info * v)
+    def gains(self, state: _State, ci, cj, s, info):
+        v = state.var(ci, cj, s)
         f = info / (1.0 + info * v)
-        gd = np.diag(self.g)
-        return f * (gd[ci] + gd[cj] - 2.0 * self.g[ci, cj])
+        if self.objective == "entropy":
+            cov = state.cov
+            m = cov.shape[0] - 1
+            q = state.var(ci, cj, 0.0 * s) + 2.0 * s * (cov[ci, m] - cov[cj, m]) + s * s * (cov[:m, m] @ self.h)
+            return -0.5 * np.log1p(-np.minimum(f * q, 1.0 - 1e-15))
+        g, gd = self.g, np.diag(self.g)
+        return f * (gd[ci] + gd[cj] - 2.0 * g[ci, cj] + s * s * gd[-1] + 2.0 * s * (g[ci, -1] - g[cj, -1]))
 
     def update(self, state: _State, c, f):
         """Σ had ``f c cᵀ`` subtracted; bring ``G`` along (``state.cov`` is already updated)."""
+        m = c.size - 1
+        cb = c[:m]
         if self.objective == "variance":
-            sc = state.cov @ c + f * (c @ c) * c          # Σ_old c
-            self.g = self.g - f * (np.outer(sc, c) + np.outer(c, sc)) + f * f * (c @ c) * np.outer(c, c)
+            sc = state.cov[:, :m] @ cb + f * (cb @ cb) * c          # Σ_old[:, β] c_β
+            self.g = self.g - f * (np.outer(sc, c) + np.outer(c, sc)) + f * f * (cb @ cb) * np.outer(c, c)
         elif self.objective == "anchor":
-            u = c - c[self.a]
+            u = cb - cb[self.a]
             z = self.dm.T @ (self.wv * u)
             self.g = self.g - f * (np.outer(c, z) + np.outer(z, c)) + f * f * (u @ (self.wv * u)) * np.outer(c, c)
             self.dm = self.dm - f * np.outer(u, c)
+        elif self.objective == "entropy":
+            # (A − f c cᵀ)⁺ = A⁺ + f A⁺c cᵀA⁺ / (1 − f cᵀA⁺c), c in the range of A (sums to zero)
+            pc = self.pinv @ cb
+            self.pinv = self.pinv + np.outer(pc, pc) * (f / (1.0 - f * (cb @ pc)))
+            self.h = self.pinv @ state.cov[:m, m]
 
 
 def _chunked(fn, n, size=64):
@@ -191,36 +274,37 @@ def _chunked(fn, n, size=64):
         if n else np.zeros(0)
 
 
-def _gaussian_gains(ctx, state, ci, cj):
-    info = state.info(ci, cj)
+def _gaussian_gains(ctx, state, ci, cj, orders):
+    """One-judgment gains of every candidate in the order its next pick takes (``orders``)."""
+    pick = Pick.of(state, ci, cj, orders)
     if ctx.objective in ("ranking", "top-k"):
         rk = _Ranking(ctx, state)
-        return _chunked(lambda s: rk.gains(state, ci[s], cj[s], info[s]), ci.size)
-    return _ClosedForm(ctx, state).gains(state, ci, cj, info)
+        return _chunked(lambda t: rk.gains(state, ci[t], cj[t], pick.subset(t)), ci.size)
+    return _ClosedForm(ctx, state).gains(state, ci, cj, pick.s, pick.info)
 
 
 def _current_value(ctx, state, rk=None):
     if rk is not None:
         return rk.value()
-    return _value_gaussian(ctx.objective, ctx.mu, state.cov, ctx.top_k, ctx.a_idx, ctx.opts.ranking_risk)
+    return _value_gaussian(ctx.objective, ctx.mu, state.cov[:-1, :-1], ctx.top_k, ctx.a_idx, ctx.opts.ranking_risk)
 
 
-def _score_sequence(ctx: _Context, state: _State, pairs):
-    """Gains of a given sequence of picks under the objective (fantasized)."""
+def _score_sequence(ctx: _Context, state: _State, pairs, left):
+    """Gains of a given sequence of picks (``left``: the system shown left in each) under the objective."""
     ranking = ctx.objective in ("ranking", "top-k")
     rk = _Ranking(ctx, state) if ranking else None
     cf = None if ranking else _ClosedForm(ctx, state)
     before = _current_value(ctx, state, rk)
     gains = []
-    for i, j in pairs:
-        ci, cj = np.array([i]), np.array([j])
-        info = state.info(ci, cj)
+    for (i, j), lf in zip(pairs, left):
+        ci, cj, s = np.array([i]), np.array([j]), np.array([1.0 if lf == i else -1.0])
+        info = state.info(ci, cj, s)
         if ranking:
-            g = rk.gains(state, ci, cj, info)[0]
-            c, f = state.apply(i, j, info[0])
+            g = rk.gains(state, ci, cj, Pick(s, info, np.zeros(1, bool), info))[0]
+            c, f = state.apply(i, j, s[0], info[0])
             rk.update(c, f)
         else:
-            g = cf.gains(state, ci, cj, info)[0]
-            cf.update(state, *state.apply(i, j, info[0]))
+            g = cf.gains(state, ci, cj, s, info)[0]
+            cf.update(state, *state.apply(i, j, s[0], info[0]))
         gains.append(float(g))
     return gains, before

@@ -284,6 +284,19 @@ def _strengths(prob: Problem, theta, cov_full, theta_draws, weights):
     return (*block(pop), np.array(sm), np.array(sd), np.stack(sdr, axis=1))
 
 
+def _with_gamma(prob: Problem, cov_full, weights) -> np.ndarray:
+    """Cov(reported strengths, gamma): the strengths' linear map of ``theta`` (as in :func:`_strengths`)
+    times the gamma column of the joint covariance."""
+    m = prob.m
+    col = cov_full[:, prob.ig]
+    out = col[:m] - col[:m].mean()
+    if prob.by_stratum:
+        for j, w in enumerate(weights):
+            block = col[m + j * m: m + (j + 1) * m]
+            out = out + w * (block - block.mean())
+    return out
+
+
 def fit_laplace(counts: Counts, strata: tuple[str, ...], by_stratum: bool, prior: Prior, weights: np.ndarray | None,
                 seed: int, draws: int) -> Fit:
     """The Laplace fit of checked inputs (see :func:`planner.model.fit`, which checks and pools them).
@@ -307,7 +320,9 @@ def fit_laplace(counts: Counts, strata: tuple[str, ...], by_stratum: bool, prior
                         "Check the data for systems that always win or always lose, "
                         "or use --engine nuts.")
     diag = Diagnostics(iterations=iters, converged=ok, warnings=tuple(warnings))
-    post = bt.GaussianPosterior(tuple(counts.systems), mean, cov, gamma=gamma.mean, nu=nu.mean)
+    post = bt.GaussianPosterior(tuple(counts.systems), mean, cov, gamma=gamma.mean, nu=nu.mean,
+                                gamma_var=float(cov_full[prob.ig, prob.ig]),
+                                gamma_cov=_with_gamma(prob, cov_full, weights))
     return Fit(tuple(counts.systems), strata, "laplace", post, beta_draws,
                gamma, nu, sigma, tau, stratum_mean, stratum_sd, stratum_draws,
                weights_dict(counts.strata, weights) if by_stratum else None,

@@ -65,29 +65,39 @@ def _rngs(seed: int, s_index: int, rep: int) -> tuple[np.random.Generator, np.ra
 
 
 class _ReplayDraws:
-    """A run's walk through a replay pool: each pair's judgments in a seeded order, drawn without replacement.
+    """A run's walk through a replay pool: each presentation order's judgments of a pair in a seeded order,
+    drawn without replacement.
 
-    ``rng`` depends only on (seed, repetition), so every strategy walks each pair's pool in the same order.
+    ``rng`` depends only on (seed, repetition), so every strategy walks each order's pool in the same order.
     """
 
     def __init__(self, pool: ReplayPool, rng: np.random.Generator):
         self.pool = pool
-        self.order = {p: rng.permutation(idx) for p, idx in pool.by_pair.items()}
-        self.used = {p: 0 for p in self.order}
+        self.order = {o: rng.permutation(idx) for o, idx in sorted(pool.by_order().items())}
+        self.used = {o: 0 for o in self.order}
+
+    def order_capacity(self) -> dict:
+        """Judgments left per presentation order ``(left, right)``, for the orders that have any."""
+        return {o: self.order[o].size - n for o, n in self.used.items() if n < self.order[o].size}
 
     def capacity(self) -> dict:
         """Judgments left per pair, for the pairs that have any."""
-        return {p: self.order[p].size - n for p, n in self.used.items() if n < self.order[p].size}
+        out: dict = {}
+        for (a, b), n in self.order_capacity().items():
+            p = (min(a, b), max(a, b))
+            out[p] = out.get(p, 0) + n
+        return out
 
-    def draw(self, pairs: np.ndarray, systems) -> tuple[Counts | None, int]:
-        """The next unused judgment of each pair (a pair that ran dry within the batch is skipped)."""
+    def draw(self, pairs: np.ndarray, left, systems) -> tuple[Counts | None, int]:
+        """The next unused judgment of each pick in its planned order (``left``: the system shown first);
+        a pick whose order ran dry within the batch is skipped."""
         lefts, rights, outs = [], [], []
-        for i, j in pairs:
-            p = (min(i, j), max(i, j))
-            if self.used[p] >= self.order[p].size:
-                continue  # the pair ran dry within this batch
-            idx = self.order[p][self.used[p]]
-            self.used[p] += 1
+        for (i, j), a in zip(pairs, left):
+            o = (int(a), int(j if a == i else i))
+            if self.used.get(o, 0) >= self.order.get(o, np.zeros(0)).size:
+                continue  # the order ran dry within this batch
+            idx = self.order[o][self.used[o]]
+            self.used[o] += 1
             lefts.append(self.pool.left[idx])
             rights.append(self.pool.right[idx])
             outs.append(self.pool.outcome[idx])
@@ -157,7 +167,7 @@ def _judge_prompts(spec: SimulationSpec, truth, pairs: np.ndarray, log: _PromptL
 
 
 def _select(post, k: int, strategy: Strategy, spec: SimulationSpec, truth, counts: Counts,
-            rng: np.random.Generator, allowed, capacity):
+            rng: np.random.Generator, allowed, capacity, orders=None):
     """(selection, fallback reason or None): the strategy's pairs, or round-robin's when a replay
     pool leaves the strategy no pair it may choose."""
     from planner.acquisition import select_pairs
@@ -166,7 +176,7 @@ def _select(post, k: int, strategy: Strategy, spec: SimulationSpec, truth, count
         sel = select_pairs(post.posterior, k, strategy=strategy.strategy, objective=strategy.objective,
                            top_k=strategy.top_k, anchor=truth.systems[spec.anchor], judged=counts, rng=rng,
                            allowed=allowed, true_mean=truth.strengths, capacity=capacity,
-                           explore=strategy.explore, thompson=strategy.thompson)
+                           order_capacity=orders, explore=strategy.explore, thompson=strategy.thompson)
         if any(n.startswith("swiss:") for n in sel.notes):
             return sel, sel.notes[-1]
         return sel, None
@@ -177,7 +187,7 @@ def _select(post, k: int, strategy: Strategy, spec: SimulationSpec, truth, count
         # neighbour pair used up): fill the batch with the least-judged pairs still in the pool
         reason = str(exc)[:120]
         sel = select_pairs(post.posterior, k, strategy="round-robin", judged=counts, rng=rng,
-                           allowed=allowed, capacity=capacity)
+                           allowed=allowed, capacity=capacity, order_capacity=orders)
         return sel, reason
 
 
@@ -214,21 +224,21 @@ def run_one(spec: SimulationSpec, s_index: int, rep: int) -> Trace:
                 values[k].append(row[k])
         if spent >= spec.budget:
             break
-        allowed = capacity = None
+        allowed = capacity = orders = None
         if replay is not None:
-            capacity = replay.capacity()
+            capacity, orders = replay.capacity(), replay.order_capacity()
             allowed = set(capacity)
             if not allowed:
                 exhausted = True
                 break
         sel, fell_back = _select(post, min(spec.batch, spec.budget - spent), strategy, spec, truth, counts, rng,
-                                 allowed, capacity)
+                                 allowed, capacity, orders)
         if fell_back is not None:
             fallbacks += 1
             fallback_reason = fallback_reason or fell_back
         pairs = np.asarray(sel.pairs, dtype=np.int64).reshape(-1, 2)
         if replay is not None:
-            new, n = replay.draw(pairs, truth.systems)
+            new, n = replay.draw(pairs, sel.left, truth.systems)
             if new is None:
                 exhausted = True
                 break
