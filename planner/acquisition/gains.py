@@ -52,7 +52,11 @@ class _Ranking:
         order = np.argsort(ends, kind="stable")
         self.sys_rows = np.concatenate([np.arange(kr.size)] * 2)[order]
         self.sys_ptr = np.searchsorted(ends[order], np.arange(mu.size + 1))
-        self._version, self._t_version, self._t = 0, -1, None
+        deg = np.diff(self.sys_ptr)
+        self.sys_pad = np.full((mu.size, max(int(deg.max(initial=0)), 1)), -1, dtype=np.int64)
+        slot = np.arange(self.sys_rows.size) - np.repeat(self.sys_ptr[:-1], deg)
+        self.sys_pad[np.repeat(np.arange(mu.size), deg), slot] = self.sys_rows
+        self._t = self._s2_at_t = None
 
     def _risk(self, s2, col=False):
         if col:
@@ -100,99 +104,91 @@ class _Ranking:
         look = tuple(lookahead) + ((1,) if one and 1 not in lookahead else ())
         r_all, c_all, d_all, fs = self._moved(state, ci, cj, pick, look)
         s2_all = self.s2[r_all]
-        rows_l, cols_l, after_s2, seg = [], [], [], [0]
-        for many, f in fs:
-            drop = f[c_all] * d_all[many]
-            keep = drop > self.sparse_rel * s2_all
-            rows_l.append(r_all[keep])
-            cols_l.append(c_all[keep])
-            after_s2.append(s2_all[keep] - drop[keep])
-            seg.append(seg[-1] + rows_l[-1].size)
-        rows = np.concatenate(rows_l)
+        # every look-ahead at once, look-major then row-major (the order of one pass per look-ahead)
+        drop = np.stack([f for _, f in fs])[:, c_all] * np.stack([d_all[many] for many, _ in fs])
+        keep = drop > self.sparse_rel * s2_all
+        rows = np.broadcast_to(r_all, keep.shape)[keep]
+        bins = (np.arange(len(look))[:, None] * ci.size + c_all)[keep]
+        after_s2 = (s2_all - drop)[keep]
         # stored risks gone stale (see update) are refreshed in the same call
         stale = self._stale(rows)
         every = np.concatenate([rows, stale])
         est = None if self.est is None else self.est[every]
-        risk = pair_risk(self.absm[every], self.s0_2[every], np.concatenate(after_s2 + [self.s2[stale]]),
+        risk = pair_risk(self.absm[every], self.s0_2[every], np.concatenate([after_s2, self.s2[stale]]),
                          self.mode, est)
         after = risk[:rows.size]
         if stale.size:
             self.r[stale] = risk[rows.size:]
             self.s2_r[stale] = self.s2[stale]
         red = self.r[rows] - after
-        best = g1 = None
-        for t, n in enumerate(look):
-            lo, hi = seg[t], seg[t + 1]
-            g = np.bincount(cols_l[t], weights=red[lo:hi], minlength=ci.size) / n
-            if n in lookahead:
-                best = g if best is None else np.maximum(best, g)
-            if n == 1:
-                g1 = g
-        return (best, g1) if one else best
+        g = np.bincount(bins, weights=red, minlength=len(look) * ci.size).reshape(len(look), ci.size)
+        g /= np.array(look, dtype=float)[:, None]
+        best = g[[t for t, n in enumerate(look) if n in lookahead]].max(axis=0)
+        return (best, g[look.index(1)]) if one else best
 
     def _moved(self, state: _State, ci, cj, pick: Pick, look):
-        """The (pair row, candidate) entries whose variance a candidate's look-aheads move by more
-        than ``sparse_rel`` of itself, row-major; their squared covariance moves per direction
-        (False: one judgment along ``x``; True: ``L > 1`` along ``d`` for free pairs) and the
-        ``(direction, f)`` of each look-ahead.
+        """The (pair row, candidate) entries a candidate's look-aheads may move by more than
+        ``sparse_rel`` of their variance, row-major; their squared covariance moves per direction
+        (False: along ``x``; True: ``L > 1`` judgments along ``d`` for free pairs) and the
+        ``(direction, f)`` of each look-ahead. :meth:`gains` keeps, per look-ahead, the entries
+        that do move that much.
 
         A pair row (k, l) moves by ``f (c_k − c_l)²`` ≤ ``2 f (c_k² + c_l²)``, so it can pass only if
         one of its systems has ``4 f c²`` above the smallest threshold of its rows: only the rows
         of those systems (a candidate's own and its strongly correlated ones, usually a few
-        dozen of thousands at Arena scale) are evaluated, with the same expression as a dense
-        pass over every row would use, in the same order (the result is the dense one, bit for
-        bit; a factor 2 of slack keeps rounding from dropping a row).
+        dozen of thousands at Arena scale) are returned, in the order a dense pass over every
+        row would give them, with the same floats (the selection is the dense one, bit for bit).
+        The test uses ``16 f c²``: a factor 2 for the thresholds' bound (:meth:`_thresholds`) and 2
+        that keeps rounding from dropping a row.
         """
         cov, size = state.cov, ci.size
         ar = np.arange(size)
         s, info = pick.s, pick.info
         c_d = np.take(cov, ci, axis=1)      # Σ d
         c_d -= np.take(cov, cj, axis=1)
-        v_d = c_d[ci, ar] - c_d[cj, ar]
-        v_x = state.var(ci, cj, s)
-        many_free = any(n > 1 for n in look) and pick.free.any()
-        fs = [(n > 1 and many_free, n * info / (1.0 + n * info * v_x)) if n == 1 or not many_free else
-              (True, n * np.where(pick.free, pick.bal, info)
-               / (1.0 + n * np.where(pick.free, pick.bal, info) * np.where(pick.free, v_d, v_x)))
-              for n in look]
-        c_x = c_d + cov[:, [-1]] * s
-        m = cov.shape[0] - 1
-        t = self._thresholds()
-        f_x = np.max([f for mm, f in fs if not mm], axis=0)
-        touched = 8.0 * f_x * c_x[:m] ** 2 > t[:, None]
+        c_x = c_d + cov[:, -1:] * s          # Σ x
+        v_x = c_x[ci, ar] - c_x[cj, ar] + s * c_x[-1]
+        n = np.array(look, dtype=float)[:, None]
+        many_free = bool(n.max() > 1 and pick.free.any())
+        f_x = n * info / (1.0 + n * info * v_x)                       # (L, C) along x
         if many_free:
-            c_b = np.where(pick.free, c_d, c_x)
-            f_b = np.max([f for mm, f in fs if mm], axis=0)
-            touched |= 8.0 * f_b * c_b[:m] ** 2 > t[:, None]
+            info_b = np.where(pick.free, pick.bal, info)
+            v_b = np.where(pick.free, c_d[ci, ar] - c_d[cj, ar], v_x)
+            f_b = n * info_b / (1.0 + n * info_b * v_b)
+            fs = [(False, f_x[t]) if look[t] == 1 else (True, f_b[t]) for t in range(len(look))]
+        else:
+            fs = [(False, f_x[t]) for t in range(len(look))]
+        m = cov.shape[0] - 1
+        t_sys = self._thresholds()[:, None]
+        touched = np.square(c_x[:m]) * (16.0 * np.max([f for mm, f in fs if not mm], axis=0)) > t_sys
+        if many_free:
+            c_b = np.where(pick.free, c_d[:m], c_x[:m])
+            touched |= np.square(c_b) * (16.0 * np.max([f for mm, f in fs if mm], axis=0)) > t_sys
         sysk, cand = np.nonzero(touched)
-        lo, hi = self.sys_ptr[sysk], self.sys_ptr[sysk + 1]
-        n_rows = hi - lo
-        start = np.repeat(lo - np.cumsum(n_rows) + n_rows, n_rows)
-        rows = self.sys_rows[np.arange(int(n_rows.sum())) + start]
-        keys = np.unique(rows * size + np.repeat(cand, n_rows))     # row-major, as a dense pass
-        r_all, c_all = np.divmod(keys, size)
-        dc_d = c_d[self.kr[r_all], c_all] - c_d[self.lr[r_all], c_all]
+        rows = self.sys_pad[sysk]                                      # (T, max degree), -1 padded
+        mask = np.zeros(self.kr.size * size + 1, dtype=bool)           # the last cell takes the padding
+        mask[np.where(rows >= 0, rows * size + cand[:, None], -1)] = True
+        mask[-1] = False
+        r_all, c_all = np.divmod(np.flatnonzero(mask), size)          # row-major, as a dense pass
+        flat = c_d.ravel()
+        dc_d = flat[self.kr[r_all] * size + c_all] - flat[self.lr[r_all] * size + c_all]
         dc_x = dc_d + self.gk[r_all] * s[c_all]
         d_all = {False: dc_x * dc_x}
         if many_free:
             dc_b = np.where(pick.free[c_all], dc_d, dc_x)
             d_all[True] = dc_b * dc_b
-        thr = self.sparse_rel * self.s2[r_all]
-        hit = None
-        for many in d_all:
-            f_max = np.max([f for mm, f in fs if mm == many], axis=0)
-            h = d_all[many] * f_max[c_all] > thr
-            hit = h if hit is None else hit | h
-        return r_all[hit], c_all[hit], {k: d[hit] for k, d in d_all.items()}, fs
+        return r_all, c_all, d_all, fs
 
     def _thresholds(self):
-        """Per system, the smallest ``sparse_rel · s2`` over its pair rows (inf for a system in none)."""
-        if self._t_version != self._version:
+        """Per system, a lower bound of ``sparse_rel · s2`` over its pair rows (inf for a system in none):
+        the smallest at the last evaluation, which stays a bound within a factor 2 (:meth:`_moved` has
+        that slack) until some row's variance has halved since (:meth:`update` watches)."""
+        if self._t is None:
             thr = (self.sparse_rel * self.s2)[self.sys_rows]
             t = np.full(self.sys_ptr.size - 1, np.inf)
             nonempty = np.diff(self.sys_ptr) > 0
             t[nonempty] = np.minimum.reduceat(thr, self.sys_ptr[:-1][nonempty])
-            self._t, self._t_version = t, self._version
+            self._t, self._s2_at_t = t, 0.5 * self.s2
         return self._t
 
     def update(self, c, f):
@@ -207,7 +203,8 @@ class _Ranking:
         dc = c[self.kr] - c[self.lr]
         self.s2 = self.s2 - f * dc * dc
         self.gk = self.gk - (f * c[-1]) * dc
-        self._version += 1
+        if self._t is not None and np.any(self.s2 < self._s2_at_t):
+            self._t = None
 
 
 class _ClosedForm:

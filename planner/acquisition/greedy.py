@@ -103,20 +103,43 @@ def _lazy_greedy_ranking(ctx: _Context, state: _State, ci, cj, info: _Info, k, c
     cap = _batch_cap(k, opts, ci.size)
     taken = np.zeros(pi.size, np.int64)
     pairs, gains, left = [], [], []
-    for _ in range(k):
+    step = -(-k // opts.greedy_steps)       # picks per greedy step: 1 unless the batch is large
+    current = before
+    while len(pairs) < k:
         best = _lazy_pick(score, stale, taken, pcap, cap, opts)
         if best < 0:                        # every candidate is at its capacity (cannot happen: k fits)
             break
-        pick = pinfo.now(np.array([best]))
-        s, inf_now = pick.s, pick.info
-        pairs.append((int(pi[best]), int(pj[best])))
-        left.append(int(pi[best]) if s[0] > 0 else int(pj[best]))
-        gains.append(float(one[best]))      # fresh: re-scored at this pick
-        taken[best] += 1
-        pinfo.take(best, s[0])
-        c, f = state.apply(pi[best], pj[best], s[0], inf_now[0])
-        rk.update(c, f)
+        room = cap - taken[best] if taken[best] < cap else 1
+        n = int(min(step, k - len(pairs), pcap[best] - taken[best], room))
+        if step == 1:
+            pick = pinfo.now(np.array([best]))
+            _take(pairs, left, pi, pj, best, pick.s[0])
+            pinfo.take(best, pick.s[0])
+            rk.update(*state.apply(pi[best], pj[best], pick.s[0], pick.info[0]))
+            gains.append(float(one[best]))  # fresh: re-scored at this pick
+        else:
+            # n judgments of one pair: per order one update with their summed information (the same
+            # precision as n rank-one updates); the step's exact reduction is shared among them
+            got = {1.0: 0.0, -1.0: 0.0}
+            for _ in range(n):
+                pick = pinfo.now(np.array([best]))
+                got[float(pick.s[0])] += float(pick.info[0])
+                _take(pairs, left, pi, pj, best, pick.s[0])
+                pinfo.take(best, pick.s[0])
+            for sign, info_sum in got.items():
+                if info_sum > 0:
+                    rk.update(*state.apply(pi[best], pj[best], sign, info_sum))
+            after = rk.value()
+            gains.extend([(current - after) / n] * n)
+            current = after
+        taken[best] += n
     return pairs, gains, before, left
+
+
+def _take(pairs, left, pi, pj, t, s) -> None:
+    """Record one pick of pool candidate ``t`` in order ``s``."""
+    pairs.append((int(pi[t]), int(pj[t])))
+    left.append(int(pi[t]) if s > 0 else int(pj[t]))
 
 
 def _lazy_pick(score, stale, taken, pcap, cap, opts: SelectionOptions) -> int:

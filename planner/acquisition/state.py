@@ -52,6 +52,7 @@ class _State:
         self.mu, self.gamma, self.nu = mu, gamma, nu
         self.cov = cov.copy()
         self.g = mu.size                     # index of γ in the joint
+        self._step = None
 
     def var(self, ci, cj, s):
         """``xᵀ Σ x`` for the design vectors of (ci, cj) in orders ``s``."""
@@ -74,9 +75,10 @@ class _State:
         """Λ += info x xᵀ with x = e_i − e_j + s e_γ; returns c = Σ x and f."""
         c = self.cov[:, i] - self.cov[:, j] + s * self.cov[:, self.g]
         f = info / (1.0 + info * (c[i] - c[j] + s * c[self.g]))
-        step = np.outer(c, c)
-        step *= f                 # f * outer(c, c), the same floats, one temporary fewer
-        self.cov -= step
+        if self._step is None:
+            self._step = np.empty_like(self.cov)
+        np.multiply.outer(f * c, c, out=self._step)      # two passes over the (M+1)² matrix, no allocation
+        self.cov -= self._step
         return c, f
 
     def apply_counts(self, pending: Counts):
@@ -174,35 +176,64 @@ def _check_counts(counts, systems, name):
                         f"the posterior over {list(systems)[:5]}...; they must match", parameters=parameters_of(name))
 
 
+def _pairs_array(pairs, what: str) -> np.ndarray:
+    """``pairs`` (an iterable of 2-sequences of integers) as an (n, 2) int64 array (array operations
+    instead of a Python loop over tens of thousands of pairs)."""
+    try:
+        arr = np.array(list(pairs), dtype=float).reshape(-1, 2)
+    except (TypeError, ValueError):
+        raise UsageError(f"{what}: every pair must be two system indices") from None
+    if not np.all(arr == np.round(arr)):
+        raise UsageError(f"{what}: every pair must be two integer system indices")
+    return arr.astype(np.int64)
+
+
 def _candidates(m, allowed):
     if allowed is None:
         i, j = np.triu_indices(m, 1)
         return i.astype(np.int64), j.astype(np.int64)
-    pairs = set()
-    for p in allowed:
-        i, j = int(p[0]), int(p[1])
-        if i == j or not (0 <= i < m and 0 <= j < m):
-            raise UsageError(f"allowed pair {p!r} is not a pair of distinct system indices in [0, {m - 1}]")
-        pairs.add((min(i, j), max(i, j)))
-    if not pairs:
+    given = list(allowed)
+    arr = _pairs_array(given, "allowed pairs")
+    bad = (arr[:, 0] == arr[:, 1]) | (arr.min(axis=1) < 0) | (arr.max(axis=1) >= m)
+    if bad.any():
+        p = given[int(np.argmax(bad))]
+        raise UsageError(f"allowed pair {p!r} is not a pair of distinct system indices in [0, {m - 1}]")
+    if not arr.size:
         raise UsageError("allowed pairs: the set is empty")
-    arr = np.array(sorted(pairs), dtype=np.int64)
-    return arr[:, 0].copy(), arr[:, 1].copy()
+    keys = np.unique(arr.min(axis=1) * m + arr.max(axis=1))
+    return keys // m, keys % m
 
 
 def _capacity(capacity, ci, cj):
-    """Per-candidate pick limit (inf where the mapping says nothing), or None without a mapping."""
+    """Per-candidate pick limit (inf where the mapping says nothing), or None without a mapping.
+
+    A pair may be named in either order; a pair that is not a candidate is ignored; named twice,
+    the later entry counts. A missing or negative limit of a candidate is an error.
+    """
     if capacity is None:
         return None
     capv = np.full(ci.size, np.inf)
-    index = dict(zip(zip(ci.tolist(), cj.tolist()), range(ci.size)))   # Python ints without int() per pair
-    for p, n in capacity.items():
-        i, j = int(p[0]), int(p[1])
-        t = index.get((i, j) if i <= j else (j, i))
-        if t is not None:
-            if n is None or n < 0:
-                raise UsageError(f"capacity of pair {p!r} ({'missing' if n is None else n}) must be >= 0")
-            capv[t] = float(n)
+    if not capacity:
+        return capv
+    names = list(capacity)
+    vals = list(capacity.values())
+    arr = _pairs_array(names, "capacity")
+    lo, hi = arr.min(axis=1), arr.max(axis=1)
+    m = int(max(ci.max(initial=0), cj.max(initial=0))) + 1
+    cand = ci * m + cj                                     # sorted (candidates come sorted)
+    key = np.where((lo >= 0) & (hi < m), lo * m + hi, -1)
+    pos = np.minimum(np.searchsorted(cand, key), cand.size - 1)
+    hit = (key >= 0) & (cand[pos] == key)
+    nums = np.array([np.nan if v is None else v for v in vals], dtype=float)
+    wrong = hit & ~(nums >= 0)
+    if wrong.any():
+        t = int(np.argmax(wrong))
+        n = vals[t]
+        raise UsageError(f"capacity of pair {names[t]!r} ({'missing' if n is None else n}) must be >= 0")
+    rev = np.flatnonzero(hit)[::-1]                        # the later entry counts
+    _, first = np.unique(pos[rev], return_index=True)
+    take = rev[first]
+    capv[pos[take]] = nums[take]
     return capv
 
 

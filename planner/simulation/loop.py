@@ -28,7 +28,7 @@ from planner.counts import Counts
 from planner.equality import array_eq
 from planner.errors import DataError, PlannerError, UsageError
 from planner.simulation.metrics import metrics
-from planner.simulation.replay import ReplayPool
+from planner.simulation.replay import ReplayWalk
 from planner.simulation.spec import METRICS, SimulationSpec, Strategy
 from planner.simulation.streams import ColumnRng, PairStreams
 from planner.simulation.truth import make_truth
@@ -62,48 +62,6 @@ def _rngs(seed: int, s_index: int, rep: int) -> tuple[np.random.Generator, np.ra
     truth_rng = np.random.default_rng(truth_seq.spawn(rep + 1)[rep])
     rng = np.random.default_rng(run_seq.spawn(rep + 1)[rep].spawn(s_index + 1)[s_index])
     return truth_rng, rng, verdict_seq.spawn(rep + 1)[rep]
-
-
-class _ReplayDraws:
-    """A run's walk through a replay pool: each presentation order's judgments of a pair in a seeded order,
-    drawn without replacement.
-
-    ``rng`` depends only on (seed, repetition), so every strategy walks each order's pool in the same order.
-    """
-
-    def __init__(self, pool: ReplayPool, rng: np.random.Generator):
-        self.pool = pool
-        self.order = {o: rng.permutation(idx) for o, idx in sorted(pool.by_order().items())}
-        self.used = {o: 0 for o in self.order}
-
-    def order_capacity(self) -> dict:
-        """Judgments left per presentation order ``(left, right)``, for the orders that have any."""
-        return {o: self.order[o].size - n for o, n in self.used.items() if n < self.order[o].size}
-
-    def capacity(self) -> dict:
-        """Judgments left per pair, for the pairs that have any."""
-        out: dict = {}
-        for (a, b), n in self.order_capacity().items():
-            p = (min(a, b), max(a, b))
-            out[p] = out.get(p, 0) + n
-        return out
-
-    def draw(self, pairs: np.ndarray, left, systems) -> tuple[Counts | None, int]:
-        """The next unused judgment of each pick in its planned order (``left``: the system shown first);
-        a pick whose order ran dry within the batch is skipped."""
-        lefts, rights, outs = [], [], []
-        for (i, j), a in zip(pairs, left):
-            o = (int(a), int(j if a == i else i))
-            if self.used.get(o, 0) >= self.order.get(o, np.zeros(0)).size:
-                continue  # the order ran dry within this batch
-            idx = self.order[o][self.used[o]]
-            self.used[o] += 1
-            lefts.append(self.pool.left[idx])
-            rights.append(self.pool.right[idx])
-            outs.append(self.pool.outcome[idx])
-        if not outs:
-            return None, 0
-        return Counts.from_arrays(systems, lefts, rights, outs), len(outs)
 
 
 def _shown(pairs: np.ndarray, streams: PairStreams) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -167,7 +125,7 @@ def _judge_prompts(spec: SimulationSpec, truth, pairs: np.ndarray, log: _PromptL
 
 
 def _select(post, k: int, strategy: Strategy, spec: SimulationSpec, truth, counts: Counts,
-            rng: np.random.Generator, allowed, capacity, orders=None):
+            rng: np.random.Generator, allowed, capacity, orders=None, clusters=None):
     """(selection, fallback reason or None): the strategy's pairs, or round-robin's when a replay
     pool leaves the strategy no pair it may choose."""
     from planner.acquisition import select_pairs
@@ -176,7 +134,8 @@ def _select(post, k: int, strategy: Strategy, spec: SimulationSpec, truth, count
         sel = select_pairs(post.posterior, k, strategy=strategy.strategy, objective=strategy.objective,
                            top_k=strategy.top_k, anchor=truth.systems[spec.anchor], judged=counts, rng=rng,
                            allowed=allowed, true_mean=truth.strengths, capacity=capacity,
-                           order_capacity=orders, explore=strategy.explore, thompson=strategy.thompson)
+                           order_capacity=orders, clusters=clusters, explore=strategy.explore,
+                           thompson=strategy.thompson)
         if any(n.startswith("swiss:") for n in sel.notes):
             return sel, sel.notes[-1]
         return sel, None
@@ -199,7 +158,7 @@ def run_one(spec: SimulationSpec, s_index: int, rep: int) -> Trace:
     truth_rng, rng, verdict_seq = _rngs(spec.seed, s_index, rep)
     truth = spec.truth if spec.truth is not None else make_truth(
         spec.scenario, spec.n_systems, truth_rng, spread=spec.spread, arena_gamma=spec.arena_gamma)
-    replay = _ReplayDraws(spec.replay, np.random.default_rng(verdict_seq)) if spec.replay is not None else None
+    replay = ReplayWalk(spec.replay, np.random.default_rng(verdict_seq)) if spec.replay is not None else None
     streams = PairStreams(verdict_seq)
     if strategy.prefers_prompts and truth.discrimination is None:
         raise UsageError(f"`strategies` ({strategy.name!r}): +prompts needs the prompts scenario "
@@ -224,15 +183,15 @@ def run_one(spec: SimulationSpec, s_index: int, rep: int) -> Trace:
                 values[k].append(row[k])
         if spent >= spec.budget:
             break
-        allowed = capacity = orders = None
+        allowed = capacity = orders = clusters = None
         if replay is not None:
-            capacity, orders = replay.capacity(), replay.order_capacity()
+            capacity, orders, clusters = replay.capacity(), replay.order_capacity(), replay.clusters()
             allowed = set(capacity)
             if not allowed:
                 exhausted = True
                 break
         sel, fell_back = _select(post, min(spec.batch, spec.budget - spent), strategy, spec, truth, counts, rng,
-                                 allowed, capacity, orders)
+                                 allowed, capacity, orders, clusters)
         if fell_back is not None:
             fallbacks += 1
             fallback_reason = fallback_reason or fell_back

@@ -23,8 +23,8 @@ from planner.equality import array_eq
 from planner.errors import DataError
 from planner.simulation.truth import Truth, truth_from_counts
 
-__all__ = ["OrderBalance", "ReplayPool", "VERDICT_CODE", "fixed_order", "order_balance", "pool_from_records",
-           "replay_truth"]
+__all__ = ["OrderBalance", "ReplayPool", "ReplayWalk", "VERDICT_CODE", "fixed_order", "order_balance",
+           "pool_from_records", "replay_truth"]
 
 # outcome codes as in planner.counts.Counts.from_arrays (3 = invalid)
 VERDICT_CODE = {"A": 0, "B": 1, "tie": 2, "invalid": 3}
@@ -170,3 +170,71 @@ def order_balance(pool: ReplayPool) -> OrderBalance:
 def replay_truth(pool: ReplayPool) -> Truth:
     """The truth of a replay: the Laplace posterior mean on the whole pool, with each pair's P(order)."""
     return truth_from_counts(pool.counts())
+
+
+class ReplayWalk:
+    """A run's walk through a replay pool: each presentation order's judgments of a pair in a seeded
+    order, drawn without replacement.
+
+    ``rng`` depends only on (seed, repetition), so every strategy walks each order's pool in the
+    same order (common random numbers, :mod:`planner.simulation.streams`).
+    """
+
+    def __init__(self, pool: ReplayPool, rng: np.random.Generator):
+        self.pool = pool
+        self.order = {o: rng.permutation(idx) for o, idx in sorted(pool.by_order().items())}
+        self.used = {o: 0 for o in self.order}
+        self.drawn: dict = {}       # (i, j) -> {prompt: verdicts drawn}
+
+    def order_capacity(self) -> dict:
+        """Judgments left per presentation order ``(left, right)``, for the orders that have any."""
+        return {o: self.order[o].size - n for o, n in self.used.items() if n < self.order[o].size}
+
+    def capacity(self) -> dict:
+        """Judgments left per pair, for the pairs that have any."""
+        out: dict = {}
+        for (a, b), n in self.order_capacity().items():
+            p = (min(a, b), max(a, b))
+            out[p] = out.get(p, 0) + n
+        return out
+
+    def clusters(self, icc: float | None = None):
+        """What the pool's prompts tell the selection (:class:`planner.acquisition.clustering.Clustering`):
+        per pair the expected information share of a random draw from what is left (its prompt's
+        verdicts already drawn for the pair make the cluster it joins) and the design effect of
+        what was drawn. None when the pool has no prompts."""
+        from planner.acquisition.clustering import Clustering, design_effect, marginal_share
+
+        if self.pool.prompt is None:
+            return None
+        base = Clustering() if icc is None else Clustering(icc=icc)
+        share, deff = {}, {}
+        for (i, j), drawn in self.drawn.items():
+            left = [self.order[o][self.used[o]:] for o in ((i, j), (j, i)) if o in self.order]
+            rest = np.concatenate(left) if left else np.zeros(0, dtype=np.int64)
+            if rest.size:
+                sizes = np.array([drawn.get(int(q), 0) for q in self.pool.prompt[rest]], dtype=float)
+                share[(i, j)] = float(np.mean(marginal_share(sizes, base.icc)))
+            deff[(i, j)] = design_effect(list(drawn.values()), base.icc)
+        return Clustering(icc=base.icc, fresh={p: 0 for p in share}, share=share, deff=deff)
+
+    def draw(self, pairs, left, systems) -> tuple[Counts | None, int]:
+        """The next unused judgment of each pick in its planned order (``left``: the system shown first);
+        a pick whose order ran dry within the batch is skipped."""
+        lefts, rights, outs = [], [], []
+        for (i, j), a in zip(pairs, left):
+            o = (int(a), int(j if a == i else i))
+            if self.used.get(o, 0) >= self.order.get(o, np.zeros(0)).size:
+                continue  # the order ran dry within this batch
+            idx = self.order[o][self.used[o]]
+            self.used[o] += 1
+            if self.pool.prompt is not None:
+                got = self.drawn.setdefault((min(o), max(o)), {})
+                q = int(self.pool.prompt[idx])
+                got[q] = got.get(q, 0) + 1
+            lefts.append(self.pool.left[idx])
+            rights.append(self.pool.right[idx])
+            outs.append(self.pool.outcome[idx])
+        if not outs:
+            return None, 0
+        return Counts.from_arrays(systems, lefts, rights, outs), len(outs)
