@@ -31,6 +31,7 @@ table row per (set, batch) for credible-τ 0.9.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
@@ -47,7 +48,10 @@ from planner.simulation.spec import SimulationSpec, parse_strategies  # noqa: E4
 from planner.simulation.truth import Truth, synthetic_names  # noqa: E402
 from planner.workflows.simulate import read_replay, simulate  # noqa: E402
 
-SHARED = [p / "shared" / "data" / "judgments" for p in (ROOT.parent, ROOT.parent.parent)]
+# the shared sets: $PLANNER_SHARED_DATA, else ../shared/data/judgments beside the checkout (or beside its parent,
+# for a worktree one level down)
+SHARED = ([Path(os.environ["PLANNER_SHARED_DATA"])] if os.environ.get("PLANNER_SHARED_DATA") else []) + \
+    [p / "shared" / "data" / "judgments" for p in (ROOT.parent, ROOT.parent.parent)]
 MORE = ROOT / "bench" / "data" / "replays"  # further real sets (bench/data/replays/README.md)
 REAL = ("vicuna80_human", "vicuna80_gpt4", "oa_gpt4", "prd_vicuna80_claude", "prd_vicuna80_bard",
         "prd_vicuna80_gpt35", "prd_vicuna80_vicuna13b", "prd_vicuna80_gpt4")

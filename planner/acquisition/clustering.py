@@ -69,24 +69,43 @@ class Clustering:
         if not (isinstance(self.icc, (int, float)) and 0.0 <= self.icc < 1.0):
             raise UsageError(f"`icc` ({self.icc!r}) must be a number in [0, 1)", parameters=("icc",))
         for name, lo, hi in (("fresh", 0.0, np.inf), ("share", 0.0, 1.0), ("deff", 1.0, np.inf)):
-            for p, v in getattr(self, name).items():
-                if not (lo <= float(v) <= hi):
-                    raise UsageError(f"clustering {name} of pair {p!r} ({v!r}) must be in [{lo:g}, {hi:g}]",
-                                     parameters=("clusters",))
+            got = getattr(self, name)
+            vals = np.fromiter((float(v) for v in got.values()), dtype=float, count=len(got))
+            bad = ~((vals >= lo) & (vals <= hi))
+            if bad.any():
+                p, v = list(got.items())[int(np.argmax(bad))]
+                raise UsageError(f"clustering {name} of pair {p!r} ({v!r}) must be in [{lo:g}, {hi:g}]",
+                                 parameters=("clusters",))
 
     def shares(self, ci, cj) -> "Shares":
         """Per candidate ``(ci, cj)``: the fresh picks and the share beyond them."""
-        fresh = np.array([float(self.fresh.get((i, j), np.inf)) for i, j in zip(ci.tolist(), cj.tolist())])
-        share = np.array([float(self.share.get((i, j), 1.0)) for i, j in zip(ci.tolist(), cj.tolist())])
-        return Shares(fresh, share, np.zeros(ci.size))
+        return Shares(_per_pair(self.fresh, ci, cj, np.inf), _per_pair(self.share, ci, cj, 1.0), np.zeros(ci.size))
 
     def inflation(self, systems) -> np.ndarray:
         """(M, M) design effect of each pair's verdicts so far (1 where unknown)."""
         m = len(systems)
+        i, j = np.triu_indices(m, 1)
         out = np.ones((m, m))
-        for (i, j), v in self.deff.items():
-            out[i, j] = out[j, i] = float(v)
+        out[i, j] = out[j, i] = _per_pair(self.deff, i, j, 1.0)
         return out
+
+
+def _per_pair(mapping, ci, cj, default: float) -> np.ndarray:
+    """``mapping[(i, j)]`` for each candidate (either order of a key; ``default`` when absent)."""
+    out = np.full(np.size(ci), default, dtype=float)
+    if not mapping or not np.size(ci):
+        return out
+    keys = np.array(list(mapping.keys()), dtype=np.int64).reshape(-1, 2)
+    vals = np.fromiter((float(v) for v in mapping.values()), dtype=float, count=len(mapping))
+    m = int(max(keys.max(), np.max(ci), np.max(cj))) + 1
+    code = np.minimum(keys[:, 0], keys[:, 1]) * m + np.maximum(keys[:, 0], keys[:, 1])
+    order = np.argsort(code, kind="stable")
+    code, vals = code[order], vals[order]
+    want = np.minimum(ci, cj) * m + np.maximum(ci, cj)
+    pos = np.minimum(np.searchsorted(code, want), code.size - 1)
+    hit = code[pos] == want
+    out[hit] = vals[pos[hit]]
+    return out
 
 
 class Shares:
@@ -110,3 +129,23 @@ class Shares:
         index = {(int(i), int(j)): t for t, (i, j) in enumerate(zip(ci, cj))}
         for p in pairs:
             self.take(index[(int(p[0]), int(p[1]))])
+
+
+def from_pair_usage(pair_i, pair_j, judgments, clusters, fresh, icc: float | None = None) -> Clustering:
+    """The :class:`Clustering` of a study's pairs from their counts (arrays aligned per pair ``(i, j)``).
+
+    ``judgments``: verdicts judged or pending per pair; ``clusters``: the prompts they are on
+    (the pair's used prompts); ``fresh``: prompts the pair has not used. Every verdict is taken to
+    sit in a cluster of the pair's mean size ``c̄ = judgments / clusters`` (Kish's ``Σc²/Σc`` is at
+    least that): the design effect is ``1 + (c̄ − 1) ρ``, and a pick beyond the fresh prompts
+    repeats a cluster of ``c̄`` verdicts (share ``Δ(c̄)``).
+    """
+    base = Clustering() if icc is None else Clustering(icc=icc)
+    n = np.asarray(judgments, dtype=float)
+    k = np.maximum(np.asarray(clusters, dtype=float), 1.0)
+    size = np.where(n > 0, n / k, 0.0)
+    keys = list(zip(np.asarray(pair_i).tolist(), np.asarray(pair_j).tolist()))
+    deff = 1.0 + np.maximum(size - 1.0, 0.0) * base.icc
+    share = marginal_share(np.maximum(size, 1.0), base.icc)
+    return Clustering(icc=base.icc, fresh=dict(zip(keys, np.asarray(fresh, dtype=float).tolist())),
+                      share=dict(zip(keys, share.tolist())), deff=dict(zip(keys, deff.tolist())))

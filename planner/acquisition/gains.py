@@ -122,7 +122,7 @@ class _Ranking:
             self.s2_r[stale] = self.s2[stale]
         red = self.r[rows] - after
         g = np.bincount(bins, weights=red, minlength=len(look) * ci.size).reshape(len(look), ci.size)
-        g /= np.array(look, dtype=float)[:, None]
+        g = g / np.array(look, dtype=float)[:, None]      # (bincount of nothing is an integer array)
         best = g[[t for t, n in enumerate(look) if n in lookahead]].max(axis=0)
         return (best, g[look.index(1)]) if one else best
 

@@ -77,10 +77,15 @@ class Orders:
 
     @classmethod
     def build(cls, ci, cj, ordered: np.ndarray, caps, rng: np.random.Generator) -> "Orders":
-        """From the ``ordered`` counts (:func:`ordered_counts`) and :func:`order_capacities`."""
+        """From the ``ordered`` counts (:func:`ordered_counts`) and :func:`order_capacities`.
+
+        The coins come from a child of ``rng`` (``Generator.spawn``): the caller's own stream of
+        draws (the batch's prompts, positions and ids after the selection) is left as it was.
+        """
         inf = np.full(ci.size, np.inf)
         cap_f, cap_b = caps if caps is not None else (inf, inf)
-        return cls(ordered[ci, cj], ordered[cj, ci], cap_f, cap_b, rng.random(ci.size) < 0.5)
+        coin = rng.spawn(1)[0].random(ci.size) < 0.5
+        return cls(ordered[ci, cj], ordered[cj, ci], cap_f, cap_b, coin)
 
     def subset(self, idx) -> "Orders":
         return Orders(self.shown_f[idx], self.shown_b[idx], self.cap_f[idx], self.cap_b[idx], self.coin[idx])

@@ -143,8 +143,6 @@ def select_pairs(posterior: bt.GaussianPosterior, k: int, *, strategy: str = "ac
         pre = _least_judged(ci, cj, counts, _n_explore(share, k), rng, capv)
         if (opts.thompson if thompson is None else thompson) and objective in ("ranking", "top-k"):
             ctx = _thompson_context(ctx, rng)
-    # the orders' seeded coins are drawn after every pick a baseline makes with rng (its picks stay
-    # those of a call without orders)
     orders = Orders.build(ci, cj, su.ordered, caps, rng) if active else None
     if pre:
         pre_left, pre_gains, before, capv = _explored(ctx, state, ci, cj, pre, capv, orders, shares)

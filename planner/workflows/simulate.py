@@ -25,7 +25,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from planner.errors import DataError, UsageError, check_range
-from planner.simulation.replay import ReplayPool, pool_from_records, replay_truth
+from planner.simulation.replay import ReplayPool, order_balance, pool_from_records, replay_truth
 from planner.simulation.spec import (
     SimulationSpec,
     parse_target,
@@ -136,4 +136,6 @@ def simulate(spec: SimulationSpec, *, target: str = "tau=0.9", workers: int | No
                    for si, strat in enumerate(spec.strategies)]
     by_strategy, notes = add_ratios(by_strategy, metric, value, spec.seed)
     notes.extend(run_notes(by_strategy, results, out=out))
+    if spec.replay is not None and (unbalanced := order_balance(spec.replay).note()):
+        notes.append(unbalanced)
     return build_result(spec, metric, value, by_strategy, notes)
