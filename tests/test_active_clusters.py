@@ -72,7 +72,9 @@ def test_from_pair_usage_by_hand():
     # pair (0, 1): 6 verdicts on 3 prompts -> clusters of 2: deff 1.25, a repeat joins a cluster of 2
     assert c.deff[(0, 1)] == pytest.approx(1.25)
     assert c.share[(0, 1)] == pytest.approx(float(marginal_share(2, 0.25)))
-    assert c.fresh == {(0, 1): 2.0, (0, 2): 5.0, (1, 2): 0.0}
+    assert (c.fresh[(0, 1)], c.fresh[(2, 0)], c.fresh[(1, 2)]) == (2.0, 5.0, 0.0)     # either order of a pair
+    with pytest.raises(KeyError):
+        c.fresh[(0, 3)]
     # no verdicts: nothing to widen, a repeat would be a second verdict on a prompt (size 1)
     assert c.deff[(0, 2)] == 1.0 and c.share[(0, 2)] == pytest.approx(float(marginal_share(1, 0.25)))
     assert c.deff[(1, 2)] == 1.0

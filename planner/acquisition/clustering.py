@@ -49,15 +49,17 @@ class Clustering:
         Default 0.15: inside the range measured on the eight real replay sets
         (0.04–0.54, bench/RESULTS.md "Is the model misspecified"), near their
         lower quartile, so an unmeasured study is not discounted too hard.
-    fresh : mapping {(i, j): float}
+    fresh : mapping {(i, j): float} or PairValues
         Picks of the pair (unordered, system indices) that open a new cluster (an
         unused prompt) before the later ones repeat one; missing: unlimited.
-    share : mapping {(i, j): float}
+    share : mapping {(i, j): float} or PairValues
         Information share of the pair's picks beyond ``fresh`` (``Δ`` of the cluster
         they join, or its expectation over a random draw); missing: 1.
-    deff : mapping {(i, j): float}
+    deff : mapping {(i, j): float} or PairValues
         Design effect of the verdicts the pair has (``>= 1``; missing: 1), for the
         stopping advice.
+
+    The three are held as :class:`PairValues` (arrays; a mapping given is converted).
     """
 
     icc: float = 0.15
@@ -69,43 +71,69 @@ class Clustering:
         if not (isinstance(self.icc, (int, float)) and 0.0 <= self.icc < 1.0):
             raise UsageError(f"`icc` ({self.icc!r}) must be a number in [0, 1)", parameters=("icc",))
         for name, lo, hi in (("fresh", 0.0, np.inf), ("share", 0.0, 1.0), ("deff", 1.0, np.inf)):
-            got = getattr(self, name)
-            vals = np.fromiter((float(v) for v in got.values()), dtype=float, count=len(got))
-            bad = ~((vals >= lo) & (vals <= hi))
+            table = _table(getattr(self, name))
+            bad = ~((table.values >= lo) & (table.values <= hi))
             if bad.any():
-                p, v = list(got.items())[int(np.argmax(bad))]
-                raise UsageError(f"clustering {name} of pair {p!r} ({v!r}) must be in [{lo:g}, {hi:g}]",
+                t = int(np.argmax(bad))
+                p, v = (int(table.i[t]), int(table.j[t])), table.values[t]
+                raise UsageError(f"clustering {name} of pair {p!r} ({v:g}) must be in [{lo:g}, {hi:g}]",
                                  parameters=("clusters",))
+            object.__setattr__(self, name, table)
 
     def shares(self, ci, cj) -> "Shares":
         """Per candidate ``(ci, cj)``: the fresh picks and the share beyond them."""
-        return Shares(_per_pair(self.fresh, ci, cj, np.inf), _per_pair(self.share, ci, cj, 1.0), np.zeros(ci.size))
+        return Shares(self.fresh.get(ci, cj, np.inf), self.share.get(ci, cj, 1.0), np.zeros(ci.size))
 
     def inflation(self, systems) -> np.ndarray:
         """(M, M) design effect of each pair's verdicts so far (1 where unknown)."""
         m = len(systems)
         i, j = np.triu_indices(m, 1)
         out = np.ones((m, m))
-        out[i, j] = out[j, i] = _per_pair(self.deff, i, j, 1.0)
+        out[i, j] = out[j, i] = self.deff.get(i, j, 1.0)
         return out
 
 
-def _per_pair(mapping, ci, cj, default: float) -> np.ndarray:
-    """``mapping[(i, j)]`` for each candidate (either order of a key; ``default`` when absent)."""
-    out = np.full(np.size(ci), default, dtype=float)
-    if not mapping or not np.size(ci):
+@dataclass(frozen=True, eq=False)
+class PairValues:
+    """One number per system pair, as arrays: ``values[t]`` belongs to pair ``(i[t], j[t])`` (either order)."""
+
+    i: np.ndarray
+    j: np.ndarray
+    values: np.ndarray
+
+    def __len__(self) -> int:
+        return int(self.values.size)
+
+    def __getitem__(self, pair) -> float:
+        got = self.get(np.array([int(pair[0])]), np.array([int(pair[1])]), np.nan)[0]
+        if np.isnan(got):
+            raise KeyError(pair)
+        return float(got)
+
+    def get(self, ci, cj, default: float) -> np.ndarray:
+        """The value of each pair ``(ci[t], cj[t])`` (``default`` where the table has none)."""
+        out = np.full(np.size(ci), default, dtype=float)
+        if not self.values.size or not np.size(ci):
+            return out
+        m = int(max(self.i.max(), self.j.max(), np.max(ci), np.max(cj))) + 1
+        code = np.minimum(self.i, self.j) * m + np.maximum(self.i, self.j)
+        order = np.argsort(code, kind="stable")
+        code = code[order]
+        want = np.minimum(ci, cj) * m + np.maximum(ci, cj)
+        pos = np.minimum(np.searchsorted(code, want), code.size - 1)
+        hit = code[pos] == want
+        out[hit] = self.values[order][pos[hit]]
         return out
+
+
+def _table(mapping) -> PairValues:
+    """A :class:`PairValues` of a ``{(i, j): value}`` mapping (or the table itself)."""
+    if isinstance(mapping, PairValues):
+        return mapping
     keys = np.array(list(mapping.keys()), dtype=np.int64).reshape(-1, 2)
-    vals = np.fromiter((float(v) for v in mapping.values()), dtype=float, count=len(mapping))
-    m = int(max(keys.max(), np.max(ci), np.max(cj))) + 1
-    code = np.minimum(keys[:, 0], keys[:, 1]) * m + np.maximum(keys[:, 0], keys[:, 1])
-    order = np.argsort(code, kind="stable")
-    code, vals = code[order], vals[order]
-    want = np.minimum(ci, cj) * m + np.maximum(ci, cj)
-    pos = np.minimum(np.searchsorted(code, want), code.size - 1)
-    hit = code[pos] == want
-    out[hit] = vals[pos[hit]]
-    return out
+    vals = np.fromiter((np.nan if v is None else float(v) for v in mapping.values()), dtype=float,
+                       count=len(mapping))
+    return PairValues(keys[:, 0].copy(), keys[:, 1].copy(), vals)
 
 
 class Shares:
@@ -140,12 +168,11 @@ def from_pair_usage(pair_i, pair_j, judgments, clusters, fresh, icc: float | Non
     least that): the design effect is ``1 + (c̄ − 1) ρ``, and a pick beyond the fresh prompts
     repeats a cluster of ``c̄`` verdicts (share ``Δ(c̄)``).
     """
-    base = Clustering() if icc is None else Clustering(icc=icc)
+    icc = Clustering().icc if icc is None else icc
     n = np.asarray(judgments, dtype=float)
     k = np.maximum(np.asarray(clusters, dtype=float), 1.0)
     size = np.where(n > 0, n / k, 0.0)
-    keys = list(zip(np.asarray(pair_i).tolist(), np.asarray(pair_j).tolist()))
-    deff = 1.0 + np.maximum(size - 1.0, 0.0) * base.icc
-    share = marginal_share(np.maximum(size, 1.0), base.icc)
-    return Clustering(icc=base.icc, fresh=dict(zip(keys, np.asarray(fresh, dtype=float).tolist())),
-                      share=dict(zip(keys, share.tolist())), deff=dict(zip(keys, deff.tolist())))
+    i, j = np.asarray(pair_i, dtype=np.int64), np.asarray(pair_j, dtype=np.int64)
+    return Clustering(icc=icc, fresh=PairValues(i, j, np.asarray(fresh, dtype=float)),
+                      share=PairValues(i, j, marginal_share(np.maximum(size, 1.0), icc)),
+                      deff=PairValues(i, j, 1.0 + np.maximum(size - 1.0, 0.0) * icc))

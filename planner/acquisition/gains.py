@@ -57,6 +57,7 @@ class _Ranking:
         slot = np.arange(self.sys_rows.size) - np.repeat(self.sys_ptr[:-1], deg)
         self.sys_pad[np.repeat(np.arange(mu.size), deg), slot] = self.sys_rows
         self._t = self._s2_at_t = None
+        self._look_arrays: dict = {}
 
     def _risk(self, s2, col=False):
         if col:
@@ -122,7 +123,7 @@ class _Ranking:
             self.s2_r[stale] = self.s2[stale]
         red = self.r[rows] - after
         g = np.bincount(bins, weights=red, minlength=len(look) * ci.size).reshape(len(look), ci.size)
-        g = g / np.array(look, dtype=float)[:, None]      # (bincount of nothing is an integer array)
+        g = g / self._looks(look)      # (bincount of nothing is an integer array)
         best = g[[t for t, n in enumerate(look) if n in lookahead]].max(axis=0)
         return (best, g[look.index(1)]) if one else best
 
@@ -148,7 +149,7 @@ class _Ranking:
         c_d -= np.take(cov, cj, axis=1)
         c_x = c_d + cov[:, -1:] * s          # Σ x
         v_x = c_x[ci, ar] - c_x[cj, ar] + s * c_x[-1]
-        n = np.array(look, dtype=float)[:, None]
+        n = self._looks(look)
         many_free = bool(n.max() > 1 and pick.free.any())
         f_x = n * info / (1.0 + n * info * v_x)                       # (L, C) along x
         if many_free:
@@ -178,6 +179,13 @@ class _Ranking:
             dc_b = np.where(pick.free[c_all], dc_d, dc_x)
             d_all[True] = dc_b * dc_b
         return r_all, c_all, d_all, fs
+
+    def _looks(self, look) -> np.ndarray:
+        """The look-ahead sizes as a float column (kept per tuple)."""
+        got = self._look_arrays.get(look)
+        if got is None:
+            got = self._look_arrays[look] = np.array(look, dtype=float)[:, None]
+        return got
 
     def _thresholds(self):
         """Per system, a lower bound of ``sparse_rel · s2`` over its pair rows (inf for a system in none):

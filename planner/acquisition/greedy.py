@@ -58,6 +58,21 @@ class _Info:
         """The next pick of candidates ``idx`` (all when None)."""
         return Pick.choose(self.fwd, self.bwd, self.orders, self.share, idx)
 
+    def one(self, t: int) -> tuple[float, float]:
+        """``(order, information)`` of candidate ``t``'s next pick, as Python floats (the rule of
+        :meth:`Orders.signs` for one candidate: no array operation per pick)."""
+        o = self.orders
+        f_ok, b_ok = o.cap_f[t] > 0, o.cap_b[t] > 0
+        if f_ok and b_ok:
+            fwd = bool(o.coin[t]) if o.shown_f[t] == o.shown_b[t] else bool(o.shown_f[t] < o.shown_b[t])
+        else:
+            fwd = bool(f_ok)
+        info = float(self.fwd[t] if fwd else self.bwd[t])
+        if self.share is not None:
+            sh = self.share
+            info *= 1.0 if sh.taken[t] < sh.fresh[t] else float(sh.share[t])
+        return (1.0 if fwd else -1.0), info
+
     def take(self, t: int, s: float) -> None:
         self.orders.take(t, s)
         if self.share is not None:
@@ -112,20 +127,20 @@ def _lazy_greedy_ranking(ctx: _Context, state: _State, ci, cj, info: _Info, k, c
         room = cap - taken[best] if taken[best] < cap else 1
         n = int(min(step, k - len(pairs), pcap[best] - taken[best], room))
         if step == 1:
-            pick = pinfo.now(np.array([best]))
-            _take(pairs, left, pi, pj, best, pick.s[0])
-            pinfo.take(best, pick.s[0])
-            rk.update(*state.apply(pi[best], pj[best], pick.s[0], pick.info[0]))
+            s, inf_now = pinfo.one(best)
+            _take(pairs, left, pi, pj, best, s)
+            pinfo.take(best, s)
+            rk.update(*state.apply(pi[best], pj[best], s, inf_now))
             gains.append(float(one[best]))  # fresh: re-scored at this pick
         else:
             # n judgments of one pair: per order one update with their summed information (the same
             # precision as n rank-one updates); the step's exact reduction is shared among them
             got = {1.0: 0.0, -1.0: 0.0}
             for _ in range(n):
-                pick = pinfo.now(np.array([best]))
-                got[float(pick.s[0])] += float(pick.info[0])
-                _take(pairs, left, pi, pj, best, pick.s[0])
-                pinfo.take(best, pick.s[0])
+                s, inf_now = pinfo.one(best)
+                got[s] += inf_now
+                _take(pairs, left, pi, pj, best, s)
+                pinfo.take(best, s)
             for sign, info_sum in got.items():
                 if info_sum > 0:
                     rk.update(*state.apply(pi[best], pj[best], sign, info_sum))

@@ -39,7 +39,7 @@ class SelectionOptions:
         Ranking: most greedy steps in one batch. A batch of ``k`` > ``greedy_steps`` picks takes
         ``ceil(k / greedy_steps)`` judgments of the chosen pair per step (orders alternating as
         usual; each of them credited an equal share of the step's exact reduction): at Arena
-        scale (batch 1,000) four per step, and the selection's cost stays below the fit's.
+        scale (batch 1,000) five per step, and the selection's cost stays below the fit's.
     arena_floor : float
         Arena weights floored at this fraction of the largest weight.
     batch_cap : float or None
@@ -72,7 +72,7 @@ class SelectionOptions:
     pool_min: int = 256
     lookahead: tuple[int, ...] = (1, 4, 16)
     lazy_chunk: int = 8
-    greedy_steps: int = 250
+    greedy_steps: int = 200
     arena_floor: float = 1e-3
     batch_cap: float | None = 0.1
     cap_min: int = 5
