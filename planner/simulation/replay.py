@@ -184,7 +184,7 @@ class ReplayWalk:
         self.pool = pool
         self.order = {o: rng.permutation(idx) for o, idx in sorted(pool.by_order().items())}
         self.used = {o: 0 for o in self.order}
-        self.drawn: dict = {}       # (i, j) -> {prompt: verdicts drawn}
+        self.drawn: dict = {}       # (i, j) -> verdicts drawn per prompt (array over the pool's prompt codes)
 
     def order_capacity(self) -> dict:
         """Judgments left per presentation order ``(left, right)``, for the orders that have any."""
@@ -213,9 +213,8 @@ class ReplayWalk:
             left = [self.order[o][self.used[o]:] for o in ((i, j), (j, i)) if o in self.order]
             rest = np.concatenate(left) if left else np.zeros(0, dtype=np.int64)
             if rest.size:
-                sizes = np.array([drawn.get(int(q), 0) for q in self.pool.prompt[rest]], dtype=float)
-                share[(i, j)] = float(np.mean(marginal_share(sizes, base.icc)))
-            deff[(i, j)] = design_effect(list(drawn.values()), base.icc)
+                share[(i, j)] = float(np.mean(marginal_share(drawn[self.pool.prompt[rest]], base.icc)))
+            deff[(i, j)] = design_effect(drawn[drawn > 0], base.icc)
         return Clustering(icc=base.icc, fresh={p: 0 for p in share}, share=share, deff=deff)
 
     def draw(self, pairs, left, systems) -> tuple[Counts | None, int]:
@@ -228,10 +227,11 @@ class ReplayWalk:
                 continue  # the order ran dry within this batch
             idx = self.order[o][self.used[o]]
             self.used[o] += 1
-            if self.pool.prompt is not None:
-                got = self.drawn.setdefault((min(o), max(o)), {})
-                q = int(self.pool.prompt[idx])
-                got[q] = got.get(q, 0) + 1
+            if self.pool.prompt is not None:       # verdicts drawn per prompt of the pair
+                got = self.drawn.get((min(o), max(o)))
+                if got is None:
+                    got = self.drawn[(min(o), max(o))] = np.zeros(int(self.pool.prompt.max()) + 1)
+                got[self.pool.prompt[idx]] += 1
             lefts.append(self.pool.left[idx])
             rights.append(self.pool.right[idx])
             outs.append(self.pool.outcome[idx])
