@@ -13,6 +13,7 @@ import typer
 
 from .app import app
 from .common import call, out, print_json, warn
+from .tables import print_table
 
 
 @app.command("decide")
@@ -116,7 +117,7 @@ def _render(r) -> None:
     if len(r.strata) > 1:
         t.add_row("pooled", "1.00", f"{p.wins}–{p.losses}–{p.ties}", rate(p), model(p),
                   "—" if p.p_posterior is None else f"{p.p_posterior:.3f}", "—", "")
-    con.print(t)
+    print_table(t, console=con)
     if len(r.strata) > 1:
         con.print("pooled: re-weighted to the stratum weights; shown, not gated (the gate is per stratum).",
                   markup=False, soft_wrap=True)

@@ -15,6 +15,7 @@ import typer
 
 from .app import app
 from .common import call, message, out, print_json, warn
+from .tables import print_table
 
 
 @app.command("report")
@@ -153,7 +154,7 @@ def _render_leaderboard(con, r) -> None:
             row.append("—" if x.pass_rate is None else
                        f"{_pct(x.pass_rate, 0)} [{_pct(x.pass_low, 0)}, {_pct(x.pass_high, 0)}]")
         tab.add_row(*row)
-    con.print(tab)
+    print_table(tab, key=(2,), console=con)
 
 
 def _render_pairs(con, r) -> None:
@@ -165,7 +166,7 @@ def _render_pairs(con, r) -> None:
     for p in r.pairs.rows:
         tab.add_row(p.system_a, p.system_b, f"{p.a_wins:,}", f"{p.b_wins:,}", f"{p.ties:,}", f"{p.invalid:,}",
                     _num(p.score), _num(p.p_a_better))
-    con.print(tab)
+    print_table(tab, key=(0, 1), console=con)
 
     if r.anchor_tests is not None:
         at = r.anchor_tests
@@ -175,7 +176,7 @@ def _render_pairs(con, r) -> None:
         for a in at.rows:
             tab.add_row(a.system, str(a.wins), str(a.losses), str(a.ties), str(a.invalid), _pct(a.win_rate),
                         f"[{_pct(a.ci_low)}, {_pct(a.ci_high)}]", _num(a.pvalue, ".3g"))
-        con.print(tab)
+        print_table(tab, console=con)
 
 
 def _render_diagnostics(con, r) -> None:
@@ -206,7 +207,7 @@ def _render_diagnostics(con, r) -> None:
         tab.add_row("optimiser", f"{d.iterations} Newton iterations, converged: {'yes' if d.converged else 'no'}")
     if r.posterior_artifact:
         tab.add_row("posterior", f"saved in the study as {r.posterior_artifact}")
-    con.print(tab)
+    print_table(tab, wrap=(1,), console=con)
 
 
 def _render_annotators(con, r) -> None:
@@ -220,7 +221,7 @@ def _render_annotators(con, r) -> None:
             tab.add_row(a.annotator, f"{a.n_judgments:,}", _pct(a.attention_rate, 0), _pct(a.swap_rate, 0),
                         _num(a.kappa, ".2f"), _pct(a.fast_share, 0), _pct(a.left_share, 0), str(a.longest_run),
                         ", ".join(a.flags) or "—")
-        con.print(tab)
+        print_table(tab, wrap=(8,), console=con)
 
     ag = r.annotators.agreement if r.annotators is not None else None
     if ag is not None and ag.method:
@@ -236,7 +237,7 @@ def _render_annotators(con, r) -> None:
         for x in rs.rows:
             tab.add_row(x.system, f"{x.wins:,}", ", ".join(f"{s.reason or 'none'} {_pct(s.share, 0)}" for s in x.win_reasons),
                         f"{x.losses:,}", ", ".join(f"{s.reason or 'none'} {_pct(s.share, 0)}" for s in x.loss_reasons))
-        con.print(tab)
+        print_table(tab, wrap=(2, 4), console=con)
 
 
 def _render_strata(con, r) -> None:
@@ -252,7 +253,7 @@ def _render_strata(con, r) -> None:
             tab.add_column(s, justify="right")
         for row in st.rows:
             tab.add_row(row.stratum, *(f"{1500 + ELO * v:.0f}" for v in row.mean))
-        con.print(tab)
+        print_table(tab, console=con)
     if len(st.rows) > 1:
         tab = Table(title=f"half-tie score per stratum (weights: {st.weights_source})")
         tab.add_column("stratum", no_wrap=True)
@@ -264,7 +265,7 @@ def _render_strata(con, r) -> None:
             tab.add_row(row.stratum, f"{row.weight:.3f}", f"{row.judgments:,}", *(_num(v) for v in row.scores))
         tab.add_row("re-weighted", "1.000", f"{sum(x.judgments for x in st.rows):,}",
                     *(_num(v) for v in st.weighted_scores))
-        con.print(tab)
+        print_table(tab, console=con)
 
 
 def _render_style(sc) -> None:
@@ -282,14 +283,14 @@ def _render_style(sc) -> None:
             tab.add_row(r.system, str(r.raw_rank), f"{r.raw_mean:+.3f} [{r.raw_lo:+.3f}, {r.raw_hi:+.3f}]",
                         str(r.rank), f"{r.mean:+.3f} [{r.lo:+.3f}, {r.hi:+.3f}]",
                         str(r.rank_low) if r.rank_low == r.rank_high else f"{r.rank_low}–{r.rank_high}")
-        con.print(tab)
+        print_table(tab, console=con)
         tab = Table(title="style coefficients (logit per rms unit of the normalised difference a − b)")
         for h in ("feature", "rms unit", "coef [95% CrI]", "odds ratio [95% CrI]"):
             tab.add_column(h, justify="left" if h == "feature" else "right", no_wrap=True)
         for c in sc.coefficients:
             tab.add_row(c.feature, f"{c.scale:.3f}", f"{c.mean:+.3f} [{c.lo:+.3f}, {c.hi:+.3f}]",
                         f"{c.odds_ratio:.2f} [{c.odds_lo:.2f}, {c.odds_hi:.2f}]")
-        con.print(tab)
+        print_table(tab, console=con)
         con.print(sc.sentence, markup=False, soft_wrap=True)
     for r in sc.lc:
         con.print(lc_sentence(sc.lc_anchor, r), markup=False, soft_wrap=True)

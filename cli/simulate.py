@@ -9,6 +9,7 @@ import typer
 
 from .app import app
 from .common import call, err, message, out, print_json
+from .tables import print_table
 
 DEFAULT_STRATEGIES = "active,round-robin,random,swiss,arena,entropy,oracle"
 
@@ -168,7 +169,7 @@ def _render(result) -> None:
                       _ratio(s.ratio_to_best, s.best_band),
                       f"{last(metric):.3f}", "—" if s.budget_mean is None else f"{s.budget_mean:.3f}",
                       *(f"{last(e):.3f}" for e in extra), f"{last('width'):.0f}")
-    out().print(table)
+    print_table(table)
     if result.pairs:
         _render_pairs(result.pairs)
     for note in result.notes:
@@ -216,4 +217,4 @@ def _render_pairs(pairs, limit: int = 45) -> None:
         table.add_column(col, justify="left" if col in ("above", "below") else "right")
     for p in shown:
         table.add_row(p["a"], p["b"], f"{p['gap_elo']:.0f}", f"{p['p_order']:.3f}", "yes" if p["credible"] else "no")
-    out().print(table)
+    print_table(table)
