@@ -19,14 +19,30 @@ import typer
 
 from planner.errors import PlannerError
 
+from .app import closed_pipe
+
 T = TypeVar("T")
+
+
+def console_class():
+    """rich's Console, except that a closed pipe exits with :data:`cli.app.EXIT_BROKEN_PIPE`.
+
+    rich catches the ``BrokenPipeError`` of its own writes and exits 1, which planner's
+    exit codes reserve for data that failed validation.
+    """
+    from rich.console import Console
+
+    class _Console(Console):
+        def on_broken_pipe(self) -> None:
+            self.quiet = True
+            closed_pipe()
+
+    return _Console
 
 
 @lru_cache(maxsize=None)
 def _console(stderr: bool):
-    from rich.console import Console
-
-    return Console(stderr=stderr, highlight=False, soft_wrap=False)
+    return console_class()(stderr=stderr, highlight=False, soft_wrap=False)
 
 
 def out():

@@ -26,7 +26,7 @@ import os
 import sys
 from dataclasses import dataclass, replace
 
-from .common import out
+from .common import console_class, out
 
 #: the width given to the measuring console: wider than any table planner prints
 MEASURE_WIDTH = 1_000_000
@@ -144,9 +144,7 @@ def _fit(console, style, cols: list[_Col], width: int | None, whole_headers: boo
 def _print(console, renderable, width: int | None, natural: int) -> None:
     if width is None and natural > console.width:
         # a pipe or a file: the table at its natural width, wider than the console's default
-        from rich.console import Console
-
-        Console(file=console.file, width=natural, highlight=False, soft_wrap=False,
+        console_class()(file=console.file, width=natural, highlight=False, soft_wrap=False,
                 force_terminal=console.is_terminal, no_color=console.no_color,
                 color_system=console.color_system).print(renderable)
         return
