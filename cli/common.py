@@ -122,12 +122,3 @@ def print_json(obj: Any) -> None:
 
     sys.stdout.write(json.dumps(jsonable(obj), indent=2, ensure_ascii=False) + "\n")
     sys.stdout.flush()
-
-
-def progress(total: int | None, description: str, *, disable: bool = False):
-    """A rich progress bar on stderr. Use as a context manager; returns (progress, task_id)."""
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, MofNCompleteColumn
-
-    p = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                 TimeElapsedColumn(), console=err(), transient=True, disable=disable)
-    return p

@@ -60,9 +60,12 @@ def decide(
     """
     from planner.workflows.decide import decide as run
 
-    result = call(run, study, candidate, baseline, margin=margin, mode=mode, confidence_level=confidence,
-                  min_pass_rate=min_pass_rate, engine=engine, look=look, looks=looks, boundary=boundary,
-                  seed=seed, style_control=style_control, _flags={"confidence_level": "--confidence"})
+    from .progress import heartbeat
+
+    with heartbeat("fitting with NUTS" if engine == "nuts" else "decide"):
+        result = call(run, study, candidate, baseline, margin=margin, mode=mode, confidence_level=confidence,
+                      min_pass_rate=min_pass_rate, engine=engine, look=look, looks=looks, boundary=boundary,
+                      seed=seed, style_control=style_control, _flags={"confidence_level": "--confidence"})
     if json_:
         print_json(result)
     else:

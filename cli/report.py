@@ -73,12 +73,15 @@ def report_cmd(
     for name in ("strengths.png", "strengths.svg", "win_rates.png", "win_rates.svg") if plot is not None else ():
         call(check_output_file, "--plot", plot / name, create_parents=True)
     call(check_output_file, "--markdown", markdown, create_parents=True)
+    from .progress import heartbeat
+
     if engine == "nuts":
         message(f"fitting with NUTS ({chains} chains, {tune} tuning + {draws} draws each) ...")
-    res = call(rp.build_report, study, engine=engine, by_stratum=by_stratum, seed=seed, draws=draws,
-               tune=tune, chains=chains, progressbar=engine == "nuts" and sys.stderr.isatty(),
-               min_pass_rate=min_pass_rate, save_posterior=True if save_posterior else None,
-               style_control=style_control, lc_anchor=lc_anchor)
+    with heartbeat("fitting with NUTS" if engine == "nuts" else "report"):
+        res = call(rp.build_report, study, engine=engine, by_stratum=by_stratum, seed=seed, draws=draws,
+                   tune=tune, chains=chains, progressbar=engine == "nuts" and sys.stderr.isatty(),
+                   min_pass_rate=min_pass_rate, save_posterior=True if save_posterior else None,
+                   style_control=style_control, lc_anchor=lc_anchor)
     if plot is not None:
         from planner.formats.plots import write_plots
 

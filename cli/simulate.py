@@ -104,22 +104,21 @@ def simulate_cmd(
 
 
 def _run(sim, spec, *, target, workers, out_file, resume):
-    """Run the simulation behind a progress bar; Ctrl-C says what was kept and exits 130."""
-    from .common import progress as make_progress
+    """Run the simulation with progress on stderr; Ctrl-C says what was kept and exits 130."""
+    from .progress import Progress
 
-    with make_progress(len(spec.strategies) * spec.reps, "simulating") as bar:
-        task = bar.add_task("simulating", total=len(spec.strategies) * spec.reps)
-        try:
+    total = len(spec.strategies) * spec.reps
+    try:
+        with Progress("simulating", total=total, unit="runs") as bar:
             return call(sim.simulate, spec, target=target, workers=workers, out=out_file, resume=resume,
-                        progress=lambda done, total: bar.update(task, completed=done))
-        except KeyboardInterrupt:
-            bar.stop()
-            if out_file is None:
-                err().print("interrupted: nothing kept (pass --out FILE to keep finished runs)", markup=False)
-            else:
-                err().print(f"interrupted: the finished runs are in {out_file}; continue with the same options "
-                            "and --resume", markup=False)
-            raise typer.Exit(130) from None
+                        progress=lambda done, total: bar.update(done, total))
+    except KeyboardInterrupt:
+        if out_file is None:
+            err().print("interrupted: nothing kept (pass --out FILE to keep finished runs)", markup=False)
+        else:
+            err().print(f"interrupted: the finished runs are in {out_file}; continue with the same options "
+                        "and --resume", markup=False)
+        raise typer.Exit(130) from None
 
 
 ANCHOR_NAMES_SHOWN = 20  # an unknown --anchor lists at most this many allowed names (up to 200 systems)

@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from .app import app
-from .common import call, message, out, print_json, progress
+from .common import call, message, out, print_json
 from .tables import print_table
 
 
@@ -87,13 +87,12 @@ def ingest_cmd(
 
     from planner.store.study import ingest
 
-    bar = progress(None, "ingest")
-    tasks: dict[int, object] = {}
+    from .progress import Progress
+
+    bar = Progress("ingest", unit="rows")
 
     def tick(k: int, done: int, total: int) -> None:
-        if k not in tasks:
-            tasks[k] = bar.add_task(files[k].name, total=total or None)
-        bar.update(tasks[k], completed=done)
+        bar.update(done, total or None, detail=files[k].name)
 
     amap = call(_parse_map, annotator_map)
     opts = {} if tie_band is None else {"tie_band": tie_band}
