@@ -12,7 +12,8 @@ from .common import call, message, out, print_json
 from .tables import print_table
 
 
-def run_hybrid(study: Path, surrogate: str, target: str, json_: bool, ties: str = "half") -> None:
+def run_hybrid(study: Path, surrogate: str, target: str, json_: bool, ties: str = "half"):
+    """Fit, print (tables or JSON) and return the hybrid result (``report --html`` adds it to the page)."""
     from planner.workflows.hybrid_report import hybrid_report
 
     res = call(hybrid_report, study, surrogate=surrogate, target=target, ties=ties)
@@ -20,8 +21,9 @@ def run_hybrid(study: Path, surrogate: str, target: str, json_: bool, ties: str 
         message(f"note: {n}")
     if json_:
         print_json(res)
-        return
-    _render(res)
+    else:
+        _render(res)
+    return res
 
 
 def _render(r) -> None:

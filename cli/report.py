@@ -36,6 +36,10 @@ def report_cmd(
     plot: Annotated[Optional[Path], typer.Option(
         help="Directory for strengths.{png,svg} (forest plot) and win_rates.{png,svg} (heatmap).")] = None,
     markdown: Annotated[Optional[Path], typer.Option(help="Write the report as a Markdown document.")] = None,
+    html: Annotated[Optional[Path], typer.Option(
+        help="Write the report as one self-contained HTML page to share (CSS, JavaScript and SVG inline, nothing "
+             "fetched): leaderboard with interval bars, win-rate heatmap, diagnostics, raw vs style-controlled "
+             "ranking (with --style-control), the hybrid fit (with --surrogate).")] = None,
     json_: Annotated[bool, typer.Option("--json", help="Print the report as one JSON document.")] = False,
     target: Annotated[str, typer.Option(help="With --surrogate: whose preference to estimate (humans = every "
                                              "annotator other than the surrogate).")] = "humans",
@@ -59,13 +63,12 @@ def report_cmd(
     acceptability and model diagnostics. Flags and warnings go to stderr. With --surrogate JUDGE: the
     prediction-powered human ranking instead (few human verdicts + many judge verdicts; docs/guide.md).
 
-    Example: planner report my-study --plot figures --markdown report.md
+    Example: planner report my-study --plot figures --markdown report.md --html report.html
     """
-    if surrogate is not None:
-        from .hybrid import run_hybrid
-        return run_hybrid(study, surrogate, target, json_, ties)
     from planner.workflows import report as rp
     from planner.limits import check_output_dir, check_output_file, check_report_options
+
+    from .progress import heartbeat
 
     # every output and option is checked before the fit (which caches its result in the study)
     call(check_report_options, seed=seed, draws=draws, tune=tune, chains=chains)
@@ -73,7 +76,14 @@ def report_cmd(
     for name in ("strengths.png", "strengths.svg", "win_rates.png", "win_rates.svg") if plot is not None else ():
         call(check_output_file, "--plot", plot / name, create_parents=True)
     call(check_output_file, "--markdown", markdown, create_parents=True)
-    from .progress import heartbeat
+    call(check_output_file, "--html", html, create_parents=True)
+    hybrid = None
+    if surrogate is not None:
+        from .hybrid import run_hybrid
+
+        hybrid = run_hybrid(study, surrogate, target, json_, ties)
+        if html is None:
+            return
 
     if engine == "nuts":
         message(f"fitting with NUTS ({chains} chains, {tune} tuning + {draws} draws each) ...")
@@ -82,16 +92,9 @@ def report_cmd(
                    tune=tune, chains=chains, progressbar=engine == "nuts" and sys.stderr.isatty(),
                    min_pass_rate=min_pass_rate, save_posterior=True if save_posterior else None,
                    style_control=style_control, lc_anchor=lc_anchor)
-    if plot is not None:
-        from planner.formats.plots import write_plots
-
-        paths = call(write_plots, res, plot)
-        message("wrote " + ", ".join(paths))
-    if markdown is not None:
-        from planner.formats.markdown import write_markdown
-
-        call(write_markdown, res, markdown)
-        message(f"wrote {markdown}")
+    _write_files(res, plot, markdown, html, hybrid)
+    if hybrid is not None:  # the surrogate's tables are printed; the report itself went to --html
+        return
     for f in res.flags:
         warn(f)
     for n in res.notes:
@@ -107,6 +110,25 @@ def report_cmd(
 
         for j in res.judges:
             out().print(judge_totals_sentence(j), markup=False, soft_wrap=True)
+
+
+def _write_files(res, plot, markdown, html, hybrid) -> None:
+    """The report's files: plots, Markdown, the HTML page (with the hybrid fit when there is one)."""
+    if plot is not None:
+        from planner.formats.plots import write_plots
+
+        paths = call(write_plots, res, plot)
+        message("wrote " + ", ".join(paths))
+    if markdown is not None:
+        from planner.formats.markdown import write_markdown
+
+        call(write_markdown, res, markdown)
+        message(f"wrote {markdown}")
+    if html is not None:
+        from planner.formats.html import write_html
+
+        call(write_html, res, html, hybrid)
+        message(f"wrote {html}")
 
 
 def _pct(x, digits: int = 1) -> str:
