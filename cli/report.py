@@ -214,14 +214,16 @@ def _render_diagnostics(con, r) -> None:
     tr = r.ties.overall
     tab.add_row("tie rate", f"{_pct(tr.rate)} of {tr.usable:,} [{_pct(tr.ci_low)}, {_pct(tr.ci_high)}]; "
                             f"ν = {m.nu.mean:.3f} [{m.nu.lo:.3f}, {m.nu.hi:.3f}]")
-    tab.add_row("position", f"left wins {_pct(p.left_win_rate)} of {p.n_decisive:,} decisive "
-                            f"(right {_pct(None if p.left_win_rate is None else 1 - p.left_win_rate)}); "
+    tab.add_row("position", f"left wins {_pct(p.left_win_rate)} [{_pct(p.ci_low)}, {_pct(p.ci_high)}] of "
+                            f"{p.n_decisive:,} decisive (right {_pct(None if p.left_win_rate is None else 1 - p.left_win_rate)}"
+                            f"; p = {_num(p.pvalue, '.3g')}); "
                             f"γ = {m.gamma.mean:.3f} [{m.gamma.lo:.3f}, {m.gamma.hi:.3f}]"
                             + (" FLAG" if p.flagged else ""))
     if r.length is not None:
         lb = r.length
         tab.add_row("length", f"longer wins {_pct(lb.share)} of {lb.n:,} decisive "
-                              f"[{_pct(lb.ci_low)}, {_pct(lb.ci_high)}]" + (" FLAG" if lb.flagged else ""))
+                              f"[{_pct(lb.ci_low)}, {_pct(lb.ci_high)}]; p = {_num(lb.pvalue, '.3g')}"
+                              + (" FLAG" if lb.flagged else ""))
     tab.add_row("circular triads", f"d = {c.d:g} of {c.d_max:g}; ζ = {_num(c.zeta)}")
     tab.add_row("no reason", f"{_pct(r.reasons.share_without_reason)} of {r.reasons.n_decisive:,} decisive")
     d = m.diagnostics
@@ -284,12 +286,18 @@ def _render_strata(con, r) -> None:
         tab.add_column("stratum", no_wrap=True)
         tab.add_column("weight", justify="right")
         tab.add_column("n", justify="right")
+        tab.add_column("tie rate [95% CI]", justify="right")
         for s in st.systems:
             tab.add_column(s, justify="right")
+        ties = {t.stratum: t for t in r.ties.per_stratum}
         for row in st.rows:
-            tab.add_row(row.stratum, f"{row.weight:.3f}", f"{row.judgments:,}", *(_num(v) for v in row.scores))
+            t = ties.get(row.stratum)
+            tab.add_row(row.stratum, f"{row.weight:.3f}", f"{row.judgments:,}",
+                        "—" if t is None else f"{_pct(t.rate)} [{_pct(t.ci_low)}, {_pct(t.ci_high)}]",
+                        *(_num(v) for v in row.scores))
+        o = r.ties.overall
         tab.add_row("re-weighted", "1.000", f"{sum(x.judgments for x in st.rows):,}",
-                    *(_num(v) for v in st.weighted_scores))
+                    f"{_pct(o.rate)} [{_pct(o.ci_low)}, {_pct(o.ci_high)}]", *(_num(v) for v in st.weighted_scores))
         print_table(tab, console=con)
 
 
@@ -302,12 +310,14 @@ def _render_style(sc) -> None:
     con = out()
     if sc.rows:
         tab = Table(title=f"style control: raw vs controlled ranking ({sc.n_used:,} judgments)")
-        for h in ("system", "raw rank", "raw β [95% CrI]", "ctrl rank", "ctrl β [95% CrI]", "ctrl rank 95%"):
+        for h in ("system", "raw rank", "raw β [95% CrI]", "ctrl rank", "ctrl β [95% CrI]", "ctrl rank 95%",
+                  "ctrl P(best)"):
             tab.add_column(h, justify="left" if h == "system" else "right", no_wrap=True)
         for r in sc.rows:
             tab.add_row(r.system, str(r.raw_rank), f"{r.raw_mean:+.3f} [{r.raw_lo:+.3f}, {r.raw_hi:+.3f}]",
                         str(r.rank), f"{r.mean:+.3f} [{r.lo:+.3f}, {r.hi:+.3f}]",
-                        str(r.rank_low) if r.rank_low == r.rank_high else f"{r.rank_low}–{r.rank_high}")
+                        str(r.rank_low) if r.rank_low == r.rank_high else f"{r.rank_low}–{r.rank_high}",
+                        _num(r.p_best))
         print_table(tab, console=con)
         tab = Table(title="style coefficients (logit per rms unit of the normalised difference a − b)")
         for h in ("feature", "rms unit", "coef [95% CrI]", "odds ratio [95% CrI]"):

@@ -141,9 +141,10 @@ def _fit(console, style, cols: list[_Col], width: int | None, whole_headers: boo
     return widths
 
 
-def _print(console, renderable, width: int | None, natural: int) -> None:
-    if width is None and natural > console.width:
-        # a pipe or a file: the table at its natural width, wider than the console's default
+def _print(console, renderable, natural: int) -> None:
+    if natural > console.width:
+        # a pipe or a file (the table at its natural width), or $COLUMNS wider than the width the
+        # console took when it was made: rich would squeeze the table into the console's width
         console_class()(file=console.file, width=natural, highlight=False, soft_wrap=False,
                 force_terminal=console.is_terminal, no_color=console.no_color,
                 color_system=console.color_system).print(renderable)
@@ -176,7 +177,7 @@ def print_table(table, *, key: tuple[int, ...] = (0,), wrap: tuple[int, ...] = (
     for style, whole in ((table, True), (_compact(table), True), (table, False), (_compact(table), False)):
         widths = _fit(con, style, cols, width, whole)
         if widths is not None:
-            _print(con, _build(style, cols, widths), width, _table_width(con, style, cols, widths))
+            _print(con, _build(style, cols, widths), _table_width(con, style, cols, widths))
             return
     parts = _split(con, _compact(table), cols, key, width)
     if parts is None:
@@ -188,7 +189,7 @@ def print_table(table, *, key: tuple[int, ...] = (0,), wrap: tuple[int, ...] = (
         widths = _fit(con, _compact(table), sub, width)
         what = f"{title} ({n}/{len(parts)})" if title else f"({n}/{len(parts)})"
         t = _build(_compact(table), sub, widths, title=what)
-        _print(con, t, width, _table_width(con, _compact(table), sub, widths))
+        _print(con, t, _table_width(con, _compact(table), sub, widths))
 
 
 def _split(con, style, cols: list[_Col], key: tuple[int, ...], width: int) -> list[list[int]] | None:
