@@ -44,40 +44,14 @@ WIDTHS = (80, 60)
 
 
 # ---- formats: the renderers' formats, written out here ----------------------------------------
-def f3(v):
-    return f"{v:.3f}"
+def fmt(spec: str, scale: float = 1.0, suffix: str = ""):
+    """A cell format: ``format(scale * value, spec) + suffix``."""
+    return lambda v: format(v if scale == 1 else scale * v, spec) + suffix
 
 
-def f2(v):
-    return f"{v:.2f}"
-
-
-def f0(v):
-    return f"{v:.0f}"
-
-
-def g3(v):
-    return f"{v:.3g}"
-
-
-def pct1(v):
-    return f"{100 * v:.1f}%"
-
-
-def pct0(v):
-    return f"{100 * v:.0f}%"
-
-
-def comma(v):
-    return f"{v:,}"
-
-
-def text(v):
-    return str(v)
-
-
-def sign3(v):
-    return f"{v:+.3f}"
+f3, f2, f0, g3, comma, sign3 = fmt(".3f"), fmt(".2f"), fmt(".0f"), fmt(".3g"), fmt(","), fmt("+.3f")
+pct1, pct0 = fmt(".1f", 100, "%"), fmt(".0f", 100, "%")
+text = str
 
 
 def rank(lo: str, hi: str):
@@ -402,35 +376,23 @@ def study(tmp_path_factory, request) -> Path:
 FLOORS = {"report": 500, "style": 600, "status": 250, "decide": 120, "ingest": 10}
 
 
-@pytest.mark.parametrize("width", WIDTHS)
-def test_report_shows_every_value(study, width):
-    doc, human = run(["report", str(study)], width)
-    assert check(REPORT, doc, human) >= FLOORS["report"]
+COMMANDS = {   # name: (arguments after the study, spec)
+    "report": ((), REPORT),
+    "style": (("--style-control",), STYLE),
+    "status": ((), STATUS),
+    "decide": (("--candidate", "guanaco-7b", "--baseline", "gpt-3.5-turbo"), DECIDE),
+    "ingest": ((str(Path(__file__).parent / "data" / "qlora" / "judgments" / "qlora_vicuna80_human.jsonl"),
+                "--dry-run"), INGEST),
+}
 
 
 @pytest.mark.parametrize("width", WIDTHS)
-def test_report_style_control_shows_every_value(study, width):
-    doc, human = run(["report", str(study), "--style-control"], width)
-    assert check(STYLE, doc, human) >= FLOORS["style"]
-
-
-@pytest.mark.parametrize("width", WIDTHS)
-def test_status_shows_every_value(study, width):
-    doc, human = run(["status", str(study)], width)
-    assert check(STATUS, doc, human) >= FLOORS["status"]
-
-
-@pytest.mark.parametrize("width", WIDTHS)
-def test_decide_shows_every_value(study, width):
-    doc, human = run(["decide", str(study), "--candidate", "guanaco-7b", "--baseline", "gpt-3.5-turbo"], width)
-    assert check(DECIDE, doc, human) >= FLOORS["decide"]
-
-
-@pytest.mark.parametrize("width", WIDTHS)
-def test_ingest_shows_every_value(study, width):
-    data = Path(__file__).parent / "data" / "qlora" / "judgments" / "qlora_vicuna80_human.jsonl"
-    doc, human = run(["ingest", str(study), str(data), "--dry-run"], width)
-    assert check(INGEST, doc, human) >= FLOORS["ingest"]
+@pytest.mark.parametrize("name", list(COMMANDS))
+def test_every_json_value_is_in_the_text(study, name, width):
+    args, spec = COMMANDS[name]
+    command = "report" if name == "style" else name
+    doc, human = run([command, str(study), *args], width)
+    assert check(spec, doc, human) >= FLOORS[name]
 
 
 def test_the_check_fails_on_a_cut_value(study):
