@@ -56,12 +56,12 @@ def err():
 
 
 def message(text: str) -> None:
-    """A plain message on stderr (no markup interpretation)."""
-    err().print(text, markup=False)
+    """A plain message on stderr (no markup interpretation), one line: the terminal wraps it."""
+    err().print(text, markup=False, soft_wrap=True)
 
 
 def warn(text: str) -> None:
-    err().print(f"warning: {text}", markup=False, style="yellow")
+    err().print(f"warning: {text}", markup=False, style="yellow", soft_wrap=True)
 
 
 #: the longest line an error prints; library messages quote values to ~80 characters
