@@ -179,7 +179,7 @@ def print_table(table, *, key: tuple[int, ...] = (0,), wrap: tuple[int, ...] = (
         if widths is not None:
             _print(con, _build(style, cols, widths), _table_width(con, style, cols, widths))
             return
-    parts = _split(con, _compact(table), cols, key, width)
+    parts = _balanced(con, _compact(table), cols, key, width)
     if parts is None:
         _records(con, table, cols, key)
         return
@@ -213,3 +213,24 @@ def _split(con, style, cols: list[_Col], key: tuple[int, ...], width: int) -> li
     if current or not parts:
         parts.append([*key, *current])
     return parts
+
+
+#: tables with more columns than this are split greedily only (balancing measures the table ~8 times)
+BALANCE_MAX_COLUMNS = 30
+
+
+def _balanced(con, style, cols: list[_Col], key: tuple[int, ...], width: int) -> list[list[int]] | None:
+    """:func:`_split` at the narrowest width that needs no more parts: parts of similar widths."""
+    parts = _split(con, style, cols, key, width)
+    if parts is None or len(parts) < 2 or len(cols) > BALANCE_MAX_COLUMNS:
+        return parts
+    lo, hi = 1, width
+    while lo < hi:      # the fewest parts is monotone in the width: bisect for the narrowest
+        mid = (lo + hi) // 2
+        trial = _split(con, style, cols, key, mid)
+        if trial is not None and len(trial) <= len(parts):
+            hi = mid
+        else:
+            lo = mid + 1
+    return _split(con, style, cols, key, lo)
+
