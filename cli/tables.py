@@ -145,9 +145,10 @@ def _print(console, renderable, natural: int) -> None:
     if natural > console.width:
         # a pipe or a file (the table at its natural width), or $COLUMNS wider than the width the
         # console took when it was made: rich would squeeze the table into the console's width
-        console_class()(file=console.file, width=natural, highlight=False, soft_wrap=False,
-                force_terminal=console.is_terminal, no_color=console.no_color,
-                color_system=console.color_system).print(renderable)
+        wide = console_class()(file=console.file, width=natural, highlight=False, soft_wrap=False,
+                               force_terminal=console.is_terminal, no_color=console.no_color,
+                               color_system=console.color_system)
+        wide.print(renderable)
         return
     console.print(renderable)
 
