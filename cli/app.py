@@ -21,6 +21,24 @@ MESSAGE_LIMIT = 300  # a usage error quoting a 1 MB value is cut to this many ch
 EXIT_BROKEN_PIPE = 141
 
 
+def output_closed() -> bool:
+    """Whether stdout or stderr is a pipe whose reader went away (poll reports an error on it)."""
+    import select
+
+    if not hasattr(select, "poll"):  # no poll (Windows): trust the EPIPE
+        return True
+    poller = select.poll()
+    fds = []
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            fds.append(stream.fileno())
+        except (OSError, ValueError, AttributeError):  # a stream without a file (a test runner)
+            continue
+    for fd in fds:
+        poller.register(fd, select.POLLOUT)
+    return any(mask & (select.POLLERR | select.POLLHUP) for _, mask in poller.poll(0))
+
+
 def closed_pipe() -> None:
     """Exit quietly with :data:`EXIT_BROKEN_PIPE` after a write to a closed pipe.
 
@@ -49,11 +67,12 @@ class _OneLineErrors(TyperGroup):
     """
 
     def invoke(self, ctx):
-        # click turns a broken pipe into exit 1 ("data failed validation" here): catch it first
+        # click turns a broken pipe into exit 1 ("data failed validation" here): catch it first,
+        # but only when it is our output that closed (a judge's socket can fail with EPIPE too)
         try:
             return super().invoke(ctx)
         except OSError as exc:
-            if exc.errno != errno.EPIPE:
+            if exc.errno != errno.EPIPE or not output_closed():
                 raise
             closed_pipe()
 

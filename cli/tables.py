@@ -28,6 +28,8 @@ from dataclasses import dataclass, replace
 
 from .common import console_class, out
 
+#: the width of a terminal that does not say how wide it is (rich's default)
+UNKNOWN_TERMINAL_WIDTH = 80
 #: the width given to the measuring console: wider than any table planner prints
 MEASURE_WIDTH = 1_000_000
 
@@ -39,9 +41,10 @@ def available_width() -> int | None:
         return int(cols)
     try:
         if sys.stdout.isatty():
-            return os.get_terminal_size(sys.stdout.fileno()).columns
+            # a terminal that reports no size (0 columns: some ptys, serial consoles) gets rich's 80
+            return os.get_terminal_size(sys.stdout.fileno()).columns or UNKNOWN_TERMINAL_WIDTH
     except (OSError, ValueError, AttributeError):
-        pass
+        return UNKNOWN_TERMINAL_WIDTH
     return None
 
 

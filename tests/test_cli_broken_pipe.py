@@ -60,3 +60,22 @@ def test_exit_code_documented():
     assert "141" in readme and "closed pipe" in readme
     r = subprocess.run([sys.executable, "-m", "cli", "--help"], cwd=ROOT, capture_output=True, text=True)
     assert "141" in r.stdout
+
+
+def test_only_our_own_closed_output_counts():
+    """EPIPE from elsewhere (a judge endpoint's socket) is not a closed pipe: stdout must be the one."""
+    probe = "import sys; from cli.app import output_closed; sys.exit(3 if output_closed() else 4)"
+    read, write = os.pipe()
+    try:
+        healthy = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, stdout=write, timeout=60)
+    finally:
+        os.close(write)
+        os.close(read)
+    assert healthy.returncode == 4
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        closed = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, stdout=write, timeout=60)
+    finally:
+        os.close(write)
+    assert closed.returncode == 3
