@@ -140,12 +140,12 @@ class Progress:
         self.console.print(line, markup=False, highlight=False, soft_wrap=True)
 
 
-def heartbeat(description: str) -> Progress:
-    """Lines with the elapsed time off a terminal while a step with no count runs (a NUTS fit).
+def heartbeat(description: str, unit: str = "") -> Progress:
+    """Lines off a terminal while a step runs: its count when it reports one (NUTS draws), else the time.
 
     On a terminal it prints nothing: the step shows its own bar there (pymc's) or is quick.
     """
-    return Progress(description, terminal=False, disable=err().is_terminal)
+    return Progress(description, unit=unit, terminal=False, disable=err().is_terminal)
 
 
 def due(every: float | None = None):

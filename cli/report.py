@@ -87,9 +87,11 @@ def report_cmd(
 
     if engine == "nuts":
         message(f"fitting with NUTS ({chains} chains, {tune} tuning + {draws} draws each) ...")
-    with heartbeat("fitting with NUTS" if engine == "nuts" else "report"):
+    with heartbeat("fitting with NUTS" if engine == "nuts" else "report", "draws") as beat:
+        # NUTS: pymc's bar on a terminal, else a count of draws in the progress lines
+        bar = (sys.stderr.isatty() or beat.update) if engine == "nuts" else False
         res = call(rp.build_report, study, engine=engine, by_stratum=by_stratum, seed=seed, draws=draws,
-                   tune=tune, chains=chains, progressbar=engine == "nuts" and sys.stderr.isatty(),
+                   tune=tune, chains=chains, progressbar=bar,
                    min_pass_rate=min_pass_rate, save_posterior=True if save_posterior else None,
                    style_control=style_control, lc_anchor=lc_anchor)
     _write_files(res, plot, markdown, html, hybrid)

@@ -8,6 +8,7 @@ line when a step runs longer than the interval with no count (a NUTS fit), and a
 from __future__ import annotations
 
 import io
+import json
 import os
 import re
 import subprocess
@@ -110,3 +111,26 @@ def test_a_slow_fit_in_report_prints_heartbeats(study, monkeypatch):
     assert r.exit_code == 0, r.output
     assert len(re.findall(r"^report: 0:00:0\d elapsed", r.stderr, re.M)) >= 2, r.stderr
     assert "report:" not in r.stdout
+
+
+def test_the_nuts_callback_counts_every_draw():
+    from planner.model.nuts import PROGRESS_EVERY, _counter
+
+    calls = []
+    cb = _counter(lambda done, total: calls.append((done, total)), 2 * (30 + 45))
+    for _ in range(150):
+        cb(trace=None, draw=None)
+    assert calls == [(k, 150) for k in range(PROGRESS_EVERY, 151, PROGRESS_EVERY)]
+
+
+@pytest.mark.slow
+def test_a_nuts_report_in_a_pipe_counts_draws(study):
+    """The real NUTS fit (pymc) off a terminal: lines with the draws of both chains, tuning included."""
+    env = dict(os.environ, PLANNER_PROGRESS_SECONDS="0")
+    r = subprocess.run([sys.executable, "-m", "cli", "report", str(study), "--engine", "nuts", "--draws", "200",
+                        "--tune", "200", "--chains", "2", "--json"], cwd=ROOT, env=env, capture_output=True,
+                       text=True, timeout=900)
+    assert r.returncode == 0, r.stderr
+    counts = re.findall(r"^fitting with NUTS: ([\d,]+)/800 draws", r.stderr, re.M)
+    assert counts and counts[-1] == "800", r.stderr
+    assert json.loads(r.stdout)["model"]["engine"] == "nuts"
