@@ -89,7 +89,7 @@ def ingest_cmd(
 
     from .progress import Progress
 
-    bar = Progress("ingest", unit="rows")
+    bar = Progress("ingest", unit="lines")
 
     def tick(k: int, done: int, total: int) -> None:
         bar.update(done, total or None, detail=files[k].name)
