@@ -178,7 +178,13 @@ class _Ranking:
         if many_free:
             dc_b = np.where(pick.free[c_all], dc_d, dc_x)
             d_all[True] = dc_b * dc_b
-        return r_all, c_all, d_all, fs
+        # only the entries some look-ahead moves by more than sparse_rel (gains applies each one's own test)
+        thr = self.sparse_rel * self.s2[r_all]
+        hit = None
+        for many, d in d_all.items():
+            h = d * np.max([f for mm, f in fs if mm == many], axis=0)[c_all] > thr
+            hit = h if hit is None else hit | h
+        return r_all[hit], c_all[hit], {k: d[hit] for k, d in d_all.items()}, fs
 
     def _looks(self, look) -> np.ndarray:
         """The look-ahead sizes as a float column (kept per tuple)."""
