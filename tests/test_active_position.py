@@ -196,3 +196,27 @@ def test_bad_joint_is_refused():
         acq.select_pairs(replace(post, gamma_cov=post.gamma_cov * 50), 2, rng=np.random.default_rng(0))
     with pytest.raises(UsageError, match="order capacity"):
         acq.select_pairs(post, 2, rng=np.random.default_rng(0), order_capacity={(0, 1): -1})
+
+
+def test_by_stratum_fit_reports_the_population_strengths_covariance_with_gamma():
+    # population strengths = sum_k w_k (P beta + P d_k) (P: the sum-to-zero projection), so their
+    # covariance with gamma is that linear map applied to gamma's column of the joint inverse Hessian
+    from planner.model.laplace import Problem, _mode, gaussian_at_mode
+    from planner.model.types import Prior
+
+    rng = np.random.default_rng(4)
+    n = 600
+    a = rng.integers(0, 3, n)
+    b = (a + rng.integers(1, 3, n)) % 3
+    st = rng.integers(0, 2, n)
+    counts = Counts.from_arrays(SYSTEMS, a, b, rng.integers(0, 3, n), stratum=st, strata=("s1", "s2"))
+    weights = {"s1": 0.3, "s2": 0.7}
+    f = fit(counts, engine="laplace", by_stratum=True, stratum_weights=weights)
+    prob = Problem(counts, True, Prior())
+    _, theta, chol, _, _ = _mode(prob, Prior(), True)
+    cov, _ = gaussian_at_mode(theta, chol, 0, 1)
+    col = cov[:, prob.ig]
+    proj = np.eye(3) - 1.0 / 3
+    want = proj @ col[:3] + 0.3 * proj @ col[3:6] + 0.7 * proj @ col[6:9]
+    np.testing.assert_allclose(f.posterior.gamma_cov, want, rtol=1e-9, atol=1e-15)   # same floats up to sums
+    assert f.posterior.gamma_var == pytest.approx(cov[prob.ig, prob.ig], rel=1e-12)
