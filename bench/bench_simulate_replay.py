@@ -133,7 +133,20 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=1)
     ap.add_argument("--sets", default="all", help="comma-separated; 'all' = the eight real sets and their variants")
     ap.add_argument("--markdown", help="append a credible-tau=0.9 table row per (set, batch) to this file")
+    ap.add_argument("--gamma-known", action="store_true",
+                    help="ablation: the selection treats the position effect as known at its mean (the rule "
+                         "before issue 25, in this simulator); use another --out")
     args = ap.parse_args()
+    if args.gamma_known:
+        import planner.acquisition.state as state
+
+        full = state._joint
+
+        def plugged(posterior, cov):
+            joint = full(posterior, cov)
+            joint[-1, :] = joint[:, -1] = 0.0
+            return joint
+        state._joint = plugged
     Path(args.out).mkdir(parents=True, exist_ok=True)
     names = SETS if args.sets == "all" else tuple(args.sets.split(","))
     for name in names:

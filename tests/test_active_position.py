@@ -220,3 +220,11 @@ def test_by_stratum_fit_reports_the_population_strengths_covariance_with_gamma()
     want = proj @ col[:3] + 0.3 * proj @ col[3:6] + 0.7 * proj @ col[6:9]
     np.testing.assert_allclose(f.posterior.gamma_cov, want, rtol=1e-9, atol=1e-15)   # same floats up to sums
     assert f.posterior.gamma_var == pytest.approx(cov[prob.ig, prob.ig], rel=1e-12)
+
+
+def test_candidate_gains_score_each_pair_in_the_order_it_can_take():
+    post = joint_posterior(**FIXED)
+    new = acq.candidate_gains(post, order_capacity=ORDERS)
+    old = acq.candidate_gains(replace(post, gamma_var=0.0, gamma_cov=None), order_capacity=ORDERS)
+    assert old.pairs[0] == (0, 1) and new.pairs[-1] == (0, 1)
+    assert dict(zip(new.pairs, new.gains))[(0, 1)] < 0.2 * dict(zip(old.pairs, old.gains))[(0, 1)]

@@ -235,7 +235,7 @@ def _thompson_context(ctx, rng):
 def candidate_gains(posterior: bt.GaussianPosterior, *, objective: str = "ranking",
                     top_k: int | None = None, anchor: str | None = None,
                     pending: Counts | None = None, draws: np.ndarray | None = None,
-                    allowed=None, true_mean: np.ndarray | None = None,
+                    allowed=None, true_mean: np.ndarray | None = None, order_capacity: dict | None = None,
                     options: SelectionOptions | None = None) -> CandidateGains:
     """Score every candidate pair by the expected reduction from one judgment.
 
@@ -243,12 +243,14 @@ def candidate_gains(posterior: bt.GaussianPosterior, *, objective: str = "rankin
     Gaussian closed forms, or, with ``draws`` (S, M), by importance
     re-weighting of the draws (every candidate scored). ``pending`` items are
     fantasized first; ``true_mean`` replaces the posterior mean (oracle);
-    ``options`` as in :func:`select_pairs`.
+    ``order_capacity`` and ``options`` as in :func:`select_pairs`. A pair scores
+    its next pick in the order that pick would take (an exact balance of its
+    orders broken by a fixed coin, ``numpy.random.default_rng(0)``).
     """
     su = _setup(posterior, objective, top_k, anchor, None, pending, draws, allowed, true_mean,
                 SelectionOptions() if options is None else options)
     ctx, state, ci, cj = su.ctx, su.state, su.ci, su.cj
-    orders = Orders.build(ci, cj, su.ordered, None, np.random.default_rng(0))
+    orders = Orders.build(ci, cj, su.ordered, order_capacities(order_capacity, ci, cj), np.random.default_rng(0))
     if su.draws is not None:
         rk = _Ranking(ctx, state) if objective in ("ranking", "top-k") else None
         sc = _DrawsScorer(ctx, su.draws, pending, None if rk is None else (rk.kr, rk.lr))
