@@ -419,7 +419,7 @@ def judge_batch(study_path, options: JudgeOptions, *, batch: int | None = None,
         ordered = [lines[r["custom_id"]] for r in reqs if r["custom_id"] in lines]
         _write_output(out, ordered)
         res = _ingest(study_path, out)
-        new, unanswered, summary = res.rows, res.unanswered, res.summary()
+        new, unanswered, summary = res.rows, res.unanswered, res.summary(retry="rerun planner judge to ask again")
     return JudgeResult(info.id, model, base_url, options.transport, len(reqs), len(judged & set(keys)),
                        len(cached), sent, tally.answered, tally.failed, not_sent, tally.prompt_tokens,
                        tally.completion_tokens, tally.cost if prices.known else None, spent, est,
