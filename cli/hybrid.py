@@ -8,15 +8,37 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .common import call, message, out, print_json
+from .common import call, fail, message, out, print_json
 
 
-def run_hybrid(study: Path, surrogate: str, target: str, json_: bool, ties: str = "half") -> None:
+def check_hybrid_options(*, plot, markdown, by_stratum, engine, style_control, lc_anchor, save_posterior) -> None:
+    """``report --surrogate`` takes ``--plot``; the options it does not use are refused (one line, exit 2)."""
+    from planner.errors import UsageError
+    from planner.limits import check_output_dir, check_output_file
+
+    unused = [flag for flag, given in (("--markdown", markdown is not None), ("--by-stratum", by_stratum),
+                                       ("--engine nuts", engine != "laplace"), ("--style-control", style_control),
+                                       ("--lc-anchor", lc_anchor is not None), ("--save-posterior", save_posterior))
+              if given]
+    if unused:
+        raise fail(UsageError(f"{', '.join(unused)} cannot be combined with --surrogate (the PPI++ report is a "
+                              "frequentist fit of its own; it takes --plot, --ties, --target and --json)"))
+    call(check_output_dir, "--plot", plot)
+    for name in ("strengths.png", "strengths.svg") if plot is not None else ():
+        call(check_output_file, "--plot", plot / name, create_parents=True)
+
+
+def run_hybrid(study: Path, surrogate: str, target: str, json_: bool, ties: str = "half", *,
+               plot: Path | None = None) -> None:
     from planner.workflows.hybrid_report import hybrid_report
 
     res = call(hybrid_report, study, surrogate=surrogate, target=target, ties=ties)
     for n in res.notes:
         message(f"note: {n}")
+    if plot is not None:
+        from planner.formats.plots import write_hybrid_plot
+
+        message("wrote " + ", ".join(call(write_hybrid_plot, res, plot)))
     if json_:
         print_json(res)
         return

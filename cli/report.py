@@ -61,8 +61,12 @@ def report_cmd(
     Example: planner report my-study --plot figures --markdown report.md
     """
     if surrogate is not None:
-        from .hybrid import run_hybrid
-        return run_hybrid(study, surrogate, target, json_, ties)
+        from .hybrid import check_hybrid_options, run_hybrid
+
+        # every option given is either used or refused, before any work
+        check_hybrid_options(plot=plot, markdown=markdown, by_stratum=by_stratum, engine=engine,
+                             style_control=style_control, lc_anchor=lc_anchor, save_posterior=save_posterior)
+        return run_hybrid(study, surrogate, target, json_, ties, plot=plot)
     from planner.workflows import report as rp
     from planner.limits import check_output_dir, check_output_file, check_report_options
 
