@@ -61,7 +61,8 @@ def judge_server_cmd(
             f"{responses}; seed {seed})")
     if detach:
         pid = _fork_server(srv)
-        out().print(f"{head}, in the background as process {pid}; stop it with: planner judge-server --stop "
+        out().print(head, markup=False, soft_wrap=True)
+        out().print(f"serving in the background as process {pid}; stop it with: planner judge-server --stop "
                     f"--port {srv.port}", markup=False, soft_wrap=True)
         err().print(st.rule.describe(), markup=False, soft_wrap=True)
         return
