@@ -21,8 +21,10 @@ Conventions the documents follow (``tests/test_docs_blocks.py`` enforces them):
 * The local judge server's port, 39567, is replaced by a free port in every block of a run (so
   two runs never collide); the server is stopped at the end.
 
-Run by hand: ``python tests/docs_blocks.py docs/guide.md [--keep DIR]`` prints each block's time
-and stops at the first difference, showing what was expected and what was printed.
+Run by hand: ``python tests/docs_blocks.py docs/guide.md [--keep DIR] [--all]`` prints each block's
+time and stops at the first difference, showing what was expected and what was printed (``--all``:
+lists every difference and stops only when a command fails; each block's output stays in
+``DIR/.out/``).
 """
 
 from __future__ import annotations
@@ -255,8 +257,9 @@ def _script(b: Block, port: str, work: Path) -> tuple[str, list[Path]]:
     return "\n".join(parts) + "\n", outs
 
 
-def run_block(b: Block, work: Path, env: dict, port: str) -> None:
-    """Run one block in ``work``; raise :class:`DocError` on a failure or a shown line not printed."""
+def run_block(b: Block, work: Path, env: dict, port: str, mismatches: list | None = None) -> None:
+    """Run one block in ``work``; raise :class:`DocError` on a failure or a shown line not printed
+    (with ``mismatches``, a list, a shown line not printed is appended there instead)."""
     (work / ".out").mkdir(exist_ok=True)
     script, outs = _script(b, port, work)
     path = work / ".out" / f"block-{b.line}.sh"
@@ -271,7 +274,7 @@ def run_block(b: Block, work: Path, env: dict, port: str) -> None:
         if rc != 0:
             raise DocError(f"{b.where}: the block exited {rc}\n--- stderr (end)\n{stderr[-3000:]}")
         for shown in b.shown:
-            check_shown(b, shown, stdout, stderr, port)
+            _collect(mismatches, check_shown, b, shown, stdout, stderr, port)
         return
     for n, (c, stem) in enumerate(zip(b.commands, outs)):
         out = stem.with_suffix(".out").read_text(encoding="utf-8", errors="replace")
@@ -281,7 +284,16 @@ def run_block(b: Block, work: Path, env: dict, port: str) -> None:
         if code != 0 and nxt != "echo $?":
             raise DocError(f"{b.doc}:{c.line}: `{c.text[:80]}` exited {code}\n--- stderr (end)\n{err[-3000:]}")
         shown = c.shown + ([ln for s in b.shown for ln in s] if n == len(b.commands) - 1 else [])
-        check_shown(b, shown, out, err, port, line=c.line)
+        _collect(mismatches, check_shown, b, shown, out, err, port, line=c.line)
+
+
+def _collect(mismatches: list | None, check, *args, **kw) -> None:
+    try:
+        check(*args, **kw)
+    except DocError as exc:
+        if mismatches is None:
+            raise
+        mismatches.append(str(exc))
 
 
 def _chunks(shown: list[str]) -> list[list[str]]:
@@ -341,8 +353,11 @@ def stop_server(port: str) -> None:
         pass
 
 
-def run_document(doc: str, work: Path, *, log=None) -> list[tuple[str, float]]:
-    """Run a document's blocks in order in ``work`` (empty), after ``planner example vicuna80 ex``."""
+def run_document(doc: str, work: Path, *, log=None, mismatches: list | None = None) -> list[tuple[str, float]]:
+    """Run a document's blocks in order in ``work`` (empty), after ``planner example vicuna80 ex``.
+
+    Stops at the first failure; a shown line not printed stops it too unless ``mismatches`` (a list)
+    collects them."""
     blocks = parse(doc)
     env = environment(work)
     port = str(free_port())
@@ -354,7 +369,7 @@ def run_document(doc: str, work: Path, *, log=None) -> list[tuple[str, float]]:
             if b.lang not in RUN or b.skip:
                 continue
             t0 = time.monotonic()
-            run_block(b, work, env, port)
+            run_block(b, work, env, port, mismatches)
             times.append((b.where, time.monotonic() - t0))
             if log:
                 log(f"{b.where}: {times[-1][1]:.1f} s")
@@ -370,18 +385,23 @@ def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description="Run a document's command blocks as the docs test does.")
     ap.add_argument("doc", choices=DOCS)
     ap.add_argument("--keep", type=Path, help="Run in this (new, empty) directory and keep it.")
+    ap.add_argument("--all", action="store_true", help="Report every shown line not printed; stop only when a "
+                                                        "command fails.")
     a = ap.parse_args(argv)
     for p in find_problems(parse(a.doc)):
         print(p)
     work = a.keep or Path(tempfile.mkdtemp(prefix="docs-blocks-"))
     work.mkdir(parents=True, exist_ok=True)
+    mismatches: list | None = [] if a.all else None
     try:
-        times = run_document(a.doc, work, log=print)
+        times = run_document(a.doc, work, log=print, mismatches=mismatches)
     except DocError as exc:
         print(exc)
         return 1
+    for m in mismatches or ():
+        print(m)
     print(f"{a.doc}: {len(times)} blocks, {sum(t for _, t in times):.0f} s (in {work})")
-    return 0
+    return 1 if mismatches else 0
 
 
 if __name__ == "__main__":

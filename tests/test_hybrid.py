@@ -6,6 +6,7 @@ import json
 
 import numpy as np
 import pytest
+from _lazy import lazy_import
 from _example_data import vicuna_dir
 
 from planner.errors import DataError, UsageError
@@ -13,7 +14,7 @@ from planner.hybrid.ppi import (compare_hybrid, design_matrix, human_only_bradle
                             ppi_bradley_terry)
 from planner.workflows.hybrid_report import hybrid_report, items_from_verdicts
 
-ppi_py = pytest.importorskip("ppi_py")   # the test oracle (test extra: ppi-python)
+ppi_py = lazy_import("ppi_py")   # the test oracle (test extra: ppi-python), imported by its first use
 pytestmark = [pytest.mark.filterwarnings("ignore::FutureWarning"),          # sklearn, inside ppi_py
               pytest.mark.filterwarnings("ignore:.*faster on contiguous")]  # numba, inside ppi_py
 DATA = vicuna_dir()   # the real Vicuna-80 files: the package's one copy, as `planner example vicuna80` writes it
