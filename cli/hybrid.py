@@ -9,10 +9,16 @@ from __future__ import annotations
 from pathlib import Path
 
 from .common import call, fail, message, out, print_json
+from .tables import print_table
 
 
-def check_hybrid_options(*, plot, markdown, by_stratum, engine, style_control, lc_anchor, save_posterior) -> None:
-    """``report --surrogate`` takes ``--plot``; the options it does not use are refused (one line, exit 2)."""
+def check_hybrid_options(*, plot, markdown, html, by_stratum, engine, style_control, lc_anchor,
+                         save_posterior) -> None:
+    """``report --surrogate``: every option given is used or refused (one line, exit 2), before any work.
+
+    ``--plot`` writes the PPI forest plot; the raw report's options (``--markdown``, ``--by-stratum``,
+    ``--engine nuts``, ``--style-control``, ``--lc-anchor``, ``--save-posterior``) apply only when
+    ``--html`` builds the raw report beside it."""
     from planner.errors import UsageError
     from planner.limits import check_output_dir, check_output_file
 
@@ -20,16 +26,19 @@ def check_hybrid_options(*, plot, markdown, by_stratum, engine, style_control, l
                                        ("--engine nuts", engine != "laplace"), ("--style-control", style_control),
                                        ("--lc-anchor", lc_anchor is not None), ("--save-posterior", save_posterior))
               if given]
-    if unused:
-        raise fail(UsageError(f"{', '.join(unused)} cannot be combined with --surrogate (the PPI++ report is a "
-                              "frequentist fit of its own; it takes --plot, --ties, --target and --json)"))
+    if unused and html is None:
+        raise fail(UsageError(f"{', '.join(unused)} cannot be combined with --surrogate without --html (the PPI++ "
+                              "report is a frequentist fit of its own; it takes --plot, --ties, --target, --json "
+                              "and --html, which adds the raw report)"))
     call(check_output_dir, "--plot", plot)
-    for name in ("strengths.png", "strengths.svg") if plot is not None else ():
+    for name in ("ppi_strengths.png", "ppi_strengths.svg") if plot is not None else ():
         call(check_output_file, "--plot", plot / name, create_parents=True)
 
 
 def run_hybrid(study: Path, surrogate: str, target: str, json_: bool, ties: str = "half", *,
-               plot: Path | None = None) -> None:
+               plot: Path | None = None):
+    """Fit, print (tables or JSON) and return the hybrid result (``report --html`` adds it to the page);
+    ``plot``: write its forest plot there."""
     from planner.workflows.hybrid_report import hybrid_report
 
     res = call(hybrid_report, study, surrogate=surrogate, target=target, ties=ties)
@@ -41,8 +50,9 @@ def run_hybrid(study: Path, surrogate: str, target: str, json_: bool, ties: str 
         message("wrote " + ", ".join(call(write_hybrid_plot, res, plot)))
     if json_:
         print_json(res)
-        return
-    _render(res)
+    else:
+        _render(res)
+    return res
 
 
 def _render(r) -> None:
@@ -69,7 +79,7 @@ def _render(r) -> None:
         cell = [f"{ELO * x.theta[i]:.0f} [{ELO * x.lo[i]:.0f}, {ELO * x.hi[i]:.0f}]" for x in (c.ppi, c.human, c.judge)]
         rs = c.ppi.rank_low[i], c.ppi.rank_high[i]
         tab.add_row(c.ppi.names[i], cell[0], str(rs[0]) if rs[0] == rs[1] else f"{rs[0]}–{rs[1]}", *cell[1:])
-    con.print(tab)
+    print_table(tab, console=con)
     if r.population is not None and not r.strata.get("same_as_pooled"):
         _population(r, con, ELO, lvl)
     kind = "ties half" if r.ties == "half" else "decisive wins, Davidson"
@@ -80,7 +90,7 @@ def _render(r) -> None:
         for j in order[x + 1:]:
             tab.add_row(c.ppi.names[i], c.ppi.names[j],
                         *[f"{y.win[i, j]:.3f} [{y.win_lo[i, j]:.3f}, {y.win_hi[i, j]:.3f}]" for y in (c.ppi, c.human)])
-    con.print(tab)
+    print_table(tab, key=(0, 1), console=con)
 
 
 def _population(r, con, elo, lvl) -> None:
@@ -96,4 +106,4 @@ def _population(r, con, elo, lvl) -> None:
         rs = p.rank_low[i], p.rank_high[i]
         tab.add_row(p.names[i], f"{elo * p.theta[i]:.0f} [{elo * p.lo[i]:.0f}, {elo * p.hi[i]:.0f}]",
                     str(rs[0]) if rs[0] == rs[1] else f"{rs[0]}–{rs[1]}")
-    con.print(tab)
+    print_table(tab, console=con)

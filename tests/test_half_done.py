@@ -42,10 +42,10 @@ def hybrid_study(tmp_path_factory):
 def test_surrogate_plot_is_written(hybrid_study, tmp_path):
     r = runner.invoke(app, ["report", str(hybrid_study), "--surrogate", "gpt-4", "--plot", str(tmp_path / "fig")])
     assert r.exit_code == 0, r.output
-    assert sorted(p.name for p in (tmp_path / "fig").iterdir()) == ["strengths.png", "strengths.svg"]
+    assert sorted(p.name for p in (tmp_path / "fig").iterdir()) == ["ppi_strengths.png", "ppi_strengths.svg"]
     said = "".join(r.stderr.split())                          # rich wraps long paths; compare without blanks
-    assert f"wrote{tmp_path / 'fig' / 'strengths.png'},{tmp_path / 'fig' / 'strengths.svg'}" in said
-    assert (tmp_path / "fig" / "strengths.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert f"wrote{tmp_path / 'fig' / 'ppi_strengths.png'},{tmp_path / 'fig' / 'ppi_strengths.svg'}" in said
+    assert (tmp_path / "fig" / "ppi_strengths.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 @pytest.mark.parametrize("extra", [["--markdown", "r.md"], ["--by-stratum"], ["--engine", "nuts"], ["--style-control"],
@@ -54,8 +54,18 @@ def test_surrogate_refuses_what_it_would_ignore_before_any_work(tmp_path, extra)
     # the study does not even exist: the refusal comes first, and nothing is written
     r = runner.invoke(app, ["report", str(tmp_path / "nope"), "--surrogate", "gpt-4", *extra])
     assert r.exit_code == 2
-    assert r.stderr.startswith(f"error: {extra[0]}") and "cannot be combined with --surrogate" in r.stderr
+    assert r.stderr.startswith(f"error: {extra[0]}")
+    assert "cannot be combined with --surrogate without --html" in r.stderr
     assert r.stderr.count("\n") == 1 and list(tmp_path.iterdir()) == []
+
+
+def test_with_html_the_raw_report_takes_its_options_and_both_plots_are_written(hybrid_study, tmp_path):
+    r = runner.invoke(app, ["report", str(hybrid_study), "--surrogate", "gpt-4", "--html", str(tmp_path / "r.html"),
+                            "--markdown", str(tmp_path / "r.md"), "--plot", str(tmp_path / "fig")])
+    assert r.exit_code == 0, r.output
+    assert (tmp_path / "r.html").is_file() and (tmp_path / "r.md").is_file()
+    assert sorted(p.name for p in (tmp_path / "fig").iterdir()) == [
+        "ppi_strengths.png", "ppi_strengths.svg", "strengths.png", "strengths.svg", "win_rates.png", "win_rates.svg"]
 
 
 def _outside(fig) -> list[str]:

@@ -108,12 +108,13 @@ def win_rate_figure(report: Any):
 
 
 def write_hybrid_plot(result: Any, directory) -> tuple[str, ...]:
-    """``report --surrogate JUDGE --plot DIR``: ``strengths.{png,svg}`` of :func:`hybrid_figure`."""
+    """``report --surrogate JUDGE --plot DIR``: ``ppi_strengths.{png,svg}`` of :func:`hybrid_figure` (beside the
+    raw report's ``strengths``/``win_rates`` when ``--html`` builds that too)."""
     import matplotlib
 
     out = _output_dir(directory)
     with matplotlib.rc_context(RC):
-        return tuple(_save(hybrid_figure(result), out / "strengths"))
+        return tuple(_save(hybrid_figure(result), out / "ppi_strengths"))
 
 
 def hybrid_figure(result: Any):
