@@ -7,7 +7,10 @@ same ids, so a cumulative re-export in any type dedupes in the store:
 * item = the task's ``data.item_id`` (planner writes it; JSON_MIN and CSV put
   the task data keys at top level, so ``item_id`` is a column there);
 * annotator = the Label Studio identity: the e-mail when the export gives one,
-  else the username, else ``ls-user:<numeric user id>``;
+  else the username, else ``ls-user:<numeric user id>``; an expanded
+  ``completed_by`` (``{"id", "email", ...}``) also gives ``identities``: the
+  user's other identities (``ls-user:2``), so the store knows the UI export's
+  ids and ``pull``'s e-mails as one annotator;
 * ``lead_time`` → seconds; the Choices named ``verdict`` and ``reason``.
 
 What carries no verdict is a *skip* record, counted by the store: a cancelled
@@ -64,6 +67,23 @@ def ls_annotator(v) -> str | None:
             return f"ls-user:{int(float(s))}"
         return s
     return None
+
+
+def ls_identities(v) -> tuple[str, ...]:
+    """Every identity an expanded ``completed_by`` gives beside :func:`ls_annotator`'s (the username, the
+    numeric id), so an export naming users by id only (the UI's) reads as the same annotators."""
+    if not isinstance(v, dict):
+        return ()
+    first = ls_annotator(v)
+    out = []
+    for key in ("email", "username"):
+        s = v.get(key)
+        if isinstance(s, str) and s.strip() and s.strip() != first:
+            out.append(s.strip())
+    uid = v.get("id")
+    if isinstance(uid, int) and not isinstance(uid, bool) and f"ls-user:{uid}" != first:
+        out.append(f"ls-user:{uid}")
+    return tuple(out)
 
 
 def _ls_id(v) -> str | None:
@@ -147,9 +167,13 @@ def _annotation(ann, item: str, tid: str, label: str) -> dict:
     annotator = ls_annotator(completed_by)
     if annotator is None and completed_by is not None:
         raise BadValue(f"{at}: completed_by {quote(completed_by)}; expected a user id or user object")
-    return {"item": item, "verdict": _verdict(choices["verdict"], at), "id": f"ls:{tid}:{aid}",
-            "annotator": annotator, "reason": choices.get("reason"),
-            "seconds": opt_float(ann.get("lead_time"), "lead_time", at), "confidence": None, "where": label}
+    rec = {"item": item, "verdict": _verdict(choices["verdict"], at), "id": f"ls:{tid}:{aid}",
+           "annotator": annotator, "reason": choices.get("reason"),
+           "seconds": opt_float(ann.get("lead_time"), "lead_time", at), "confidence": None, "where": label}
+    also = ls_identities(completed_by)
+    if also:
+        rec["identities"] = also
+    return rec
 
 
 def _json_tasks(path: Path) -> Iterator[tuple]:

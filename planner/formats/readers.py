@@ -26,7 +26,11 @@ store contract):
 *positional* (verdicts on items of a planner batch)::
 
     {"item": str, "verdict": "left"|"right"|"tie"|"invalid"|"pass"|"fail",
-     "id"?, "annotator"?, "reason"?, "seconds"?, "confidence"?}
+     "id"?, "annotator"?, "identities"?, "reason"?, "seconds"?, "confidence"?}
+
+  ``identities``: other identities of the same user as ``annotator`` when the
+  file names them (Label Studio's expanded ``completed_by``: the e-mail is the
+  annotator, ``ls-user:<id>`` another identity of the same person).
 
 *skip* -- a row that carries no verdict (blank CSV verdict, cancelled Label
 Studio annotation, task without annotation, draft Argilla response)::

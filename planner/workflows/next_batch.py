@@ -130,11 +130,17 @@ def _annotator_names(annotators) -> list[str] | None:
             raise UsageError(f"`annotators` ({n}) must be >= 1 or a comma-separated list of names",
                              parameters=('annotators',))
         return [f"a{i + 1}" for i in range(n)]
-    names = [a.strip() for a in (annotators.split(",") if isinstance(annotators, str) else annotators)]
+    from planner.batch import annotator_name_problem
+
+    names = [a.strip() if isinstance(a, str) else a
+             for a in (annotators.split(",") if isinstance(annotators, str) else annotators)]
     names = [a for a in names if a]
     if not names:
         raise UsageError("`annotators` must be a number or a comma-separated list of names",
                          parameters=('annotators',))
+    for a in names:   # before any path is built from a name ('../../evil' would leave the output folder)
+        if annotator_name_problem(a):
+            raise UsageError(f"`annotators`: {quote(a)} {annotator_name_problem(a)}", parameters=('annotators',))
     return names
 
 
