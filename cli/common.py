@@ -5,7 +5,11 @@
   (rich honours both);
 * ``--json`` prints exactly one JSON document on stdout and nothing else there;
 * a :class:`planner.errors.PlannerError` becomes one line per problem on stderr
-  and its exit code; nothing else is caught.
+  and its exit code; nothing else is caught;
+* every string the consoles render (messages, table cells, titles) and every
+  error line passes through :func:`planner.escape.for_terminal`, and none is
+  read as rich markup: an annotator named ``\x1b]0;…\x07`` or ``[/]`` prints
+  as those characters, it does not retitle the window or crash the table.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from typing import Any, Callable, TypeVar
 import typer
 
 from planner.errors import PlannerError
+from planner.escape import for_terminal
 
 T = TypeVar("T")
 
@@ -26,7 +31,14 @@ T = TypeVar("T")
 def _console(stderr: bool):
     from rich.console import Console
 
-    return Console(stderr=stderr, highlight=False, soft_wrap=False)
+    class _TextConsole(Console):
+        """Strings are text: escaped for the terminal, never markup or emoji codes (untrusted names)."""
+
+        def render_str(self, text, **kw):
+            kw.update(markup=False, emoji=False)
+            return super().render_str(for_terminal(text), **kw)
+
+    return _TextConsole(stderr=stderr, highlight=False, soft_wrap=False, markup=False, emoji=False)
 
 
 def out():
@@ -57,7 +69,7 @@ def _one_line(text: str) -> str:
     text = " ".join(text.split("\n"))
     if len(text) > LINE_LIMIT:
         text = text[:LINE_LIMIT - 30] + f"… ({len(text):,} characters)"
-    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return for_terminal(text)
 
 
 def fail(exc: PlannerError, flags: dict[str, str] | None = None) -> typer.Exit:
@@ -104,14 +116,38 @@ def print_json(obj: Any) -> None:
     """Write exactly one JSON document to stdout."""
     from planner.jsonable import jsonable
 
-    sys.stdout.write(json.dumps(jsonable(obj), indent=2, ensure_ascii=False) + "\n")
+    sys.stdout.write(_json_visible(json.dumps(jsonable(obj), indent=2, ensure_ascii=False)) + "\n")
     sys.stdout.flush()
+
+
+def _json_visible(doc: str) -> str:
+    """JSON text with every character a terminal could act on written as a ``\\u`` escape.
+
+    ``json.dumps`` escapes C0 controls but, with ``ensure_ascii=False``, leaves
+    C1 controls (``\\x9b`` is CSI), bidirectional overrides and lone surrogates
+    raw; they can only occur inside strings, where the escape means the same.
+    """
+    if doc.isascii():
+        return doc
+    return "".join(c if c.isprintable() or c == "\n" else
+                   "".join(f"\\u{u:04x}" for u in _utf16(c)) for c in doc)
+
+
+def _utf16(c: str) -> tuple[int, ...]:
+    n = ord(c)
+    if n < 0x10000:
+        return (n,)
+    n -= 0x10000
+    return (0xD800 + (n >> 10), 0xDC00 + (n & 0x3FF))
 
 
 def progress(total: int | None, description: str, *, disable: bool = False):
     """A rich progress bar on stderr. Use as a context manager; returns (progress, task_id)."""
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, MofNCompleteColumn
 
-    p = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                 TimeElapsedColumn(), console=err(), transient=True, disable=disable)
-    return p
+    class _TextProgress(Progress):
+        def add_task(self, description, *args, **kw):   # a file name is shown as text, escaped
+            return super().add_task(for_terminal(str(description)), *args, **kw)
+
+    return _TextProgress(TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(),
+                         TimeElapsedColumn(), console=err(), transient=True, disable=disable)

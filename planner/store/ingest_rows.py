@@ -50,6 +50,7 @@ class Validator:
         self.systems_txt = ", ".join(sys_id)
         planned = {r[0] for r in con.execute("SELECT DISTINCT annotator FROM items WHERE annotator IS NOT NULL")}
         self.identities = Identities(con, planned, annotator_map)
+        self._good_ids: set = set()
 
     def prompt_of_text(self, text):
         if not self.prompt_by_text:
@@ -69,10 +70,18 @@ class Validator:
             return assigned, None
         also = tuple(rec.get("identities") or ())
         for i in (identity, *also):
-            why = identity_problem(i)
-            if why:
-                return f"{where}: annotator {quote(i)} {why}; expected {IDENTITY_RULE}"
+            problem = None if i in self._good_ids else self.identity_problem(i, where)
+            if problem:
+                return problem
         return self.identities.resolve(identity, also, assigned)
+
+    def identity_problem(self, identity, where: str) -> str | None:
+        """A problem naming ``where`` when ``identity`` cannot be stored (checked once per identity)."""
+        why = identity_problem(identity)
+        if why:
+            return f"{where}: annotator {quote(identity)} {why}; expected {IDENTITY_RULE}"
+        self._good_ids.add(identity)
+        return None
 
     def positional(self, rec: dict, where: str):
         it = self.item(rec["item"])
@@ -106,6 +115,11 @@ class Validator:
             prompt = self.prompt_of_text(rec["prompt_text"]) or prompt
         if self.prompt_ids and prompt not in self.prompt_ids:
             return f"{where}: unknown prompt {quote(prompt)}; expected a prompt id of this study"
+        annotator = rec.get("annotator")
+        if annotator is not None and annotator not in self._good_ids:
+            problem = self.identity_problem(annotator, where)
+            if problem:
+                return problem
         reason, seconds, conf = rec.get("reason"), rec.get("seconds"), rec.get("confidence")
         if reason is None and seconds is None and conf is None:  # short row: fewer bound NULLs, faster
             return (rec["id"], prompt, a, b, rec["verdict"], rec.get("a_position"), rec.get("annotator"))
