@@ -102,14 +102,9 @@ def call(fn: Callable[..., T], *args: Any, _flags: dict[str, str] | None = None,
     except PlannerError as exc:
         raise fail(exc, _flags) from None
     except sqlite3.DatabaseError as exc:
-        from planner.errors import DataError
+        from planner.store.db import database_error
 
-        text = str(exc)[:120]
-        if "readonly" in text or "unable to open" in text:
-            raise fail(DataError(f"the study database cannot be written or opened ({text}); check the "
-                                 "permissions of the study directory")) from None
-        raise fail(DataError(f"the study database is damaged or unreadable ({text}); "
-                             "restore study.sqlite from a backup")) from None
+        raise fail(database_error(exc)) from None
 
 
 def print_json(obj: Any) -> None:

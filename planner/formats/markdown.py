@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 from planner import text
-from planner.errors import UsageError
 from planner.escape import for_markdown
 from planner.model.bt import ELO_SCALE
 from planner.text import num, pct
@@ -226,8 +225,9 @@ def write_markdown(report: Any, path) -> str:
         tmp.write_text(render_markdown(report), encoding="utf-8")
         tmp.replace(p)
     except OSError as exc:
-        raise UsageError(f"`markdown` ({path}) cannot be written: {exc.strerror or exc}",
-                         parameters=('markdown',)) from None
+        from planner.formats.staging import write_failure
+
+        raise write_failure("markdown", path, exc) from None
     return str(p)
 
 

@@ -269,17 +269,18 @@ def pull(study_path, *, batch: int | None = None, accept_changes: bool = False, 
     pids = _projects(srv, batch_id)
     if not pids:
         raise UsageError(f"nothing was pushed to {client.url} from this study yet; run planner push first")
+    from planner.formats.staging import write_atomically, write_failure
+
     folder = Path(study_path) / PULL_DIR
-    folder.mkdir(exist_ok=True)
+    try:
+        folder.mkdir(exist_ok=True)
+    except OSError as exc:
+        raise write_failure(PULL_DIR, folder, exc) from None
     files = []
     stamp = _stamp()
     for pid in pids:
         data = client.snapshot_export(pid, title=f"planner pull {stamp}")
-        target = folder / f"pull-{stamp}-project-{pid}.json"
-        tmp = target.with_suffix(".json.part")
-        tmp.write_bytes(data)
-        tmp.replace(target)
-        files.append(target)
+        files += write_atomically([(folder / f"pull-{stamp}-project-{pid}.json", data)], option=PULL_DIR)
     res = ingest(study_path, files, format="label-studio", accept_changes=accept_changes,
                  annotator_map=_username_aliases(client, planned) or None)
     skipped = sum(n for f in res.files for why, n in f.skipped.items() if why != NOT_ANNOTATED)
