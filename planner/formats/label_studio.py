@@ -117,11 +117,21 @@ def _verdict(value, at: str) -> str:
     return v
 
 
-def _item_of(data, tid: str, at: str) -> str:
+NOT_PUSHED = "task planner did not push"   # the skip cause of a task outside ``items``
+
+
+def _item_of(data, tid: str, at: str, items=None) -> str | None:
+    """The task's ``data.item_id``; None for a task outside ``items`` (when given: planner's own items)."""
     item = data.get("item_id") if isinstance(data, dict) else None
-    if not isinstance(item, str) or not item.strip():
-        raise BadValue(f"{at}: data.item_id {quote(item)}; expected tasks written by planner (data.item_id)")
-    return item.strip()
+    if isinstance(item, str) and item.strip() and (items is None or item.strip() in items):
+        return item.strip()
+    if items is not None:
+        return None
+    raise BadValue(f"{at}: data.item_id {quote(item)}; expected tasks written by planner (data.item_id)")
+
+
+def _not_pushed(label: str) -> dict:
+    return {"skip": NOT_PUSHED, "where": label}
 
 
 def _results(ann: dict, at: str) -> dict:
@@ -190,19 +200,24 @@ def _json_tasks(path: Path) -> Iterator[tuple]:
         yield line, obj, tid, f"{path.name}:task {tid}"
 
 
-def read_label_studio(path: Path, **_) -> Iterator[Row]:
+def read_label_studio(path: Path, items=None, **_) -> Iterator[Row]:
     """Label Studio full JSON export (a list of tasks; the file the LS UI downloads as "JSON").
 
     Per task: ``data.item_id`` → item; each annotation is one judgment (see
     the module docstring for ids, annotator and skip records). Drafts and
-    predictions are not judgments and are not read.
+    predictions are not judgments and are not read. With ``items`` (the item
+    ids planner issued: ``pull`` passes them), a task that is not one of them
+    (imported by hand into planner's project) is a skip record, not an error.
     """
     for line, task, tid, label in _json_tasks(Path(path)):
         if task is None:
             yield line, None, label
             continue
         try:
-            item = _item_of(task.get("data"), tid, label)
+            item = _item_of(task.get("data"), tid, label, items)
+            if item is None:
+                yield line, _not_pushed(label), None
+                continue
             anns = task.get("annotations", task.get("completions"))
             if anns is not None and not isinstance(anns, list):
                 raise BadValue(f"{label}: annotations {quote(anns)}; expected a list")
@@ -219,9 +234,11 @@ def read_label_studio(path: Path, **_) -> Iterator[Row]:
                 yield line, None, str(exc)
 
 
-def _flat_row(row: dict, label: str, tid: str) -> dict:
+def _flat_row(row: dict, label: str, tid: str, items=None) -> dict:
     """One JSON_MIN / CSV row (task data + annotation columns) → positional or skip record."""
-    item = _item_of(row, tid, label)
+    item = _item_of(row, tid, label, items)
+    if item is None:
+        return _not_pushed(label)
     aid = _ls_id(row.get("annotation_id"))
     if row.get("annotation_id") in (None, "") :
         return {"skip": "task without annotations", "item": item, "where": label}
@@ -240,7 +257,7 @@ def _flat_row(row: dict, label: str, tid: str) -> dict:
             "seconds": opt_float(row.get("lead_time"), "lead_time", at), "confidence": None, "where": label}
 
 
-def read_label_studio_min(path: Path, **_) -> Iterator[Row]:
+def read_label_studio_min(path: Path, items=None, **_) -> Iterator[Row]:
     """Label Studio JSON_MIN export: one object per annotation, task data keys at top level.
 
     Keys used: ``id`` (task id), ``item_id``, ``annotation_id``, ``annotator``
@@ -251,12 +268,12 @@ def read_label_studio_min(path: Path, **_) -> Iterator[Row]:
             yield line, None, label
             continue
         try:
-            yield line, _flat_row(row, label, tid), None
+            yield line, _flat_row(row, label, tid, items), None
         except ValueError as exc:
             yield line, None, str(exc)
 
 
-def read_label_studio_csv(path: Path, **_) -> Iterator[Row]:
+def read_label_studio_csv(path: Path, items=None, **_) -> Iterator[Row]:
     """Label Studio CSV export: same columns as JSON_MIN (``id`` = task id, ``item_id``, ``annotation_id``,
     ``annotator``, ``verdict``, ``reason``, ``lead_time``, ...); rows cited as ``export.csv:row N``."""
     path = Path(path)
@@ -270,6 +287,6 @@ def read_label_studio_csv(path: Path, **_) -> Iterator[Row]:
             yield line, None, f"{label}: task id {quote(row.get('id'))}; expected a Label Studio task id"
             continue
         try:
-            yield line, _flat_row(row, label, tid), None
+            yield line, _flat_row(row, label, tid, items), None
         except ValueError as exc:
             yield line, None, str(exc)
