@@ -51,6 +51,7 @@ from pathlib import Path
 import numpy as np
 
 from planner.errors import DataError, UsageError, quote
+from planner.limits import check_optional_int
 from planner.workflows.next_batch_options import (DEFAULT_SIZE, HumansDesign, NextBatchResult, Output, QualityControl,
                                                   Selection, TextOptions, _options, options_from)
 from planner.workflows.next_batch_plan import _target_shares, plan_next_batch  # noqa: F401 (re-exported)
@@ -242,6 +243,7 @@ def next_batch(study_path, selection: Selection | None = None, *, qc: QualityCon
     if humans.for_ != "humans" and humans.surrogate is not None:
         raise UsageError("`surrogate` is used only with `for` humans", parameters=('surrogate', 'for'))
     _check_tie_margin(sel.tie_margin)
+    check_optional_int("max_words", text.max_words, 1)   # before the fit: 0 or -3 is a usage error, not "no item"
     if humans.for_ == "humans":   # options of the ranked selection were silently ignored: the design uses no strengths
         for name in ("style_control", "tie_margin"):
             if getattr(sel, name):
