@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
 from planner.errors import DataError, UsageError, quote
+from planner.formats.jsonsafe import GZIP_MAGIC
 from planner.store.db import now, write
 from planner.store.identity import apply_explicit
 from planner.store.ingest_rows import Change, Validator, classify, inserts
@@ -124,15 +125,16 @@ class IngestResult:
 
 def _hash_file(path: Path) -> tuple[str, int]:
     h = hashlib.sha256()
-    lines = 0
+    lines, gz = 0, None
     try:
         with open(path, "rb") as f:
             while chunk := f.read(1 << 20):
                 h.update(chunk)
                 lines += chunk.count(b"\n")
+                gz = chunk[:2] == GZIP_MAGIC if gz is None else gz
     except OSError as exc:
         raise DataError(f"{path}: cannot be read ({exc.strerror or exc})") from None
-    return h.hexdigest(), lines
+    return h.hexdigest(), 0 if gz else lines   # a gzip file's lines are not known until it is inflated
 
 
 class _Problems(list):
