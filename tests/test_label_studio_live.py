@@ -9,6 +9,12 @@ Each posted verdict is derived from the batch KEY (the side showing the
 alphabetically first system wins; every fifth item is a tie), so every
 stored judgment's orientation can be checked against the key.
 
+A second project, pushed with ``planner push`` as one shared project (the
+community edition: everyone sees every task), covers annotator identity: bob's
+only round-1 annotation is on one of alice's tasks (never credited to alice,
+from the UI's id-only exports or from ``pull``), and the UI's three export types
+ingested after ``pull`` are the same judgments (all already stored).
+
 Needs ``PLANNER_LABEL_STUDIO`` (see ``tests/ls_server.py``); marked
 ``labelstudio`` and ``slow`` (the server's first start takes minutes). CI runs
 ``python -m pytest -m labelstudio`` in ``.ci/run``. ``PLANNER_LS_KEEP_EXPORTS=DIR``
@@ -447,9 +453,6 @@ def test_ui_export_after_pull_is_the_same_judgments(shared_project):
     ls = sp["ls"]
     got = pull(study, client=sp["client"])
     assert (got.new, got.already) == (len(sp["expected"]), 0)
-    uid = {e: ls.users[e]["id"] for e in PLAN}
-    assert set(got.aliases) == {"alice@example.com -> alice", "bob@example.com -> bob",
-                                f"ls-user:{uid['alice@example.com']} -> alice", f"ls-user:{uid['bob@example.com']} -> bob"}
     stored = _annotators(study)
     assert stored[sp["cross"]] == ("bob", "bob@example.com"), "bob's judgment on alice's item is bob's"
     assert all(stored[j][0] == PLAN[e] for j, (_, _, e) in sp["expected"].items())
@@ -459,6 +462,9 @@ def test_ui_export_after_pull_is_the_same_judgments(shared_project):
         assert (f.rows, f.already, f.changed) == (0, len(sp["expected"]), 0), kind
     assert _annotators(study) == before
     assert _orientation_errors(_judgments(study), sp["key"], sp["expected"]) == []
+    uid = {e: ls.users[e]["id"] for e in PLAN}   # the pull's export named each user's id beside the e-mail
+    assert set(got.aliases) == {"alice@example.com -> alice", "bob@example.com -> bob",
+                                f"ls-user:{uid['alice@example.com']} -> alice", f"ls-user:{uid['bob@example.com']} -> bob"}
 
 
 def test_cross_annotation_in_ui_exports_never_merges_two_people(shared_project):
