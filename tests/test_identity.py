@@ -199,3 +199,35 @@ def test_ui_export_before_pull_then_pull(tmp_path):
     pulled = ingest(study, [LS_DATA / "round2.snapshot.json"]).files[0]
     assert (pulled.rows, pulled.already) == (0, 11)
     assert {a for a, _ in stored(study).values()} == {"alice", "bob"}
+
+
+# ------------------------------------------------ one user, several identities, then an explicit map
+def _ls_export(path: Path, annotations) -> Path:
+    """A Label Studio full JSON export: ``annotations`` = [(task id, item, completed_by, verdict)]."""
+    tasks = {}
+    for tid, item, who, verdict in annotations:
+        t = tasks.setdefault(tid, {"id": tid, "data": {"item_id": item}, "annotations": []})
+        t["annotations"].append({"id": 1000 + tid, "completed_by": who, "was_cancelled": False, "lead_time": 2.0,
+                                 "result": [{"from_name": "verdict", "to_name": "prompt", "type": "choices",
+                                             "value": {"choices": [verdict]}}]})
+    path.write_text(json.dumps(list(tasks.values())), encoding="utf-8")
+    return path
+
+
+def test_an_unplanned_users_identities_stay_together_and_map_together(st, tmp_path):
+    """mallory (pull: e-mail and id) is nobody planned: kept as her e-mail, her id linked to it, so the UI's
+    id-only export is already stored under the same name; --annotator-map on the e-mail then moves every
+    judgment of hers, through either identity, to the name given."""
+    mallory = {"id": 5, "email": "mallory@lab.org", "first_name": "", "last_name": ""}
+    pulled = ingest(st, [_ls_export(tmp_path / "pull.json", [(1, "a1", mallory, "left"),
+                                                             (2, "b1", mallory, "right")])]).files[0]
+    assert pulled.aliases == () and any("mallory@lab.org judged items planned for alice, bob" in n
+                                        for n in pulled.notes)
+    ui = ingest(st, [_ls_export(tmp_path / "ui.json", [(1, "a1", 5, "left"), (2, "b1", 5, "right"),
+                                                       (3, "a2", 5, "tie")])]).files[0]
+    assert (ui.rows, ui.already) == (1, 2)
+    got = stored(st)
+    assert {a for a, _ in got.values()} == {"mallory@lab.org"} and got["ls:3:1003"] == ("mallory@lab.org", "ls-user:5")
+    ingest(st, [tmp_path / "ui.json"], annotator_map={"mallory@lab.org": "carol"})
+    assert {a for a, _ in stored(st).values()} == {"carol"}
+    assert aliases(st) == {"mallory@lab.org": "carol", "ls-user:5": "carol"}

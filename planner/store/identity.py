@@ -215,9 +215,10 @@ class Identities:
         con.execute("SAVEPOINT relabel")
         try:
             marks = _placeholders(ids)
+            # the identities' own judgments, and those of identities aliased to them (same-user twins)
             n = con.execute(f"UPDATE judgments SET annotator = ? WHERE annotator IS NOT ? AND (source_annotator IN "
-                            f"({marks}) OR (annotator IN ({marks}) AND source_annotator IS NOT NULL))",
-                            (name, name, *ids, *ids)).rowcount
+                            f"({marks}) OR source_annotator IN (SELECT source FROM annotator_aliases WHERE name IN "
+                            f"({marks})))", (name, name, *ids, *ids)).rowcount
             con.execute(f"UPDATE annotator_aliases SET name = ? WHERE name IN ({_placeholders(ids)})", (name, *ids))
             for i, h in zip(ids, how):
                 con.execute("INSERT OR REPLACE INTO annotator_aliases (source, name, how, at) VALUES (?, ?, ?, ?)",
