@@ -24,21 +24,36 @@ import typer
 from planner.errors import PlannerError
 from planner.escape import for_terminal
 
+from .app import closed_pipe
+
 T = TypeVar("T")
+
+
+def console_class():
+    """rich's Console, except that a closed pipe exits with :data:`cli.app.EXIT_BROKEN_PIPE`, and every
+    string it renders is text passed through :func:`planner.escape.for_terminal`.
+
+    rich catches the ``BrokenPipeError`` of its own writes and exits 1, which planner's
+    exit codes reserve for data that failed validation.
+    """
+    from rich.console import Console
+
+    class _Console(Console):
+        def on_broken_pipe(self) -> None:
+            self.quiet = True
+            closed_pipe()
+
+        def render_str(self, text, **kw):
+            """Strings are text: escaped for the terminal, never markup or emoji codes (untrusted names)."""
+            kw.update(markup=False, emoji=False)
+            return super().render_str(for_terminal(text), **kw)
+
+    return _Console
 
 
 @lru_cache(maxsize=None)
 def _console(stderr: bool):
-    from rich.console import Console
-
-    class _TextConsole(Console):
-        """Strings are text: escaped for the terminal, never markup or emoji codes (untrusted names)."""
-
-        def render_str(self, text, **kw):
-            kw.update(markup=False, emoji=False)
-            return super().render_str(for_terminal(text), **kw)
-
-    return _TextConsole(stderr=stderr, highlight=False, soft_wrap=False, markup=False, emoji=False)
+    return console_class()(stderr=stderr, highlight=False, soft_wrap=False, markup=False, emoji=False)
 
 
 def out():
@@ -52,12 +67,12 @@ def err():
 
 
 def message(text: str) -> None:
-    """A plain message on stderr (no markup interpretation)."""
-    err().print(text, markup=False)
+    """A plain message on stderr (no markup interpretation), one line: the terminal wraps it."""
+    err().print(text, markup=False, soft_wrap=True)
 
 
 def warn(text: str) -> None:
-    err().print(f"warning: {text}", markup=False, style="yellow")
+    err().print(f"warning: {text}", markup=False, style="yellow", soft_wrap=True)
 
 
 #: the longest line an error prints; library messages quote values to ~80 characters
@@ -135,14 +150,3 @@ def _utf16(c: str) -> tuple[int, ...]:
     n -= 0x10000
     return (0xD800 + (n >> 10), 0xDC00 + (n & 0x3FF))
 
-
-def progress(total: int | None, description: str, *, disable: bool = False):
-    """A rich progress bar on stderr. Use as a context manager; returns (progress, task_id)."""
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, MofNCompleteColumn
-
-    class _TextProgress(Progress):
-        def add_task(self, description, *args, **kw):   # a file name is shown as text, escaped
-            return super().add_task(for_terminal(str(description)), *args, **kw)
-
-    return _TextProgress(TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(),
-                         TimeElapsedColumn(), console=err(), transient=True, disable=disable)

@@ -9,7 +9,9 @@ fake link). Every such text passes through exactly one of:
 * :func:`for_terminal` — what the command line prints (the CLI's consoles
   call it on every string they render, and on every error line);
 * :func:`for_markdown` — what ``report --markdown`` writes (every table cell
-  and every sentence that carries a name).
+  and every sentence that carries a name);
+* :func:`for_html` — what ``report --html`` writes (text and attribute values,
+  inline SVG included).
 
 Both first make invisible characters visible (:func:`visible`): control
 characters, line and paragraph separators, bidirectional overrides and other
@@ -22,7 +24,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["for_markdown", "for_terminal", "visible"]
+__all__ = ["for_html", "for_markdown", "for_terminal", "visible"]
 
 _UNPRINTABLE = re.compile(r"[^ -~]")   # fast path: anything but printable ASCII
 
@@ -90,3 +92,15 @@ def for_markdown(text) -> str:
     text = _MD_SPECIAL.sub(lambda m: _MD_ENTITIES.get(m.group(0)) or "\\" + m.group(0), text)
     return _MD_BLOCK_START.sub(lambda m: m.group(1) + "\\" + m.group(2) if not m.group(2)[0].isdigit()
                                else m.group(1) + m.group(2) + "\\", text, count=1)
+
+
+def for_html(text) -> str:
+    """``text`` for HTML or inline SVG, as text or an attribute value: invisible characters escaped
+    (:func:`visible`; a control character is not even allowed in XML), then ``& < > " '`` as entities.
+
+    >>> for_html('<b a="1">\x1b')
+    '&lt;b a=&quot;1&quot;&gt;\\x1b'
+    """
+    import html
+
+    return html.escape(visible(str(text)), quote=True)

@@ -11,6 +11,7 @@ figure.
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,7 @@ from planner.escape import for_markdown
 from planner.model.bt import ELO_SCALE
 from planner.text import num, pct
 
-__all__ = ["table", "render_markdown", "write_markdown", "style_section"]
+__all__ = ["table", "render_markdown", "write_markdown", "write_document", "style_section"]
 
 
 FLAGGED = " — **flagged**"   # Markdown mark after a flagged figure's sentence
@@ -217,17 +218,28 @@ def write_markdown(report: Any, path) -> str:
 
     Raises :class:`UsageError` naming ``--markdown`` when the file cannot be written.
     """
+    return write_document(render_markdown(report), path, "markdown")
+
+
+def write_document(content: str, path, parameter: str) -> str:
+    """Write a report document (Markdown, HTML) to ``path`` through a temporary file; returns the path.
+
+    Raises :class:`UsageError` naming ``parameter`` when the file cannot be written there, a
+    :class:`DataError` when the disk is full (:func:`planner.formats.staging.write_failure`).
+    """
     p = Path(path)
+    tmp = p.with_name(p.name + ".tmp")
     try:
         if p.parent and not p.parent.exists():
             p.parent.mkdir(parents=True, exist_ok=True)
-        tmp = p.with_name(p.name + ".tmp")
-        tmp.write_text(render_markdown(report), encoding="utf-8")
+        tmp.write_text(content, encoding="utf-8")
         tmp.replace(p)
     except OSError as exc:
         from planner.formats.staging import write_failure
 
-        raise write_failure("markdown", path, exc) from None
+        with contextlib.suppress(OSError):   # no half-written temporary left behind
+            tmp.unlink()
+        raise write_failure(parameter, path, exc) from None
     return str(p)
 
 
