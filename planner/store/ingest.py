@@ -25,10 +25,12 @@ with exactly the content of an earlier one is a no-op.
 
 Annotator identity: a source's own identity (a Label Studio user's email or
 ``ls-user:<id>``) is mapped to the study's annotator names (``--annotators``) by
-the ``annotator_aliases`` table: explicit (``annotator_map``), by name (the
-identity equals a planned name or its e-mail local part), or learned from the
-plan (an identity whose new judgments in a file are all on items planned for one
-annotator). The raw identity is kept in ``source_annotator``.
+the ``annotator_aliases`` table: explicit (``annotator_map``, also relabelling
+what is stored), by name (the identity carries a planned name), learned from the
+plan (its judgments in a file are all on items planned for one annotator) — a
+learned mapping only when no other identity claims or already holds the name —
+or as another identity of one user (see :mod:`planner.store.identity`). The raw
+identity is kept in ``source_annotator``.
 """
 
 from __future__ import annotations
