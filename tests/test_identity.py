@@ -231,3 +231,22 @@ def test_an_unplanned_users_identities_stay_together_and_map_together(st, tmp_pa
     ingest(st, [tmp_path / "ui.json"], annotator_map={"mallory@lab.org": "carol"})
     assert {a for a, _ in stored(st).values()} == {"carol"}
     assert aliases(st) == {"mallory@lab.org": "carol", "ls-user:5": "carol"}
+
+
+def test_shared_argilla_dataset_cross_annotation(st, tmp_path):
+    """A shared Argilla dataset (every user sees every record), written with the real SDK's ``to_json``:
+    user 2's only response is on one of alice's records, so neither user id becomes alice."""
+    import uuid
+
+    rg = pytest.importorskip("argilla")
+    from argilla.records._io import JsonIO
+
+    u1, u2 = (uuid.UUID(int=k) for k in (1, 2))
+    fields = {"prompt": "p", "left": "l", "right": "r"}
+    recs = [rg.Record(id=item, fields=fields, metadata={"item_id": item},
+                      responses=[rg.Response(question_name="verdict", value="left", user_id=who, status="submitted")])
+            for item, who in (("a1", u1), ("a2", u1), ("a3", u2))]
+    f = ingest(st, [JsonIO.to_json(recs, tmp_path / "records.json")]).files[0]
+    assert (f.format, f.rows, f.aliases) == ("argilla", 3, ())
+    assert any(f"argilla-user:{u1}, argilla-user:{u2}" in n and "--annotator-map" in n for n in f.notes), f.notes
+    assert {a for a, _ in stored(st).values()} == {f"argilla-user:{u1}", f"argilla-user:{u2}"}
