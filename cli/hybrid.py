@@ -8,28 +8,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .common import call, fail, message, out, print_json
+from .common import call, message, out, print_json
 from .tables import print_table
 
 
-def check_hybrid_options(*, plot, markdown, html, by_stratum, engine, style_control, lc_anchor,
-                         save_posterior) -> None:
-    """``report --surrogate``: every option given is used or refused (one line, exit 2), before any work.
-
-    ``--plot`` writes the PPI forest plot; the raw report's options (``--markdown``, ``--by-stratum``,
-    ``--engine nuts``, ``--style-control``, ``--lc-anchor``, ``--save-posterior``) apply only when
-    ``--html`` builds the raw report beside it."""
-    from planner.errors import UsageError
+def check_ppi_plot(plot) -> None:
+    """``report --surrogate --plot DIR``: the PPI forest plot's files can be written (checked before the fit)."""
     from planner.limits import check_output_dir, check_output_file
 
-    unused = [flag for flag, given in (("--markdown", markdown is not None), ("--by-stratum", by_stratum),
-                                       ("--engine nuts", engine != "laplace"), ("--style-control", style_control),
-                                       ("--lc-anchor", lc_anchor is not None), ("--save-posterior", save_posterior))
-              if given]
-    if unused and html is None:
-        raise fail(UsageError(f"{', '.join(unused)} cannot be combined with --surrogate without --html (the PPI++ "
-                              "report is a frequentist fit of its own; it takes --plot, --ties, --target, --json "
-                              "and --html, which adds the raw report)"))
     call(check_output_dir, "--plot", plot)
     for name in ("ppi_strengths.png", "ppi_strengths.svg") if plot is not None else ():
         call(check_output_file, "--plot", plot / name, create_parents=True)
