@@ -17,12 +17,17 @@ misalign the columns): wrap nullable columns in ``coalesce``.
 from __future__ import annotations
 
 import sqlite3
+from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 
+from planner.counts import DEFAULT_STRATUM, Counts
+
 #: rowids per ``group_concat`` string: about 16 MB of text for a 15-digit key
 CHUNK_ROWS = 1 << 20
+#: judgments (rowid span) from which :func:`split_scan` reads the table in two halves at once
+SPLIT_ROWS = 100_000
 
 
 def int_columns(con: sqlite3.Connection, table: str, alias: str, exprs: Sequence[str], join: str = "",
@@ -122,3 +127,72 @@ def distinct_pair_codes(codes: np.ndarray, span: int, q: int) -> np.ndarray:
     a, b = np.divmod(ab, span)
     keys = np.sort((np.minimum(a, b) * span + np.maximum(a, b)) * q + code)
     return keys[np.r_[True, keys[1:] != keys[:-1]]] if keys.size else keys
+
+
+def split_scan(con: sqlite3.Connection, expr: str, join: str = "LEFT JOIN prompts p ON p.id = j.prompt") -> np.ndarray:
+    """``expr`` over every judgment (alias ``j``, after ``join``) in rowid order; a large table in two halves.
+
+    SQLite releases the GIL while it scans, so the upper half runs in a worker thread on
+    its own connection while this thread reads the lower half; the halves are joined in
+    rowid order, so the result is the one scan's. (The study is read with no snapshot
+    across statements either way: one statement per chunk of rowids, as
+    :func:`int_columns` does.)
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
+    from planner.store.db import connect
+
+    args = ("judgments", "j", [expr], join)
+    lo, hi = con.execute("SELECT min(rowid), max(rowid) FROM judgments").fetchone()
+    file = next((r[2] for r in con.execute("PRAGMA database_list") if r[1] == "main"), "")
+    if lo is None or hi - lo < SPLIT_ROWS or not file:
+        return int_columns(con, *args)[0]
+    mid = lo + (hi - lo) // 2
+
+    def upper() -> np.ndarray:
+        other = connect(Path(file))
+        try:
+            return int_columns(other, *args, rowids=(mid + 1, hi))[0]
+        finally:
+            other.close()
+
+    with ThreadPoolExecutor(1) as pool:
+        job = pool.submit(upper)
+        low = int_columns(con, *args, rowids=(lo, mid))[0]
+        return np.concatenate([low, job.result()])
+
+
+def strata_of(con: sqlite3.Connection, unheld: bool) -> tuple[str, ...]:
+    """:meth:`Study.strata`, told whether a judgment is on a prompt the study does not hold."""
+    out = [r[0] for r in con.execute(
+        "SELECT coalesce(stratum, ?) FROM prompts GROUP BY 1 ORDER BY min(ord)", (DEFAULT_STRATUM,)).fetchall()]
+    if DEFAULT_STRATUM not in out and (not out or unheld):
+        out.append(DEFAULT_STRATUM)
+    return tuple(out)
+
+
+def prompt_strata(con: sqlite3.Connection) -> tuple[int, list[tuple[int, str]]]:
+    """``(q, rows)``: ``q`` = largest prompt ``ord`` + 2 (codes ``ord + 1``; 0 is a prompt the study does not
+    hold), ``rows`` = ``(ord, stratum or "all")`` of every prompt."""
+    rows = con.execute("SELECT ord, coalesce(stratum, ?) FROM prompts", (DEFAULT_STRATUM,)).fetchall()
+    return max((r[0] for r in rows), default=-1) + 2, rows
+
+
+def judged_counts(systems, strata: tuple[str, ...], prompt_rows, index: np.ndarray, span: int, ab: np.ndarray,
+                  code: np.ndarray, right: np.ndarray, verdict: np.ndarray) -> Counts:
+    """:meth:`Study.counts` ``(by_stratum=True)`` from pairwise rows cut from a scan key.
+
+    ``ab = a_id * span + b_id``, ``code = ord + 1`` (0: a prompt the study does not hold,
+    stratum "all"), ``right``: shown-first position is right, ``verdict`` 0 A, 1 B, 2 tie,
+    3 invalid (relative to the stored orientation); ``prompt_rows`` as :func:`prompt_strata`.
+    """
+    if not ab.size:
+        return Counts.empty(systems, strata)
+    a, b = np.divmod(ab, span)
+    a, b = index[a], index[b]
+    outcome = np.where(verdict == 0, right, np.where(verdict == 1, ~right, verdict)).astype(np.int64)
+    sidx = {s: i for i, s in enumerate(strata)}
+    lut = np.full(max((r[0] for r in prompt_rows), default=-1) + 2, sidx.get(DEFAULT_STRATUM, -1), dtype=np.int64)
+    for ord_, name in prompt_rows:
+        lut[ord_ + 1] = sidx[name]
+    return Counts.from_arrays(systems, np.where(right, b, a), np.where(right, a, b), outcome, lut[code], strata)
