@@ -22,6 +22,7 @@ import numpy as np
 
 from planner.counts import Counts
 from planner.store import scans
+from planner.store.judged import stratum_lut
 from planner.store.records import COUNTED_KINDS
 
 
@@ -46,7 +47,7 @@ def _key_sql(span: int, q: int, kinds) -> str:
 def plan_scan(con, systems: tuple[str, ...], kinds=COUNTED_KINDS) -> PlanScan:
     """The strata, the judged counts by stratum and the pair-prompt usage codes, from one scan."""
     span, index = scans.system_index(con)
-    q, strata_rows = scans.prompt_strata(con)
+    q = scans.prompt_span(con)
     names: list = [None] * q
     for ord_, name in con.execute("SELECT ord, id FROM prompts").fetchall():
         names[ord_ + 1] = name
@@ -56,7 +57,8 @@ def plan_scan(con, systems: tuple[str, ...], kinds=COUNTED_KINDS) -> PlanScan:
     strata = scans.strata_of(con, bool(np.any(code == 0)))
     pairwise = (low & 1) == 1
     keep = pairwise & ((low & 2) == 2)
-    judged = scans.judged_counts(systems, strata, strata_rows, index, span, ab[keep], code[keep],
+    lut = stratum_lut(con, {s: i for i, s in enumerate(strata)})
+    judged = scans.judged_counts(systems, strata, lut, index, span, ab[keep], code[keep],
                                  (low[keep] & 16) == 16, (low[keep] >> 2) & 3)
     usage = _usage(con, span, q, index, ab[pairwise] * q + code[pairwise], names)
     return PlanScan(strata, judged, usage)

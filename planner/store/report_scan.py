@@ -26,6 +26,7 @@ import numpy as np
 from planner.counts import Counts
 from planner.diagnostics.records import NON_RANKING_KINDS
 from planner.store import scans
+from planner.store.judged import stratum_lut
 from planner.store.records import COUNTED_KINDS
 from planner.vocabulary import JUDGMENT_KINDS
 
@@ -81,7 +82,7 @@ def report_scan(con, systems: tuple[str, ...]) -> ReportScan:
     """Counts by stratum, totals, kinds, length tallies and reasons from one scan of the judgments."""
     span, index = scans.system_index(con)
     span += 1                                   # b + 1 in 0..span - 1
-    q, strata_rows = scans.prompt_strata(con)
+    q = scans.prompt_span(con)
     key = scans.split_scan(con, _key_sql(span, q))
     rest, low = np.divmod(key, 128)
     ab, code = np.divmod(rest, q)
@@ -90,7 +91,8 @@ def report_scan(con, systems: tuple[str, ...]) -> ReportScan:
     pairwise = b1 > 0
     counted = pairwise & np.isin(kind, [JUDGMENT_KINDS.index(k) for k in COUNTED_KINDS])
     strata = scans.strata_of(con, bool(np.any(code == 0)))
-    judged = scans.judged_counts(systems, strata, strata_rows, index, span - 1,
+    lut = stratum_lut(con, {s: i for i, s in enumerate(strata)})
+    judged = scans.judged_counts(systems, strata, lut, index, span - 1,
                                  a[counted] * (span - 1) + b1[counted] - 1, code[counted], right[counted],
                                  verdict[counted])
     totals = dict(zip(VERDICTS, (int(x) for x in np.bincount(verdict[counted], minlength=4))))

@@ -77,19 +77,31 @@ def judged_cells(con: sqlite3.Connection, kinds: Sequence[str], index: np.ndarra
     0 = left won, 1 = right won, 2 = tie, 3 = invalid; ``prompt_ord`` the prompt's
     ``ord`` (-1 for a prompt the study does not hold), or None unless ``with_prompt``.
     """
-    exprs = [f"(j.a * {span} + j.b) * 8 + {RIGHT} * 4 + {VERDICT}"]
-    join = ""
-    if with_prompt:
-        exprs.append("coalesce(p.ord, -1)")
-        join = "LEFT JOIN prompts p ON p.id = j.prompt"
+    got = judged_columns(con, kinds, index, span, ["coalesce(p.ord, -1)"] if with_prompt else [],
+                         "LEFT JOIN prompts p ON p.id = j.prompt" if with_prompt else "")
+    return got[0], got[1], got[2], got[3] if with_prompt else None
+
+
+def judged_columns(con: sqlite3.Connection, kinds: Sequence[str], index: np.ndarray, span: int,
+                   extra: Sequence[str] = (), join: str = "") -> list[np.ndarray]:
+    """``[left, right, outcome, *extra]`` of the pairwise judgments of ``kinds`` (see :func:`judged_cells`);
+    ``extra`` are further integer expressions on ``j`` (and the tables of ``join``), never NULL."""
+    exprs = [f"(j.a * {span} + j.b) * 8 + {RIGHT} * 4 + {VERDICT}", *extra]
     marks = ",".join("?" * len(kinds))
     cols = int_columns(con, "judgments", "j", exprs, join, f"j.b IS NOT NULL AND j.kind IN ({marks})", tuple(kinds))
     ab, low = np.divmod(cols[0], 8)
+    return [*shown_cells(index, span, ab, low >= 4, low % 4), *cols[1:]]
+
+
+def shown_cells(index: np.ndarray, span: int, ab: np.ndarray, right: np.ndarray,
+                verdict: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(left, right, outcome)`` as shown, from stored ``ab = a_id * span + b_id``, ``right`` (the stored
+    ``a`` was shown on the right) and ``verdict`` 0 A, 1 B, 2 tie, 3 invalid relative to ``(a, b)``;
+    systems as places (``index``), outcome 0 left won, 1 right won, 2 tie, 3 invalid."""
     a, b = np.divmod(ab, span)
-    right, verdict = low >= 4, low % 4
     a, b = index[a], index[b]
     outcome = np.where(verdict == 0, right, np.where(verdict == 1, ~right, verdict)).astype(np.int64)
-    return np.where(right, b, a), np.where(right, a, b), outcome, cols[1] if with_prompt else None
+    return np.where(right, b, a), np.where(right, a, b), outcome
 
 
 def pair_prompt_codes(con: sqlite3.Connection, span: int, q: int) -> np.ndarray:
@@ -171,28 +183,20 @@ def strata_of(con: sqlite3.Connection, unheld: bool) -> tuple[str, ...]:
     return tuple(out)
 
 
-def prompt_strata(con: sqlite3.Connection) -> tuple[int, list[tuple[int, str]]]:
-    """``(q, rows)``: ``q`` = largest prompt ``ord`` + 2 (codes ``ord + 1``; 0 is a prompt the study does not
-    hold), ``rows`` = ``(ord, stratum or "all")`` of every prompt."""
-    rows = con.execute("SELECT ord, coalesce(stratum, ?) FROM prompts", (DEFAULT_STRATUM,)).fetchall()
-    return max((r[0] for r in rows), default=-1) + 2, rows
+def prompt_span(con: sqlite3.Connection) -> int:
+    """Largest prompt ``ord`` + 2: the number of prompt codes ``ord + 1`` (0: a prompt the study does not hold)."""
+    return int(con.execute("SELECT coalesce(max(ord), -1) + 2 FROM prompts").fetchone()[0])
 
 
-def judged_counts(systems, strata: tuple[str, ...], prompt_rows, index: np.ndarray, span: int, ab: np.ndarray,
+def judged_counts(systems, strata: tuple[str, ...], lut: np.ndarray, index: np.ndarray, span: int, ab: np.ndarray,
                   code: np.ndarray, right: np.ndarray, verdict: np.ndarray) -> Counts:
     """:meth:`Study.counts` ``(by_stratum=True)`` from pairwise rows cut from a scan key.
 
-    ``ab = a_id * span + b_id``, ``code = ord + 1`` (0: a prompt the study does not hold,
-    stratum "all"), ``right``: shown-first position is right, ``verdict`` 0 A, 1 B, 2 tie,
-    3 invalid (relative to the stored orientation); ``prompt_rows`` as :func:`prompt_strata`.
+    ``ab``, ``right``, ``verdict`` as :func:`shown_cells`; ``code = ord + 1`` (0: a prompt the
+    study does not hold); ``lut[code]`` the stratum place
+    (:func:`planner.store.judged.stratum_lut`).
     """
     if not ab.size:
         return Counts.empty(systems, strata)
-    a, b = np.divmod(ab, span)
-    a, b = index[a], index[b]
-    outcome = np.where(verdict == 0, right, np.where(verdict == 1, ~right, verdict)).astype(np.int64)
-    sidx = {s: i for i, s in enumerate(strata)}
-    lut = np.full(max((r[0] for r in prompt_rows), default=-1) + 2, sidx.get(DEFAULT_STRATUM, -1), dtype=np.int64)
-    for ord_, name in prompt_rows:
-        lut[ord_ + 1] = sidx[name]
-    return Counts.from_arrays(systems, np.where(right, b, a), np.where(right, a, b), outcome, lut[code], strata)
+    left, right_sys, outcome = shown_cells(index, span, ab, right, verdict)
+    return Counts.from_arrays(systems, left, right_sys, outcome, lut[code], strata)
