@@ -20,22 +20,12 @@ import pytest
 from scipy.stats import norm
 
 from planner import diagnostics as dg
-from planner.diagnostics.letters import compact_letters
+from planner.diagnostics.letters import compact_letters, letter_name
 from planner.model import fit as fit_model
 from planner.store.study import Study
 
 
 # ------------------------------------------------------------------ the reference letter display
-def _letter(k: int) -> str:
-    alphabet = "abcdefghijklmnopqrstuvwxyz"
-    out = ""
-    k += 1
-    while k:
-        k, r = divmod(k - 1, 26)
-        out = alphabet[r] + out
-    return out
-
-
 def insert_absorb(separated: np.ndarray) -> tuple[str, ...]:
     """Piepho (2004) insert-absorb, as planner computed the letters up to commit b1b322f."""
     m = separated.shape[0]
@@ -56,7 +46,7 @@ def insert_absorb(separated: np.ndarray) -> tuple[str, ...]:
     labels: list[list[str]] = [[] for _ in range(m)]
     for k, c in enumerate(cols):
         for i in c:
-            labels[i].append(_letter(k))
+            labels[i].append(letter_name(k))   # naming: a..z, aa, ab, ... (not under test)
     sep_char = "" if len(cols) <= 26 else ","
     return tuple(sep_char.join(x) for x in labels)
 
@@ -171,6 +161,19 @@ def test_rank_intervals_equal_the_per_system_quantiles():
             assert low[i] == int(np.quantile(ranks[:, i], 0.025, method="lower"))
             assert high[i] == int(np.quantile(ranks[:, i], 0.975, method="higher"))
             assert best[i] == np.mean(ranks[:, i] == 1)
+
+
+def test_block_counted_rank_intervals_equal_one_block(monkeypatch):
+    # the Gaussian rank draws are drawn and counted a block at a time: the same draws, the same counts
+    rng = np.random.default_rng(6)
+    mu, cov = _sorted_gaussian(rng, 9)
+    c = np.eye(9) - 1 / 9
+    for mean, sigma in ((mu, cov), (c @ mu, c @ cov @ c)):          # full rank, and sum-to-zero
+        whole = dg.rank_intervals(dg.gaussian_draws(mean, sigma, 10_000, np.random.default_rng(1)), 0.95)
+        monkeypatch.setattr("planner.diagnostics.ranking.RANK_BLOCK", 777)
+        blocks = dg.gaussian_rank_intervals(mean, sigma, 10_000, np.random.default_rng(1), 0.95)
+        for w, b in zip(whole, blocks):
+            assert np.array_equal(w, b)
 
 
 def test_rank_draws_meet_the_stated_bound():

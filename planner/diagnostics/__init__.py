@@ -82,10 +82,12 @@ from planner.diagnostics.pairs import (
 from planner.diagnostics.letters import LETTERS_MAX_SYSTEMS, compact_letters, letter_name
 from planner.diagnostics.ranking import (
     NEAR_THRESHOLD_SE,
+    RANK_BLOCK,
     RANK_MC_SD,
     NearThreshold,
     RankGroups,
     gaussian_draws,
+    gaussian_rank_intervals,
     p_better_fit,
     p_better_gaussian,
     pair_z,
@@ -123,6 +125,7 @@ __all__ = [
     "SystemAcceptability", "Acceptability", "acceptability",
     # letters and ranking
     "LETTERS_MAX_SYSTEMS", "compact_letters", "letter_name",
-    "NEAR_THRESHOLD_SE", "RANK_MC_SD", "NearThreshold", "RankGroups", "gaussian_draws", "p_better_fit",
+    "NEAR_THRESHOLD_SE", "RANK_BLOCK", "RANK_MC_SD", "NearThreshold", "RankGroups", "gaussian_draws",
+    "gaussian_rank_intervals", "p_better_fit",
     "p_better_gaussian", "pair_z", "rank_draws_needed", "rank_fit", "rank_groups", "rank_intervals",
 ]

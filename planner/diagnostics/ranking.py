@@ -129,6 +129,32 @@ def rank_draws_needed(confidence_level: float, mc_sd: float = RANK_MC_SD) -> int
     return int(math.ceil(q * (1 - q) / mc_sd ** 2 - 1e-9))
 
 
+#: rank draws generated and counted per block (memory: a block of draws, not all 24,375, at any size)
+RANK_BLOCK = 4096
+
+
+def _factor(cov: np.ndarray) -> tuple[np.ndarray, bool]:
+    """``(chol, sum_to_zero)``: a Cholesky factor of the covariance, of its first ``M - 1`` rows and
+    columns when ``cov @ 1 = 0`` (the model's strengths; the full matrix is then singular)."""
+    m = cov.shape[0]
+    scale = float(np.max(np.abs(cov))) if m else 0.0
+    sum_to_zero = m > 1 and scale > 0 and float(np.max(np.abs(cov.sum(axis=1)))) <= 1e-9 * scale
+    k = m - 1 if sum_to_zero else m
+    block = cov[:k, :k]
+    try:
+        return np.linalg.cholesky(block), sum_to_zero
+    except np.linalg.LinAlgError:   # singular beyond sum-to-zero (a degenerate posterior): a tiny ridge
+        return np.linalg.cholesky(block + np.eye(k) * max(scale, 1.0) * 1e-12), sum_to_zero
+
+
+def _draw(mu: np.ndarray, factor: tuple[np.ndarray, bool], n: int, rng: np.random.Generator) -> np.ndarray:
+    chol, sum_to_zero = factor
+    noise = rng.standard_normal((n, chol.shape[0])) @ chol.T
+    if sum_to_zero:
+        noise = np.column_stack([noise, -noise.sum(axis=1)])
+    return mu + noise
+
+
 def gaussian_draws(means: np.ndarray, cov: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
     """``n`` draws (rows) from N(means, cov) through a Cholesky factor (no eigenvector signs: the same
     draws on every CPU up to rounding).
@@ -136,21 +162,25 @@ def gaussian_draws(means: np.ndarray, cov: np.ndarray, n: int, rng: np.random.Ge
     A sum-to-zero covariance (``cov @ 1 = 0``, the model's strengths) is singular: the
     first ``M - 1`` strengths are drawn and the last is minus their sum.
     """
-    mu = np.asarray(means, dtype=float)
-    cov = np.asarray(cov, dtype=float)
-    m = mu.size
-    scale = float(np.max(np.abs(cov))) if m else 0.0
-    sum_to_zero = m > 1 and scale > 0 and float(np.max(np.abs(cov.sum(axis=1)))) <= 1e-9 * scale
-    k = m - 1 if sum_to_zero else m
-    block = cov[:k, :k]
-    try:
-        chol = np.linalg.cholesky(block)
-    except np.linalg.LinAlgError:   # singular beyond sum-to-zero (a degenerate posterior): a tiny ridge
-        chol = np.linalg.cholesky(block + np.eye(k) * max(scale, 1.0) * 1e-12)
-    noise = rng.standard_normal((n, k)) @ chol.T
-    if sum_to_zero:
-        noise = np.column_stack([noise, -noise.sum(axis=1)])
-    return mu + noise
+    return _draw(np.asarray(means, dtype=float), _factor(np.asarray(cov, dtype=float)), n, rng)
+
+
+def _rank_counts(draws: np.ndarray) -> np.ndarray:
+    """``counts[i, r]`` = draws in which system ``i`` has rank ``r + 1`` (one sort per draw, one ``bincount``)."""
+    m = draws.shape[1]
+    order = np.argsort(-draws, axis=1)                       # order[s, r] = system at rank r + 1 in draw s
+    return np.bincount((order * m + np.arange(m)).ravel(), minlength=m * m).reshape(m, m)
+
+
+def _intervals(counts: np.ndarray, n: int, confidence_level: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    cum = np.cumsum(counts, axis=1)                          # cum[i, r] = draws with rank(i) <= r + 1
+    lo_q, hi_q = (1 - confidence_level) / 2, (1 + confidence_level) / 2
+    # numpy's "lower"/"higher" pick sorted element floor/ceil((n - 1) q): the smallest rank whose count
+    # reaches that element's position + 1
+    k_lo, k_hi = int(np.floor((n - 1) * lo_q)), int(np.ceil((n - 1) * hi_q))
+    low = (cum < k_lo + 1).sum(axis=1) + 1
+    high = (cum < k_hi + 1).sum(axis=1) + 1
+    return low, high, counts[:, 0] / n
 
 
 def rank_intervals(draws: np.ndarray, confidence_level: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -160,17 +190,19 @@ def rank_intervals(draws: np.ndarray, confidence_level: float) -> tuple[np.ndarr
     ``((1 + level)/2, method="higher")`` of each system's ranks, computed from one
     count matrix (one sort per draw, one ``bincount``) instead of a quantile per system.
     """
-    n, m = draws.shape
-    order = np.argsort(-draws, axis=1)                       # order[s, r] = system at rank r + 1 in draw s
-    counts = np.bincount((order * m + np.arange(m)).ravel(), minlength=m * m).reshape(m, m)
-    cum = np.cumsum(counts, axis=1)                          # cum[i, r] = draws with rank(i) <= r + 1
-    lo_q, hi_q = (1 - confidence_level) / 2, (1 + confidence_level) / 2
-    # numpy's "lower"/"higher" pick sorted element floor/ceil((n - 1) q): the smallest rank whose count
-    # reaches that element's position + 1
-    k_lo, k_hi = int(np.floor((n - 1) * lo_q)), int(np.ceil((n - 1) * hi_q))
-    low = (cum < k_lo + 1).sum(axis=1) + 1
-    high = (cum < k_hi + 1).sum(axis=1) + 1
-    return low, high, counts[:, 0] / n
+    return _intervals(_rank_counts(draws), draws.shape[0], confidence_level)
+
+
+def gaussian_rank_intervals(means: np.ndarray, cov: np.ndarray, n: int, rng: np.random.Generator,
+                            confidence_level: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`rank_intervals` of ``n`` draws of N(means, cov), drawn and counted :data:`RANK_BLOCK` at a
+    time (the same draws as :func:`gaussian_draws` with the same ``rng``: the stream is read in order)."""
+    mu = np.asarray(means, dtype=float)
+    factor = _factor(np.asarray(cov, dtype=float))
+    counts = np.zeros((mu.size, mu.size), dtype=np.int64)
+    for start in range(0, n, RANK_BLOCK):
+        counts += _rank_counts(_draw(mu, factor, min(RANK_BLOCK, n - start), rng))
+    return _intervals(counts, n, confidence_level)
 
 
 # -------------------------------------------------------------- the reading
@@ -238,17 +270,18 @@ def rank_groups(systems: Sequence[str], means: Sequence[float], sds: Sequence[fl
     tied = tuple(s for s, x in zip(names, pl) if x is None or x < confidence_level)
     near = () if cov is not None else _near_threshold(draws[:, order], chains, names, p, confidence_level)
     rank_low = rank_high = p_best = None
-    n_rank, mc_sd = 0, None
+    n_rank, mc_sd, got = 0, None, None
     if draws is None and rank_draws > 0:
-        draws = gaussian_draws(mu, cov, rank_draws, np.random.default_rng(seed))
-        q = (1 - confidence_level) / 2
+        got = gaussian_rank_intervals(mu, cov, rank_draws, np.random.default_rng(seed), confidence_level)
+        n_rank, q = rank_draws, (1 - confidence_level) / 2
         mc_sd = math.sqrt(q * (1 - q) / rank_draws)
-    if draws is not None and draws.shape[0]:
-        low, high, best = rank_intervals(draws, confidence_level)
+    elif draws is not None and draws.shape[0]:
+        got, n_rank = rank_intervals(draws, confidence_level), int(draws.shape[0])
+    if got is not None:
+        low, high, best = got
         rank_low = tuple(int(low[i]) for i in order)
         rank_high = tuple(int(high[i]) for i in order)
         p_best = tuple(float(best[i]) for i in order)
-        n_rank = int(draws.shape[0])
     return RankGroups(names, tuple(float(mu[i]) for i in order), rank_low, rank_high, p_best,
                       confidence_level, letters, pl, tied, "gaussian" if cov is not None else "draws",
                       n_rank, mc_sd, note, near)
@@ -313,5 +346,6 @@ def p_better_fit(fit) -> np.ndarray:
     return p_better_from_draws(fit.beta_draws)
 
 
-__all__ = ["NEAR_THRESHOLD_SE", "RANK_MC_SD", "NearThreshold", "RankGroups", "gaussian_draws", "p_better_gaussian",
+__all__ = ["NEAR_THRESHOLD_SE", "RANK_BLOCK", "RANK_MC_SD", "NearThreshold", "RankGroups", "gaussian_draws",
+           "gaussian_rank_intervals", "p_better_gaussian",
            "p_better_fit", "pair_z", "rank_draws_needed", "rank_fit", "rank_groups", "rank_intervals"]
