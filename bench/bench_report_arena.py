@@ -6,7 +6,7 @@ strengths) and its normalized JSONL, then runs, interleaved, ``--repeat`` rounds
 fresh processes:
 
 * ``planner report STUDY --json --engine laplace`` (stdout to a file: the whole JSON is written);
-* ``planner next-batch STUDY --dry-run --json`` (default size), the reference command;
+* ``planner next-batch STUDY --dry-run --json --reuse-prompts`` (default size), the reference command;
 * with ``--arena-rank-python PY`` (a separate virtual environment with ``arena-rank``, which pins
   its own numpy and jax): ``bench/arena_rank_script.py`` on the same JSONL.
 
@@ -81,7 +81,9 @@ def build_vicuna(tmp: Path) -> tuple[Path, Path]:
 
 def rounds(study: Path, jsonl: Path, repeat: int, arena_py: str | None, tmp: Path) -> dict[str, list]:
     cmds = {"report": [sys.executable, "-m", "cli", "report", str(study), "--json", "--engine", "laplace"],
-            "next-batch": [sys.executable, "-m", "cli", "next-batch", str(study), "--dry-run", "--json"]}
+            # --reuse-prompts: on Vicuna-80 every pair has used every prompt (as in bench_everyday.py)
+            "next-batch": [sys.executable, "-m", "cli", "next-batch", str(study), "--dry-run", "--json",
+                           "--reuse-prompts"]}
     if arena_py:
         cmds["arena-rank"] = [arena_py, str(ROOT / "bench" / "arena_rank_script.py"), str(jsonl)]
     got: dict[str, list] = {k: [] for k in cmds}
