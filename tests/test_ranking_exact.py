@@ -301,3 +301,33 @@ def test_draws_near_their_threshold_carry_their_monte_carlo_error():
     assert x.mcse == pytest.approx(np.sqrt(p * (1 - p) / n), rel=0.2)
     assert ("A", "C") not in near and ("B", "C") not in near
     assert text.near_threshold_note(x).startswith(f"A vs B: {x.what} at P = {p:.3f} ± {x.mcse:.3f}")
+
+
+@pytest.mark.slow
+def test_vicuna_nuts_lists_exactly_the_decisions_near_their_threshold(vicuna_data, tmp_path_factory):
+    # NUTS on the GPT-4 study: every pair's share and Monte Carlo error recomputed here (arviz.mcse of the
+    # indicator over the 2 chains); a pair is listed iff its share is within 2 errors of 0.975
+    import arviz as az
+
+    from planner.store.study import ingest, init_study
+    from planner.workflows.report import build_report
+
+    path = tmp_path_factory.mktemp("v80-nuts") / "study"
+    init_study(path, prompts_file=vicuna_data / "vicuna80" / "prompts.jsonl",
+               responses_file=vicuna_data / "vicuna80" / "responses.jsonl")
+    ingest(path, [vicuna_data / "judgments" / "qlora_vicuna80_gpt4.jsonl"])
+    r = build_report(path, engine="nuts", seed=0, save_posterior=False)
+    assert r.ranking.method == "draws" and r.ranking.rank_mc_sd is None
+    draws, names = r.fit.beta_draws, list(r.systems)
+    order = [x.system for x in r.leaderboard]
+    listed = {(x.upper, x.lower) for x in r.ranking.near_threshold if x.threshold == 0.975}
+    want = set()
+    for a in range(len(order)):
+        for b in range(a + 1, len(order)):
+            ind = (draws[:, names.index(order[a])] > draws[:, names.index(order[b])]).astype(float)
+            share = max(ind.mean(), 1 - ind.mean())
+            se = float(np.ravel(az.mcse(ind.reshape(2, -1), method="mean"))[0])
+            if abs(share - 0.975) <= 2 * se:
+                want.add((order[a], order[b]))
+    assert listed == want
+    assert len([n for n in r.notes if "threshold 0.975" in n]) == len(listed)

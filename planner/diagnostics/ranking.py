@@ -257,11 +257,11 @@ def rank_groups(systems: Sequence[str], means: Sequence[float], sds: Sequence[fl
 
         z = pair_z(mu, cov)[np.ix_(order, order)]
         sep = np.abs(z) > float(ndtri(hi_q))
-        p_lead = ndtr(z[0])
+        p_lead = ndtr(z[0]) if m else np.zeros(0)
     else:
         p = p_better_from_draws(draws[:, order])
         sep = (p > hi_q) | (p < 1 - hi_q)
-        p_lead = p[0]
+        p_lead = p[0] if m else np.zeros(0)
     np.fill_diagonal(sep, False)
     limit = LETTERS_MAX_SYSTEMS if max_letter_systems is None else max_letter_systems
     letters, note = (compact_letters(sep), None) if m <= limit else ((), text.letters_omitted_note(m, limit))
@@ -271,11 +271,11 @@ def rank_groups(systems: Sequence[str], means: Sequence[float], sds: Sequence[fl
     near = () if cov is not None else _near_threshold(draws[:, order], chains, names, p, confidence_level)
     rank_low = rank_high = p_best = None
     n_rank, mc_sd, got = 0, None, None
-    if draws is None and rank_draws > 0:
+    if draws is None and rank_draws > 0 and m:
         got = gaussian_rank_intervals(mu, cov, rank_draws, np.random.default_rng(seed), confidence_level)
         n_rank, q = rank_draws, (1 - confidence_level) / 2
         mc_sd = math.sqrt(q * (1 - q) / rank_draws)
-    elif draws is not None and draws.shape[0]:
+    elif draws is not None and draws.shape[0] and m:
         got, n_rank = rank_intervals(draws, confidence_level), int(draws.shape[0])
     if got is not None:
         low, high, best = got
