@@ -188,9 +188,12 @@ def _render_leaderboard(con, r) -> None:
               f"engine {r.model.engine}" + (" (by stratum, re-weighted)" if r.model.by_stratum else ""),
               markup=False, soft_wrap=True)
     has_acc = r.acceptability is not None
-    tab = Table(title="leaderboard (shared letter = not credibly separated)")
+    letters = r.ranking is None or r.ranking.letters_shown   # left out above 26 systems (a note says why)
+    tab = Table(title="leaderboard (shared letter = not credibly separated)" if letters else
+                "leaderboard (rank = 95% rank interval; tied = not credibly below the leader)")
     tab.add_column("tied", justify="right")
-    tab.add_column("letters")
+    if letters:
+        tab.add_column("letters")
     tab.add_column("system", no_wrap=True)
     tab.add_column("Elo [95% CrI]", justify="right", no_wrap=True)
     tab.add_column("P(best)", justify="right")
@@ -200,8 +203,8 @@ def _render_leaderboard(con, r) -> None:
     if has_acc:
         tab.add_column("acceptable", justify="right", no_wrap=True)
     for x in r.leaderboard:
-        row = ["tied" if x.tied_with_leader else "", x.letters, x.system,
-               f"{x.elo:.0f} [{x.elo_lo:.0f}, {x.elo_hi:.0f}]", f"{x.p_best:.3f}",
+        row = ["tied" if x.tied_with_leader else ""] + ([x.letters] if letters else []) + [
+               x.system, f"{x.elo:.0f} [{x.elo_lo:.0f}, {x.elo_hi:.0f}]", f"{x.p_best:.3f}",
                "leader" if x.p_leader_better is None else f"{x.p_leader_better:.3f}",
                str(x.rank_low) if x.rank_low == x.rank_high else f"{x.rank_low}–{x.rank_high}", _num(x.score)]
         if has_acc:

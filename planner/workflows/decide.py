@@ -33,11 +33,12 @@ def decide(path, candidate: str, baseline: str, *, margin: float = 0.05, mode: s
         the allowed values).
     """
     from planner.limits import check_seed
+    from planner.stats.blas import blas_policy
     from planner.strata import stratum_weights
     from planner.store.study import Study
 
     check_seed("seed", seed)
-    with Study.open(path) as study:
+    with blas_policy(engine), Study.open(path) as study:
         check_systems(study.systems, candidate, baseline)
         counts = study.counts(by_stratum=True)
         sw = stratum_weights(study.prompts(), counts.strata)
@@ -50,9 +51,11 @@ def decide(path, candidate: str, baseline: str, *, margin: float = 0.05, mode: s
             from planner.workflows.style_report import controlled_fit_by_stratum
 
             fit = controlled_fit_by_stratum(study, counts.strata, engine=engine, seed=seed)
-    res = decide_counts(counts, candidate, baseline, stratum_weights=weights, acceptability=acc,
-                        margin=margin, mode=mode, confidence_level=confidence_level, min_pass_rate=min_pass_rate,
-                        engine=engine, look=look, looks=looks, boundary=boundary, seed=seed, fit=fit)
+    with blas_policy(engine):
+        res = decide_counts(counts, candidate, baseline, stratum_weights=weights, acceptability=acc,
+                            margin=margin, mode=mode, confidence_level=confidence_level,
+                            min_pass_rate=min_pass_rate, engine=engine, look=look, looks=looks, boundary=boundary,
+                            seed=seed, fit=fit)
     from dataclasses import replace
 
     notes = tuple(n for n in res.notes if not n.startswith("strata weighted equally")) + (

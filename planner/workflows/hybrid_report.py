@@ -23,6 +23,7 @@ import numpy as np
 from planner.errors import DataError, UsageError, quote
 from planner.hybrid.ppi import HybridComparison, compare_hybrid, human_only_bradley_terry, judge_only_bradley_terry
 from planner.equality import array_eq
+from planner.stats.blas import one_blas_thread
 
 __all__ = ["HybridItems", "HybridReport", "items_from_verdicts", "hybrid_report", "recorded_design", "TARGETS", "TIES"]
 
@@ -337,8 +338,9 @@ def hybrid_report(study_path, surrogate: str, target: str = "humans", confidence
     notes.extend(design_notes)
     if (~lab).sum() < 2:
         notes.append(f"every item has target votes, so {surrogate} adds nothing: the PPI fit is the human-only fit")
-    comp = _compare(names, items, lab, ties, confidence_level, pi)
-    population, strata = _population(study, names, items, lab, ties, confidence_level, pi)
+    with one_blas_thread():   # the one BLAS policy (planner.stats.blas)
+        comp = _compare(names, items, lab, ties, confidence_level, pi)
+        population, strata = _population(study, names, items, lab, ties, confidence_level, pi)
     if strata and strata["same_as_pooled"]:
         notes.append("the stratum weights equal the strata's shares of the items: the population estimate is the "
                      "pooled one (give prompts weights to change that)")
