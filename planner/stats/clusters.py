@@ -274,6 +274,33 @@ def mean_design_effect(scores, clusters) -> float | None:
     return float((sums * sums).sum()) * k / (k - 1) / within
 
 
+def pair_scores(arrays: JudgmentArrays, i: int, j: int, ties: str = "half") -> tuple[np.ndarray, np.ndarray]:
+    """``(score, index)``: system ``i``'s score against ``j`` in each of their judgments, either position.
+
+    ``ties="half"``: 1 win, 1/2 tie, 0 loss over the usable judgments; ``"drop"``: 1 / 0 over the
+    decisive ones. ``index`` are the judgments' places in ``arrays`` (for their clusters and strata).
+    """
+    if ties not in ("half", "drop"):
+        raise UsageError(f"`ties` ({ties!r}) must be 'half' or 'drop'", parameters=("ties",))
+    first = (arrays.left == i) & (arrays.right == j)
+    second = (arrays.left == j) & (arrays.right == i)
+    ok = arrays.outcome < (2 if ties == "drop" else 3)
+    index = np.flatnonzero((first | second) & ok)
+    won = np.where(first[index], arrays.outcome[index] == 0, arrays.outcome[index] == 1)
+    return np.where(arrays.outcome[index] == 2, 0.5, won.astype(float)), index
+
+
+def pair_design_effect(arrays: JudgmentArrays, ids: np.ndarray, i: int, j: int, ties: str = "half",
+                       mask: np.ndarray | None = None) -> float | None:
+    """:func:`mean_design_effect` of ``i``'s score against ``j`` (:func:`pair_scores`) with clusters ``ids``;
+    ``mask`` (per judgment) keeps a subset, e.g. one stratum."""
+    score, index = pair_scores(arrays, i, j, ties)
+    if mask is not None:
+        keep = mask[index]
+        score, index = score[keep], index[keep]
+    return mean_design_effect(score, ids[index])
+
+
 def applied_design_effect(raw: float | None) -> float:
     """The design effect an interval uses: ``raw``, but never below 1 (nor when unknown)."""
     return MIN_APPLIED_DESIGN_EFFECT if raw is None or not raw > MIN_APPLIED_DESIGN_EFFECT else float(raw)
@@ -365,4 +392,4 @@ def cluster_cells(arrays: JudgmentArrays, by: str = "item") -> ClusterCells:
 
 __all__ = ["MIN_APPLIED_DESIGN_EFFECT", "ClusterCells", "IccEstimate", "JudgmentArrays", "applied_design_effect",
            "check_cluster_by", "cluster_cells", "cluster_ids", "dense_codes", "icc_oneway", "mean_design_effect",
-           "oriented_scores", "verdict_icc"]
+           "oriented_scores", "pair_design_effect", "pair_scores", "verdict_icc"]

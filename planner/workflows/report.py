@@ -46,6 +46,7 @@ Formulas and references: docs/methods.md, sections "Report diagnostics" and
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -55,7 +56,9 @@ from planner import text
 from planner.counts import Counts, half_tie_score
 from planner.errors import UsageError, check_range
 from planner.model.bt import to_elo
-from planner.report_results import LeaderRow, ModelReport, Report, StrataReport, StratumRow
+from planner.report_results import ClusterReport, LeaderRow, ModelReport, Report, StrataReport, StratumRow
+from planner.stats.clusters import (JudgmentArrays, applied_design_effect, check_cluster_by, cluster_cells,
+                                    cluster_ids, pair_design_effect, verdict_icc)
 from planner.strata import stratum_weights
 
 __all__ = ["ANNOTATOR_QC_MAX", "build_report"]
@@ -165,7 +168,7 @@ def _item_words(study, judgments) -> dict[str, int]:
 def build_report(study_path, *, engine: str = "laplace", by_stratum: bool = False, seed: int = 0,
                  draws: int = 1000, tune: int = 1000, chains: int = 2, progressbar: bool = False,
                  min_pass_rate: float = 0.8, save_posterior: bool | None = None, style_control: bool = False,
-                 lc_anchor: str | None = None) -> Report:
+                 lc_anchor: str | None = None, cluster: str = "item") -> Report:
     """Fit the study's judgments and run every diagnostic.
 
     Parameters
@@ -204,6 +207,11 @@ def build_report(study_path, *, engine: str = "laplace", by_stratum: bool = Fals
     lc_anchor : str, optional
         Length-controlled win rates of every system against this system
         (judgments involving it), with or without ``style_control``.
+    cluster : {"item", "prompt", "annotator", "none"}
+        Which judgments share a cluster (:func:`planner.stats.clusters.cluster_ids`): the strength
+        intervals (and everything read from the posterior) are cluster-robust
+        (:mod:`planner.model.robust`), the anchor intervals use the clusters' design effect;
+        ``"none"``: judgments independent.
 
     Returns
     -------
@@ -223,13 +231,15 @@ def build_report(study_path, *, engine: str = "laplace", by_stratum: bool = Fals
     if save_posterior is None:
         save_posterior = engine == "nuts"
     _check_options(engine, seed, draws, tune, chains, min_pass_rate)
+    check_cluster_by(cluster)
     opts = dict(engine=engine, seed=seed, draws=draws, tune=tune, chains=chains)
     with Study.open(study_path) as study, ThreadPoolExecutor(max_workers=2) as pool:
         # Overlap the two store scans and the heavy imports: sqlite releases the GIL while scanning,
         # so the grouped scan (worker), Study.counts (here) and importing arviz (worker) run together.
         grouped = pool.submit(study.grouped_judgments)
         systems = tuple(study.systems)
-        counts_k = study.counts(by_stratum=True)
+        judged = study.judgment_arrays(by_stratum=True, annotators=cluster == "annotator")
+        counts_k = judged.counts()
         counts = counts_k.pooled()
         if int(counts.usable.sum()) == 0:   # before any heavy import is started: fails fast (issue 13)
             raise UsageError(f"STUDY ({study_path}) has no usable judgment yet (A, B or tie); "
@@ -237,8 +247,9 @@ def build_report(study_path, *, engine: str = "laplace", by_stratum: bool = Fals
         if save_posterior:
             pool.submit(_warm_imports, engine)
         sw = stratum_weights(study.prompts(), counts_k.strata)
+        cells = None if cluster == "none" else cluster_cells(judged, cluster)
         fit, style = _fits(study, counts_k, counts, sw.weights, by_stratum, progressbar, style_control, lc_anchor,
-                           opts)
+                           dict(opts, clusters=cells))
         artifact = None
         if save_posterior:
             artifact = f"posterior-{engine}{'-by-stratum' if by_stratum else ''}.nc"
@@ -256,8 +267,12 @@ def build_report(study_path, *, engine: str = "laplace", by_stratum: bool = Fals
         anchor = study.anchor
         tie_conv = "half" if study.config.get("tie_convention", "half") == "half" else "drop"
 
-    pairs = dg.pair_table(counts, p_better=dg.p_better_from_draws(fit.beta_draws))
-    anchor_res = dg.anchor_tests(counts, anchor, ties=tie_conv) if anchor else None
+    clusters = _cluster_report(judged, fit, cluster)
+    pairs = dg.pair_table(counts, p_better=dg.p_better_from_draws(fit.beta_draws),
+                          design_effects=None if fit.clustering is None else fit.clustering.pair_design_effects())
+    anchor_res = (dg.anchor_tests(counts, anchor, ties=tie_conv,
+                                  design_effects=_anchor_design_effects(judged, cluster, anchor, tie_conv))
+                  if anchor else None)
     ties = dg.tie_rates(counts_k)
     position = dg.position_bias(counts, gamma=fit.gamma)
     triads = dg.circular_triads(counts)
@@ -272,7 +287,7 @@ def build_report(study_path, *, engine: str = "laplace", by_stratum: bool = Fals
     return Report(str(study_path), systems, anchor, totals, dict(sorted(kinds.items())), tuple(board),
                   rg.tied_with_leader, pairs, win_matrix, anchor_res, ties, position, length, triads, reasons,
                   annotators, strata, acc, acc_source, model, artifact, tuple(flags), tuple(notes),
-                  judges=tuple(judge_totals(study_path)), style_control=style, fit=fit)
+                  judges=tuple(judge_totals(study_path)), style_control=style, clusters=clusters, fit=fit)
 
 
 def _fits(study, counts_k: Counts, counts: Counts, weights: dict, by_stratum: bool, progressbar: bool,
@@ -286,9 +301,38 @@ def _fits(study, counts_k: Counts, counts: Counts, weights: dict, by_stratum: bo
     if style_control or lc_anchor is not None:
         from planner.workflows.style_report import style_control_report
 
+        cells = opts.get("clusters")
+        opts = {k: v for k, v in opts.items() if k != "clusters"}
         style = style_control_report(study, fit if not by_stratum else fit_model(counts, **opts),
-                                     progressbar=progressbar, lc_anchor=lc_anchor, control=style_control, **opts)
+                                     progressbar=progressbar, lc_anchor=lc_anchor, control=style_control,
+                                     cluster="none" if cells is None else cells.by, **opts)
     return fit, style
+
+
+def _cluster_report(judged: JudgmentArrays, fit, cluster: str) -> ClusterReport:
+    """The ICC of verdicts on the same prompt and pair, and what the chosen clustering did to the intervals."""
+    est = verdict_icc(judged)
+    c = fit.clustering
+    if c is None:
+        deff, n, low, high = 1.0, int(judged.counts().usable.sum()), None, None
+    else:
+        deff, n = c.design_effect, c.n_clusters
+        observed = judged.counts().pair_matrix() > 0
+        pairs = c.pair_design_effects()[np.triu(observed, 1)]
+        pairs = pairs[np.isfinite(pairs)]
+        low, high = (float(pairs.min()), float(pairs.max())) if pairs.size else (None, None)
+    rep = ClusterReport(cluster, n, est.icc, est.mean_size, est.design_effect, deff, float(np.sqrt(deff)), low, high)
+    return replace(rep, sentence=text.cluster_sentence(rep))
+
+
+def _anchor_design_effects(judged: JudgmentArrays, cluster: str, anchor: str, ties: str) -> dict[str, float] | None:
+    """Per candidate: the design effect of its score against the anchor (applied: never below 1)."""
+    if cluster == "none":
+        return None
+    ids = cluster_ids(judged, cluster)
+    k = judged.systems.index(anchor)
+    return {s: applied_design_effect(pair_design_effect(judged, ids, i, k, ties))
+            for i, s in enumerate(judged.systems) if i != k}
 
 
 def _check_options(engine: str, seed: int, draws: int, tune: int, chains: int, min_pass_rate: float) -> None:
