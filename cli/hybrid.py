@@ -11,10 +11,11 @@ from pathlib import Path
 from .common import call, message, out, print_json
 
 
-def run_hybrid(study: Path, surrogate: str, target: str, json_: bool, ties: str = "half") -> None:
+def run_hybrid(study: Path, surrogate: str, target: str, json_: bool, ties: str = "half",
+               cluster: str = "item") -> None:
     from planner.workflows.hybrid_report import hybrid_report
 
-    res = call(hybrid_report, study, surrogate=surrogate, target=target, ties=ties)
+    res = call(hybrid_report, study, surrogate=surrogate, target=target, ties=ties, cluster=cluster)
     for n in res.notes:
         message(f"note: {n}")
     if json_:
