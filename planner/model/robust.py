@@ -39,6 +39,7 @@ import numpy as np
 from scipy import linalg, sparse
 
 from planner.equality import array_eq
+from planner.stats.blas import one_blas_thread
 from planner.stats.clusters import MIN_APPLIED_DESIGN_EFFECT, ClusterCells
 
 #: eigenvalues of J below this share of the largest are its null space (sum-to-zero, unobserved directions)
@@ -91,7 +92,16 @@ def cluster_scores(prob, theta: np.ndarray, cells: ClusterCells) -> sparse.csr_m
 
 
 def robust_covariance(prob, theta: np.ndarray, prec: np.ndarray, cells: ClusterCells) -> RobustCovariance:
-    """The model posterior covariance at the mode and its cluster-robust version (module docstring)."""
+    """The model posterior covariance at the mode and its cluster-robust version (module docstring).
+
+    On one BLAS thread (:func:`planner.stats.blas.one_blas_thread`): two small eigendecompositions, which
+    a threaded LAPACK on a busy 2-core machine made 10x slower (0.65 s for an 82 x 82 pair, by stratum).
+    """
+    with one_blas_thread():
+        return _robust_covariance(prob, theta, prec, cells)
+
+
+def _robust_covariance(prob, theta: np.ndarray, prec: np.ndarray, cells: ClusterCells) -> RobustCovariance:
     _, _, h = prob.derivatives(theta, prec)
     j = h - np.diag(prec)
     j = 0.5 * (j + j.T)
