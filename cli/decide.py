@@ -48,8 +48,8 @@ def decide(
 
     Per stratum: the candidate's win rate (half-tie score) against the
     baseline with a score interval that includes the tie share's sampling
-    error (Wilson when there are no ties); one-sided score tests against
-    50%-M, Holm across strata; the Bayesian model's win probability and
+    error (Tango's; widened for verdicts clustered by prompt); one-sided
+    score tests against 50%-M, Holm across strata; the Bayesian model's win probability and
     P(win >= threshold) (fitted per stratum to all systems); a verdict
     pass / regress / undecided (with the comparisons still needed). An
     acceptability check (pass/fail items) can veto a pairwise win.

@@ -73,5 +73,5 @@ def test_cluster_prompt_and_annotator(tmp_path):
     assert any("clustered by prompt" in n for n in prompt.notes)
     assert any("the unit is the item" in n for n in item.notes)
     assert np.all(np.isfinite(prompt.comparison.ppi.cov))
-    with pytest.raises(UsageError, match="does not apply to report --surrogate"):
+    with pytest.raises(UsageError, match="does not apply to the hybrid"):
         hybrid_report(study, surrogate="judge", cluster="annotator")

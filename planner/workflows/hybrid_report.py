@@ -340,8 +340,8 @@ def hybrid_report(study_path, surrogate: str, target: str = "humans", confidence
                          parameters=('ties',))
     check_cluster_by(cluster)
     if cluster == "annotator":
-        raise UsageError("`cluster` annotator does not apply to report --surrogate: its unit is the item (prompt "
-                         "and pair), whose votes are averaged; use item or prompt", parameters=("cluster",))
+        raise UsageError("`cluster` annotator does not apply to the hybrid (surrogate) report: its unit is the item "
+                         "(prompt and pair), whose votes are averaged; use item or prompt", parameters=("cluster",))
     study = Study.open(study_path)
     names = tuple(study.systems)
     items, annotators, other_judges = _collect(study, study_path, surrogate)
