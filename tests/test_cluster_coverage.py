@@ -9,22 +9,16 @@ issue's: >= 0.93 (200 studies x 6 strengths: a binomial SE of about 0.006 at 0.9
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
 
 import numpy as np
 import pytest
+from _bench import load_bench
 
-ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("bench_cluster_coverage",
-                                                  ROOT / "bench" / "bench_cluster_coverage.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_bench("bench_cluster_coverage")
 
 
 def _coverage(bench, scenario: str, reps: int, icc: float = 0.3) -> dict:

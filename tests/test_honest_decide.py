@@ -11,9 +11,7 @@ simulation through decide_counts.
 
 from __future__ import annotations
 
-import importlib.util
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -24,8 +22,8 @@ from types import SimpleNamespace
 from planner.counts import Counts
 from planner.gate import decide_counts
 from planner.stats.proportions import half_tie_interval, half_tie_score_z
+from _bench import load_bench
 
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def _counts(w, l, t, stratum="all"):
@@ -91,10 +89,7 @@ def test_issue_examples_no_longer_collapse():
 
 @pytest.fixture(scope="module")
 def exact():
-    spec = importlib.util.spec_from_file_location("exact_decide", ROOT / "bench" / "exact_decide.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_bench("exact_decide")
 
 
 # The worst points of the enumeration over N = 20..300, margins 0..0.2, tie share step 0.01
