@@ -58,7 +58,7 @@ from planner.errors import UsageError, check_range
 from planner.model.bt import to_elo
 from planner.report_results import ClusterReport, LeaderRow, ModelReport, Report, StrataReport, StratumRow
 from planner.stats.clusters import (JudgmentArrays, applied_design_effect, check_cluster_by, cluster_cells,
-                                    cluster_ids, pair_design_effect, verdict_icc)
+                                    cluster_ids, design_effects_against, verdict_icc)
 from planner.strata import stratum_weights
 
 __all__ = ["ANNOTATOR_QC_MAX", "build_report"]
@@ -267,7 +267,7 @@ def build_report(study_path, *, engine: str = "laplace", by_stratum: bool = Fals
         anchor = study.anchor
         tie_conv = "half" if study.config.get("tie_convention", "half") == "half" else "drop"
 
-    clusters = _cluster_report(judged, fit, cluster)
+    clusters = _cluster_report(judged, counts, fit, cluster, cells)
     pairs = dg.pair_table(counts, p_better=dg.p_better_from_draws(fit.beta_draws),
                           design_effects=None if fit.clustering is None else fit.clustering.pair_design_effects())
     anchor_res = (dg.anchor_tests(counts, anchor, ties=tie_conv,
@@ -309,16 +309,15 @@ def _fits(study, counts_k: Counts, counts: Counts, weights: dict, by_stratum: bo
     return fit, style
 
 
-def _cluster_report(judged: JudgmentArrays, fit, cluster: str) -> ClusterReport:
+def _cluster_report(judged: JudgmentArrays, counts: Counts, fit, cluster: str, cells) -> ClusterReport:
     """The ICC of verdicts on the same prompt and pair, and what the chosen clustering did to the intervals."""
-    est = verdict_icc(judged)
+    est = verdict_icc(judged, cells)
     c = fit.clustering
     if c is None:
-        deff, n, low, high = 1.0, int(judged.counts().usable.sum()), None, None
+        deff, n, low, high = 1.0, int(counts.usable.sum()), None, None
     else:
         deff, n = c.design_effect, c.n_clusters
-        observed = judged.counts().pair_matrix() > 0
-        pairs = c.pair_design_effects()[np.triu(observed, 1)]
+        pairs = c.pair_design_effects()[np.triu(counts.pair_matrix() > 0, 1)]
         pairs = pairs[np.isfinite(pairs)]
         low, high = (float(pairs.min()), float(pairs.max())) if pairs.size else (None, None)
     rep = ClusterReport(cluster, n, est.icc, est.mean_size, est.design_effect, deff, float(np.sqrt(deff)), low, high)
@@ -329,10 +328,9 @@ def _anchor_design_effects(judged: JudgmentArrays, cluster: str, anchor: str, ti
     """Per candidate: the design effect of its score against the anchor (applied: never below 1)."""
     if cluster == "none":
         return None
-    ids = cluster_ids(judged, cluster)
     k = judged.systems.index(anchor)
-    return {s: applied_design_effect(pair_design_effect(judged, ids, i, k, ties))
-            for i, s in enumerate(judged.systems) if i != k}
+    got = design_effects_against(judged, cluster_ids(judged, cluster), k, ties)
+    return {judged.systems[i]: applied_design_effect(v) for i, v in got.items()}
 
 
 def _check_options(engine: str, seed: int, draws: int, tune: int, chains: int, min_pass_rate: float) -> None:
