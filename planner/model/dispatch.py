@@ -65,8 +65,9 @@ def fit(counts: Counts, *, engine: str = "laplace", by_stratum: bool = False,
         Posterior draws per chain (Laplace: total draws), tuning steps, chains
         and worker processes (NUTS only for the last three; ``cores`` defaults
         to ``min(chains, 2)``).
-    progressbar : bool
-        NUTS progress on stderr.
+    progressbar : bool or callable
+        NUTS progress: True for pymc's bar on stderr; a callable ``report(done, total)``
+        called every 50 draws (all chains, tuning included) instead.
     clusters : planner.stats.clusters.ClusterCells, optional
         The same judgments tallied per cluster (:func:`planner.stats.clusters.cluster_cells`):
         the intervals are then cluster-robust (:mod:`planner.model.robust`) and
