@@ -132,3 +132,19 @@ def test_report_and_decide_refuse_an_unknown_clustering(tmp_path):
             run()
     with Study.open(path) as st:
         assert st.judgment_arrays().n == 120          # nothing was changed
+
+
+def test_cli_names_the_cluster_flag_and_an_empty_study_still_decides(tmp_path):
+    from typer.testing import CliRunner
+
+    from cli.main import app
+
+    path, _ = _clustered_study(tmp_path, copies=2)
+    runner = CliRunner()
+    for args in (["report", str(path)], ["decide", str(path), "--candidate", "new", "--baseline", "old"]):
+        r = runner.invoke(app, [*args, "--cluster", "pair"])
+        assert r.exit_code == 2 and "--cluster ('pair') must be one of item, prompt, annotator, none" in r.stderr
+        assert "Traceback" not in r.output
+    init_study(tmp_path / "empty", systems=list(SYSTEMS))
+    d = decide(tmp_path / "empty", "new", "old")
+    assert d.verdict == "undecided" and all(s.design_effect == 1.0 for s in d.strata)
