@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["ClusterReport", "LeaderRow", "StratumRow", "StrataReport", "ModelReport", "Report"]
+__all__ = ["ClusterReport", "LeaderRow", "StratumRow", "StrataReport", "ModelReport", "RankingReading", "Report"]
 
 
 @dataclass(frozen=True)
@@ -192,6 +192,39 @@ class ClusterReport:
 
 
 @dataclass(frozen=True)
+class RankingReading:
+    """How the leaderboard's letters, P(leader > x), rank intervals and P(best) were read.
+
+    Attributes
+    ----------
+    method : str
+        ``"gaussian"`` (Laplace: separation, P(leader > x) and tied-with-the-leader
+        in closed form from the posterior mean and covariance, the same for every
+        seed) or ``"draws"`` (NUTS: shares of the posterior draws).
+    confidence_level : float
+    rank_draws : int
+        Draws behind the rank intervals and P(best).
+    rank_mc_sd : float or None
+        Monte Carlo sd of a rank interval's tail share, ``sqrt(q (1 - q) / rank_draws)``
+        with ``q = (1 - level) / 2`` (independent Gaussian draws; ``None`` for NUTS).
+    letters_shown : bool
+        False above :data:`planner.diagnostics.LETTERS_MAX_SYSTEMS` systems (each row's
+        ``letters`` is then empty and ``letters_note`` says why).
+    letters_note : str or None
+    near_threshold : tuple of planner.diagnostics.NearThreshold
+        NUTS only: decisions within two Monte Carlo standard errors of their threshold.
+    """
+
+    method: str
+    confidence_level: float
+    rank_draws: int
+    rank_mc_sd: float | None
+    letters_shown: bool
+    letters_note: str | None
+    near_threshold: tuple = ()
+
+
+@dataclass(frozen=True)
 class Report:
     """Everything ``planner report`` shows; ``to_dict()`` is its JSON document.
 
@@ -251,6 +284,8 @@ class Report:
         How clustered verdicts widened the intervals (and the ICC behind it).
     fit : planner.model.Fit
         The fit itself (not in ``to_dict``).
+    ranking : RankingReading or None
+        How the leaderboard's letters and intervals were read (JSON key ``ranking``).
     """
 
     study: str
@@ -280,10 +315,12 @@ class Report:
     style_control: Any = None
     clusters: ClusterReport | None = None
     fit: Any = field(default=None, repr=False, compare=False)
+    ranking: RankingReading | None = None
 
     def to_dict(self) -> dict:
         """JSON-ready dict of every field except ``fit`` (and ``style_control`` when not computed)."""
         from planner.jsonable import jsonable
 
-        skip = {"fit"} | ({"style_control"} if self.style_control is None else set())  # key only when asked
+        skip = ({"fit"} | ({"style_control"} if self.style_control is None else set())  # key only when asked
+                | ({"ranking"} if self.ranking is None else set()))
         return {name: jsonable(getattr(self, name)) for name in self.__dataclass_fields__ if name not in skip}

@@ -161,6 +161,22 @@ def reasons_note(reasons: Any) -> str:
             f"({100 * reasons.share_without_reason:.0f}%) carry no reason code")
 
 
+def letters_omitted_note(m: int, limit: int) -> str:
+    """Why a leaderboard of ``m`` systems shows no letters (:data:`planner.diagnostics.LETTERS_MAX_SYSTEMS`)."""
+    return (f"letters are left out above {limit} systems ({m} here): a letter display that large needs "
+            "two-character letters, many to a row; read each system's rank interval and whether it is "
+            "tied with the leader instead")
+
+
+def near_threshold_note(x: Any) -> str:
+    """A draws-based decision within two Monte Carlo errors of its threshold
+    (:class:`planner.diagnostics.NearThreshold`): ``"gpt-3.5-turbo vs guanaco-33b: separated at
+    P = 0.975 ± 0.004 (threshold 0.975)"``."""
+    what = "P(leader > x)" if x.what in ("below the leader", "tied with the leader") else "P"
+    return (f"{x.upper} vs {x.lower}: {x.what} at {what} = {x.p:.3f} ± {x.mcse:.3f} (threshold {x.threshold:g}; "
+            "± is the Monte Carlo error of the draws: more draws decide it)")
+
+
 # ------------------------------------------------------------------ style control
 STYLE_DECIDE_NOTE = ("style control: the Bayesian columns use the style-controlled model (pooled over strata: "
                      "the win probability between responses of equal length and markdown); the per-stratum "

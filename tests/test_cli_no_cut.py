@@ -175,6 +175,7 @@ REPORT = {
     "posterior_artifact": Hidden("none saved here"),
     "flags": Hidden("warnings on stderr, as sentences"), "notes": Hidden("notes on stderr, as sentences"),
     "judges": Hidden("LLM-judge totals (none here)"),
+    "ranking": Hidden("how letters and intervals were read (exact Gaussian, rank draws); its notes go to stderr"),
 }
 
 STYLE = {k: v for k, v in REPORT.items()} | {

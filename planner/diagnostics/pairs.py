@@ -81,7 +81,7 @@ def pair_table(counts: Counts, p_better: np.ndarray | None = None,
     return PairTable(counts.systems, tuple(rows))
 
 
-def p_better_from_draws(draws: np.ndarray) -> np.ndarray:
+def p_better_from_draws(draws: np.ndarray, chunk: int = 64) -> np.ndarray:
     """``P[i, j]`` = share of posterior draws with ``beta_i > beta_j`` (diagonal 0.5).
 
     ``draws`` has shape (n_draws, M), e.g. the model's ``beta_draws``; the
@@ -90,7 +90,10 @@ def p_better_from_draws(draws: np.ndarray) -> np.ndarray:
     d = np.asarray(draws, dtype=float)
     if d.ndim != 2 or d.shape[0] == 0:
         raise UsageError(f"draws shape ({d.shape}) must be (n_draws > 0, M)")
-    p = (d[:, :, None] > d[:, None, :]).mean(axis=0)
+    m = d.shape[1]
+    p = np.empty((m, m))
+    for i in range(0, m, chunk):   # at most n_draws x chunk x M booleans at a time (300 systems: 20 MB)
+        p[i:i + chunk] = (d[:, i:i + chunk, None] > d[:, None, :]).mean(axis=0)
     np.fill_diagonal(p, 0.5)
     return p
 

@@ -54,7 +54,7 @@ def judgment_arrays(con: sqlite3.Connection, systems: tuple[str, ...], strata: t
     cols = scans.judged_columns(con, kinds, index, span, extra, join)
     left, right, outcome, prompt_code = cols[:4]
     if (prompt_code < 0).any():
-        prompt_code = _unknown_prompts(con, kinds, prompt_code)
+        prompt_code = unknown_prompt_codes(con, kinds, prompt_code)
     if len(strata) > 1:
         lut = stratum_lut(con, {s: i for i, s in enumerate(strata)})
         stratum = lut[np.maximum(prompt_code, -1) + 1]
@@ -65,7 +65,7 @@ def judgment_arrays(con: sqlite3.Connection, systems: tuple[str, ...], strata: t
                                 annotator=annotator, strata=strata)
 
 
-def _unknown_prompts(con: sqlite3.Connection, kinds: Sequence[str], code: np.ndarray) -> np.ndarray:
+def unknown_prompt_codes(con: sqlite3.Connection, kinds: Sequence[str], code: np.ndarray) -> np.ndarray:
     """``code`` with each prompt the study does not hold (-1) given its own code ``-2 - k`` (k-th distinct
     such prompt): those judgments' prompts are read in the scan's (rowid) order, only when there are any."""
     marks = ",".join("?" * len(kinds))
@@ -81,4 +81,4 @@ def _unknown_prompts(con: sqlite3.Connection, kinds: Sequence[str], code: np.nda
     return out
 
 
-__all__ = ["judgment_arrays", "stratum_lut"]
+__all__ = ["judgment_arrays", "stratum_lut", "unknown_prompt_codes"]

@@ -37,12 +37,13 @@ def decide(path, candidate: str, baseline: str, *, margin: float = 0.05, mode: s
         the allowed values).
     """
     from planner.limits import check_seed
+    from planner.stats.blas import blas_policy
     from planner.strata import stratum_weights
     from planner.store.study import Study
 
     check_seed("seed", seed)
     check_cluster_by(cluster)
-    with Study.open(path) as study:
+    with blas_policy(engine), Study.open(path) as study:
         check_systems(study.systems, candidate, baseline)
         judged = study.judgment_arrays(by_stratum=True, annotators=cluster == "annotator")
         counts = judged.counts()
@@ -57,10 +58,11 @@ def decide(path, candidate: str, baseline: str, *, margin: float = 0.05, mode: s
 
             fit = controlled_fit_by_stratum(study, counts.strata, engine=engine, seed=seed)
     deffs, cells = _clustering(judged, cluster, candidate, baseline)
-    res = decide_counts(counts, candidate, baseline, stratum_weights=weights, acceptability=acc,
-                        margin=margin, mode=mode, confidence_level=confidence_level, min_pass_rate=min_pass_rate,
-                        engine=engine, look=look, looks=looks, boundary=boundary, seed=seed, fit=fit,
-                        design_effects=deffs, clusters=cells)
+    with blas_policy(engine):
+        res = decide_counts(counts, candidate, baseline, stratum_weights=weights, acceptability=acc,
+                            margin=margin, mode=mode, confidence_level=confidence_level,
+                            min_pass_rate=min_pass_rate, engine=engine, look=look, looks=looks, boundary=boundary,
+                            seed=seed, fit=fit, design_effects=deffs, clusters=cells)
     from dataclasses import replace
 
     from planner.gate.text import clustering_note

@@ -20,10 +20,11 @@ from pathlib import Path
 
 import numpy as np
 
-from planner.errors import DataError, UsageError
+from planner.errors import DataError, UsageError, quote
 from planner.stats.clusters import check_cluster_by
 from planner.hybrid.ppi import HybridComparison, compare_hybrid, human_only_bradley_terry, judge_only_bradley_terry
 from planner.equality import array_eq
+from planner.stats.blas import one_blas_thread
 
 __all__ = ["HybridItems", "HybridReport", "items_from_verdicts", "hybrid_report", "recorded_design", "TARGETS", "TIES"]
 
@@ -125,8 +126,9 @@ def _collect(study, study_path, surrogate: str):
         rows.append((j.prompt, j.a, j.b, j.verdict, j.annotator))
     if surrogate not in annotators:
         known = ", ".join(sorted(a for a in annotators if a)) or "none"
-        raise DataError(f"`surrogate`: no judgments by {str(surrogate)[:80]!r} in {study_path}; "
-                        f"annotators: {known[:200]}", parameters=('surrogate',))
+        # an option naming nobody in the study is a usage error (exit 2), as `lc_anchor` naming no system is
+        raise UsageError(f"`surrogate`: no judgments by {quote(surrogate)} in {study_path}; "
+                         f"annotators: {known[:200]}", parameters=('surrogate',))
     return items_from_verdicts(tuple(study.systems), rows, surrogate), annotators, other_judges
 
 
@@ -357,8 +359,9 @@ def hybrid_report(study_path, surrogate: str, target: str = "humans", confidence
     if (~lab).sum() < 2:
         notes.append(f"every item has target votes, so {surrogate} adds nothing: the PPI fit is the human-only fit")
     clusters = np.unique(np.array(items.prompts), return_inverse=True)[1].ravel() if cluster == "prompt" else None
-    comp = _compare(names, items, lab, ties, confidence_level, pi, clusters)
-    population, strata = _population(study, names, items, lab, ties, confidence_level, pi, comp.ppi, clusters)
+    with one_blas_thread():   # the one BLAS policy (planner.stats.blas)
+        comp = _compare(names, items, lab, ties, confidence_level, pi, clusters)
+        population, strata = _population(study, names, items, lab, ties, confidence_level, pi, comp.ppi, clusters)
     notes.append("clustered by prompt: the covariance sums each prompt's item gradients (cluster-robust)"
                  if clusters is not None else
                  "the unit is the item (prompt and pair): its votes are averaged into one outcome, so verdicts on "

@@ -203,7 +203,7 @@ def _rows(raw_fit, sf) -> tuple[StyleRow, ...]:
     raw_order = list(np.argsort(-raw_fit.mean, kind="stable"))
     rlo, rhi = raw_fit.interval()
     clo, chi = sf.fit.interval()
-    rg = dg.rank_groups(systems, sf.fit.mean, draws=sf.fit.beta_draws)
+    rg = dg.rank_fit(sf.fit)
     out = []
     for pos, s in enumerate(rg.order):
         i = systems.index(s)
