@@ -21,13 +21,13 @@ def check_ppi_plot(plot) -> None:
         call(check_output_file, "--plot", plot / name, create_parents=True)
 
 
-def run_hybrid(study: Path, surrogate: str, target: str, json_: bool, ties: str = "half", *,
+def run_hybrid(study: Path, surrogate: str, target: str, json_: bool, ties: str = "half", cluster: str = "item", *,
                plot: Path | None = None):
     """Fit, print (tables or JSON) and return the hybrid result (``report --html`` adds it to the page);
     ``plot``: write its forest plot there."""
     from planner.workflows.hybrid_report import hybrid_report
 
-    res = call(hybrid_report, study, surrogate=surrogate, target=target, ties=ties)
+    res = call(hybrid_report, study, surrogate=surrogate, target=target, ties=ties, cluster=cluster)
     for n in res.notes:
         message(f"note: {n}")
     if plot is not None:

@@ -77,6 +77,9 @@ def report_cmd(
     save_posterior: Annotated[bool, typer.Option(
         "--save-posterior", help="Also save a Laplace posterior in the study as ArviZ netcdf (NUTS posteriors "
                                  "are always saved).")] = False,
+    cluster: Annotated[str, typer.Option(
+        help="Which verdicts share a cluster for cluster-robust intervals: item (same prompt and pair: both "
+             "orders, every annotator; the default) | prompt | annotator | none (all independent).")] = "item",
 ) -> None:
     """Leaderboard (strength, 95% credible interval, Elo, P(best), 95% rank interval, letters, P(leader better)), pairs,
     anchor tests, tie/position/length bias, circular triads, reasons, annotator QC, strata,
@@ -108,7 +111,7 @@ def report_cmd(
         from .hybrid import check_ppi_plot, run_hybrid
 
         check_ppi_plot(plot)
-        hybrid = run_hybrid(study, surrogate, target, json_, ties, plot=plot)
+        hybrid = run_hybrid(study, surrogate, target, json_, ties, cluster, plot=plot)
         if html is None:
             return
 
@@ -120,7 +123,7 @@ def report_cmd(
         res = call(rp.build_report, study, engine=engine, by_stratum=by_stratum, seed=seed, draws=draws,
                    tune=tune, chains=chains, progressbar=bar,
                    min_pass_rate=min_pass_rate, save_posterior=True if save_posterior else None,
-                   style_control=style_control, lc_anchor=lc_anchor)
+                   style_control=style_control, lc_anchor=lc_anchor, cluster=cluster)
     _write_files(res, plot, markdown, html, hybrid)
     if hybrid is not None:  # the surrogate's tables are printed; the report itself went to --html
         return
@@ -212,27 +215,34 @@ def _render_leaderboard(con, r) -> None:
                        f"{_pct(x.pass_rate, 0)} [{_pct(x.pass_low, 0)}, {_pct(x.pass_high, 0)}]")
         tab.add_row(*row)
     print_table(tab, key=(2,), console=con)
+    if r.clusters is not None:
+        con.print(r.clusters.sentence, markup=False, soft_wrap=True)
 
 
 def _render_pairs(con, r) -> None:
     from rich.table import Table
 
     tab = Table(title="pairs (a = earlier in the study's system order)")
-    for h in ("a", "b", "a wins", "b wins", "ties", "inv", "score", "P(a>b)"):
+    deff = any(p.design_effect is not None for p in r.pairs.rows)
+    for h in ("a", "b", "a wins", "b wins", "ties", "inv", "score", "P(a>b)") + (("deff",) if deff else ()):
         tab.add_column(h, justify="left" if h in ("a", "b") else "right", no_wrap=h in ("a", "b"))
     for p in r.pairs.rows:
         tab.add_row(p.system_a, p.system_b, f"{p.a_wins:,}", f"{p.b_wins:,}", f"{p.ties:,}", f"{p.invalid:,}",
-                    _num(p.score), _num(p.p_a_better))
+                    _num(p.score), _num(p.p_a_better), *((_num(p.design_effect, ".2f"),) if deff else ()))
     print_table(tab, key=(0, 1), console=con)
 
     if r.anchor_tests is not None:
         at = r.anchor_tests
-        tab = Table(title=f"against the anchor {at.anchor} (ties: {at.ties}; Wilson 95%, exact binomial test)")
-        for h in ("system", "wins", "losses", "ties", "invalid", "win rate", "95% CI", "p"):
+        clustered = any(a.design_effect > 1.0 for a in at.rows)
+        tab = Table(title=f"against the anchor {at.anchor} (ties: {at.ties}; Wilson 95%, exact binomial test"
+                          + ("; n / deff under clustering)" if clustered else ")"))
+        for h in ("system", "wins", "losses", "ties", "invalid", "win rate", "95% CI", "p") + (
+                ("deff",) if clustered else ()):
             tab.add_column(h, justify="left" if h == "system" else "right")
         for a in at.rows:
             tab.add_row(a.system, str(a.wins), str(a.losses), str(a.ties), str(a.invalid), _pct(a.win_rate),
-                        f"[{_pct(a.ci_low)}, {_pct(a.ci_high)}]", _num(a.pvalue, ".3g"))
+                        f"[{_pct(a.ci_low)}, {_pct(a.ci_high)}]", _num(a.pvalue, ".3g"),
+                        *((f"{a.design_effect:.2f}",) if clustered else ()))
         print_table(tab, console=con)
 
 

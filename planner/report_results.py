@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["LeaderRow", "StratumRow", "StrataReport", "ModelReport", "RankingReading", "Report"]
+__all__ = ["ClusterReport", "LeaderRow", "StratumRow", "StrataReport", "ModelReport", "RankingReading", "Report"]
 
 
 @dataclass(frozen=True)
@@ -153,6 +153,45 @@ class ModelReport:
 
 
 @dataclass(frozen=True)
+class ClusterReport:
+    """How clustered verdicts widened the report's intervals (docs/methods.md, "Clustered verdicts").
+
+    Attributes
+    ----------
+    by : str
+        ``item`` (prompt and unordered pair), ``prompt``, ``annotator`` or ``none``.
+    n_clusters : int
+        Clusters with a usable judgment (judgments, for ``none``).
+    icc : float or None
+        ANOVA ICC of the verdicts on the same prompt and pair
+        (:func:`planner.stats.clusters.verdict_icc`), whatever ``by``: the ``rho`` of
+        ``size --icc``.
+    verdicts_per_cluster : float
+        Usable verdicts per (prompt, pair).
+    icc_design_effect : float
+        Kish's design effect from ``icc`` (the figure ``size --icc`` plans with).
+    design_effect : float
+        Variance inflation of the strengths applied (``tr`` robust / ``tr`` model; 1 for ``none``).
+    widened : float
+        ``sqrt(design_effect)``: how much wider the intervals are.
+    pair_low, pair_high : float or None
+        Smallest and largest design effect of a compared pair's strength difference.
+    sentence : str
+    """
+
+    by: str
+    n_clusters: int
+    icc: float | None
+    verdicts_per_cluster: float
+    icc_design_effect: float
+    design_effect: float
+    widened: float
+    pair_low: float | None
+    pair_high: float | None
+    sentence: str = ""
+
+
+@dataclass(frozen=True)
 class RankingReading:
     """How the leaderboard's letters, P(leader > x), rank intervals and P(best) were read.
 
@@ -241,6 +280,8 @@ class Report:
         Raw and style-controlled leaderboards, style coefficients and, for an
         anchor, length-controlled win rates (``style_control=True`` or
         ``lc_anchor``); None otherwise.
+    clusters : ClusterReport or None
+        How clustered verdicts widened the intervals (and the ICC behind it).
     fit : planner.model.Fit
         The fit itself (not in ``to_dict``).
     ranking : RankingReading or None
@@ -272,6 +313,7 @@ class Report:
     notes: tuple[str, ...]
     judges: tuple[dict, ...] = ()
     style_control: Any = None
+    clusters: ClusterReport | None = None
     fit: Any = field(default=None, repr=False, compare=False)
     ranking: RankingReading | None = None
 

@@ -229,6 +229,43 @@ def lc_extreme_note(name: str, lc_win_rate: float, win_rate: float, longer_share
             "is an extrapolation")
 
 
+#: clusters below which a cluster-robust variance is itself noisy (a rule of thumb of the sandwich literature)
+FEW_CLUSTERS = 30
+_SHARED = {"item": "the same prompt and pair", "prompt": "the same prompt", "annotator": "the same annotator"}
+
+
+def cluster_sentence(c: Any) -> str:
+    """What clustering did to the intervals, from a :class:`planner.report_results.ClusterReport`.
+
+    "verdicts on the same prompt and pair agree beyond chance (ICC 0.40, 2.0 per prompt and pair):
+    intervals widened 1.14× (design effect 1.31, by pair 1.11–1.52; 2,240 clusters)"
+    """
+    icc = (f"ICC {c.icc:.2f}, {c.verdicts_per_cluster:.1f} per prompt and pair" if c.icc is not None
+           else "ICC not estimable")
+    if c.by == "none":
+        s = "intervals treat every judgment as independent (--cluster none)"
+        if c.icc is not None and c.icc > 0:
+            s += f"; verdicts on the same prompt and pair agree beyond chance ({icc}), so they are too narrow"
+        return s
+    if c.n_clusters < 2:
+        return (f"one cluster by {c.by}: the clustering cannot be estimated, intervals as for independent "
+                f"judgments; on the same prompt and pair: {icc}")
+    agree = "agree no more than chance" if c.design_effect <= 1.0005 else "agree beyond chance"
+    s = f"verdicts on {_SHARED[c.by]} {agree}" + (f" ({icc})" if c.by == "item" else "")
+    if c.design_effect <= 1.0005:
+        s += f": intervals as for independent judgments ({c.n_clusters:,} clusters)"
+    else:
+        pairs = ("" if c.pair_low is None or c.pair_high - c.pair_low < 0.005
+                 else f", by pair {c.pair_low:.2f}–{c.pair_high:.2f}")
+        s += (f": intervals widened {c.widened:.2f}× (design effect {c.design_effect:.2f}{pairs}; "
+              f"{c.n_clusters:,} clusters)")
+    if c.by != "item":
+        s += f"; on the same prompt and pair: {icc}"
+    if c.n_clusters < FEW_CLUSTERS:
+        s += f"; only {c.n_clusters} clusters, so the widening is itself uncertain"
+    return s
+
+
 #: what each next-batch objective's value counts (planner.acquisition.objectives.objective_value)
 OBJECTIVE_MEASURES = {"ranking": "expected misordered system pairs",
                       "top-k": "expected misordered pairs across the top-k boundary",

@@ -254,6 +254,8 @@ def test_vicuna_json_is_deterministic(v80, v80_report):
 
 # ---------------------------------------------------------------- synthetic
 def test_synthetic_recovers_order_and_anchor_tests(synth):
+    from statsmodels.stats.proportion import proportion_confint
+
     r = build_report(synth, seed=3)
     assert [x.system for x in r.leaderboard] == list(fx.SYNTH_SYSTEMS)   # true order of SYNTH_BETA
     assert r.anchor == "sys-b"
@@ -264,8 +266,14 @@ def test_synthetic_recovers_order_and_anchor_tests(synth):
         k = row.wins + row.ties / 2
         n = row.wins + row.losses + row.ties
         assert row.win_rate == pytest.approx(k / n)
-        k_test = int(np.floor(k)) if k > n / 2 else int(np.ceil(k))
-        assert row.pvalue == pytest.approx(binomtest(k_test, n, 0.5).pvalue)
+        # clustered verdicts (the default, by prompt and pair): the test and interval use Kish's effective
+        # sample n / deff, with k scaled alike (deff >= 1; 1 when the verdicts agree no more than chance)
+        n_eff = max(1, round(n / row.design_effect))
+        k_eff = k * n_eff / n
+        k_test = int(np.floor(k_eff)) if k_eff > n_eff / 2 else int(np.ceil(k_eff))
+        assert row.pvalue == pytest.approx(binomtest(k_test, n_eff, 0.5).pvalue)
+        lo, hi = proportion_confint(k / row.design_effect, n / row.design_effect, method="wilson")
+        assert (row.ci_low, row.ci_high) == pytest.approx((lo, hi), rel=1e-9)
         assert row.ci_low <= row.win_rate <= row.ci_high
     # every 50th judgment is invalid (fixture): 12 of 600, excluded from the likelihood, counted
     assert r.totals["invalid"] == 12 and r.model.n_invalid == 12

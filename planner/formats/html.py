@@ -121,7 +121,10 @@ def _leaderboard(r) -> str:
                  "the leader is stronger.") + note
             + _table(head, rows, text_cols=cols[0], raw_cols=cols[1], cls="leaderboard",
                      row_cls=["tied" if x.tied_with_leader else "" for x in r.leaderboard])
-            + f'<p id="tied-with-leader">Tied with the leader (not credibly below it): {esc(tied)}</p></section>')
+            + f'<p id="tied-with-leader">Tied with the leader (not credibly below it): {esc(tied)}</p>'
+            + (f'<p id="clusters">{esc(r.clusters.sentence[0].upper() + r.clusters.sentence[1:])}.</p>'
+               if getattr(r, "clusters", None) is not None else "")
+            + "</section>")
 
 
 def _heatmap(r) -> str:

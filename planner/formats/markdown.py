@@ -89,8 +89,9 @@ def _leaderboard(r) -> list[str]:
                        f"{pct(x.pass_rate, 0)} [{pct(x.pass_low, 0)}, {pct(x.pass_high, 0)}] (n={x.pass_n})")
         rows.append(row)
     L += table(head, rows)
-    return L + ["Tied with the leader (not credibly below it): " + ", ".join(map(for_markdown, r.tied_with_leader)),
-                ""]
+    L += ["Tied with the leader (not credibly below it): " + ", ".join(map(for_markdown, r.tied_with_leader)), ""]
+    return L + ([r.clusters.sentence[0].upper() + r.clusters.sentence[1:] + ".", ""]
+                if r.clusters is not None else [])
 
 
 def _pairs_and_anchor(r) -> list[str]:

@@ -26,7 +26,8 @@ import numpy as np
 from planner.counts import Counts
 from planner.diagnostics.records import NON_RANKING_KINDS
 from planner.store import scans
-from planner.store.judged import stratum_lut
+from planner.stats.clusters import JudgmentArrays
+from planner.store.judged import stratum_lut, unknown_prompt_codes
 from planner.store.records import COUNTED_KINDS
 from planner.vocabulary import JUDGMENT_KINDS
 
@@ -47,6 +48,9 @@ class ReportScan:
     ----------
     judged : Counts
         :meth:`Study.counts` ``(by_stratum=True)``.
+    arrays : planner.stats.clusters.JudgmentArrays
+        The same judgments one by one (:meth:`Study.judgment_arrays` without annotator codes), for the
+        clusters of the report's intervals.
     totals : dict
         ``A``/``B``/``tie``/``invalid`` over pairwise judgments of the counted kinds.
     kinds : dict
@@ -63,6 +67,7 @@ class ReportScan:
     """
 
     judged: Counts
+    arrays: JudgmentArrays
     totals: dict
     kinds: dict
     length_rows: tuple | None
@@ -92,9 +97,11 @@ def report_scan(con, systems: tuple[str, ...]) -> ReportScan:
     counted = pairwise & np.isin(kind, [JUDGMENT_KINDS.index(k) for k in COUNTED_KINDS])
     strata = scans.strata_of(con, bool(np.any(code == 0)))
     lut = stratum_lut(con, {s: i for i, s in enumerate(strata)})
-    judged = scans.judged_counts(systems, strata, lut, index, span - 1,
-                                 a[counted] * (span - 1) + b1[counted] - 1, code[counted], right[counted],
+    ab_c = a[counted] * (span - 1) + b1[counted] - 1
+    judged = scans.judged_counts(systems, strata, lut, index, span - 1, ab_c, code[counted], right[counted],
                                  verdict[counted])
+    arrays = _arrays(con, systems, strata, lut, index, span - 1, ab_c, code[counted], right[counted],
+                     verdict[counted])
     totals = dict(zip(VERDICTS, (int(x) for x in np.bincount(verdict[counted], minlength=4))))
     kinds = _kinds(con, kind)
     ranking = pairwise & ~np.isin(kind, [JUDGMENT_KINDS.index(k) for k in NON_RANKING])
@@ -107,7 +114,17 @@ def report_scan(con, systems: tuple[str, ...]) -> ReportScan:
     m = len(systems)
     wins = tuple(int(x) for x in np.bincount(index[win], minlength=m))
     losses = tuple(int(x) for x in np.bincount(index[lose], minlength=m))
-    return ReportScan(judged, totals, kinds, length_rows, _reason_rows(con) if has_reason.any() else (), wins, losses)
+    return ReportScan(judged, arrays, totals, kinds, length_rows, _reason_rows(con) if has_reason.any() else (), wins,
+                      losses)
+
+
+def _arrays(con, systems, strata, lut, index, span, ab, code, right, verdict) -> JudgmentArrays:
+    """The counted judgments as :class:`JudgmentArrays` (prompt codes as :mod:`planner.store.judged` gives them)."""
+    left, right_sys, outcome = scans.shown_cells(index, span, ab, right, verdict)
+    prompt = code - 1
+    if (prompt < 0).any():
+        prompt = unknown_prompt_codes(con, COUNTED_KINDS, prompt)
+    return JudgmentArrays.build(systems, left, right_sys, outcome, stratum=lut[code], prompt=prompt, strata=strata)
 
 
 def _kinds(con, kind: np.ndarray) -> dict:

@@ -52,6 +52,7 @@ Formulas and references: docs/methods.md, sections "Report diagnostics" and
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -61,7 +62,10 @@ from planner import text
 from planner.counts import Counts, half_tie_score, half_tie_scores
 from planner.errors import UsageError, check_range
 from planner.model.bt import to_elo
-from planner.report_results import LeaderRow, ModelReport, RankingReading, Report, StrataReport, StratumRow
+from planner.report_results import (ClusterReport, LeaderRow, ModelReport, RankingReading, Report, StrataReport,
+                                    StratumRow)
+from planner.stats.clusters import (JudgmentArrays, applied_design_effect, check_cluster_by, cluster_cells,
+                                    cluster_ids, design_effects_against, verdict_icc)
 from planner.strata import stratum_weights
 
 __all__ = ["ANNOTATOR_QC_MAX", "build_report"]
@@ -166,7 +170,7 @@ def _item_words(study, judgments) -> dict[str, int]:
 def build_report(study_path, *, engine: str = "laplace", by_stratum: bool = False, seed: int = 0,
                  draws: int = 1000, tune: int = 1000, chains: int = 2, progressbar: bool = False,
                  min_pass_rate: float = 0.8, save_posterior: bool | None = None, style_control: bool = False,
-                 lc_anchor: str | None = None) -> Report:
+                 lc_anchor: str | None = None, cluster: str = "item") -> Report:
     """Fit the study's judgments and run every diagnostic.
 
     Parameters
@@ -205,6 +209,11 @@ def build_report(study_path, *, engine: str = "laplace", by_stratum: bool = Fals
     lc_anchor : str, optional
         Length-controlled win rates of every system against this system
         (judgments involving it), with or without ``style_control``.
+    cluster : {"item", "prompt", "annotator", "none"}
+        Which judgments share a cluster (:func:`planner.stats.clusters.cluster_ids`): the strength
+        intervals (and everything read from the posterior) are cluster-robust
+        (:mod:`planner.model.robust`), the anchor intervals use the clusters' design effect;
+        ``"none"``: judgments independent.
 
     Returns
     -------
@@ -225,6 +234,7 @@ def build_report(study_path, *, engine: str = "laplace", by_stratum: bool = Fals
     if save_posterior is None:
         save_posterior = engine == "nuts"
     _check_options(engine, seed, draws, tune, chains, min_pass_rate)
+    check_cluster_by(cluster)
     opts = dict(engine=engine, seed=seed, draws=draws, tune=tune, chains=chains)
     with blas_policy(engine), Study.open(study_path) as study, ThreadPoolExecutor(max_workers=1) as pool:
         # one scan of the judgments (Study.report_scan: the counts and every judgment-level figure; a large
@@ -232,6 +242,9 @@ def build_report(study_path, *, engine: str = "laplace", by_stratum: bool = Fals
         systems = tuple(study.systems)
         scan = study.report_scan()
         counts_k = scan.judged
+        # the judgments one by one for the clusters: from the same scan, or with annotator codes (one more scan)
+        judged = (study.judgment_arrays(by_stratum=True, annotators=True) if cluster == "annotator"
+                  else scan.arrays)
         counts = counts_k.pooled()
         if int(counts.usable.sum()) == 0:   # before any heavy import is started: fails fast (issue 13)
             raise UsageError(f"STUDY ({study_path}) has no usable judgment yet (A, B or tie); "
@@ -239,8 +252,9 @@ def build_report(study_path, *, engine: str = "laplace", by_stratum: bool = Fals
         if save_posterior:   # arviz (pymc for NUTS) imported in a worker while the model is fitted
             pool.submit(_warm_imports, engine)
         sw = stratum_weights(study.prompts(), counts_k.strata)
+        cells = None if cluster == "none" else cluster_cells(judged, cluster)
         fit, style = _fits(study, counts_k, counts, sw.weights, by_stratum, progressbar, style_control, lc_anchor,
-                           opts)
+                           dict(opts, clusters=cells))
         artifact = None
         if save_posterior:
             artifact = f"posterior-{engine}{'-by-stratum' if by_stratum else ''}.nc"
@@ -258,8 +272,12 @@ def build_report(study_path, *, engine: str = "laplace", by_stratum: bool = Fals
         anchor = study.anchor
         tie_conv = "half" if study.config.get("tie_convention", "half") == "half" else "drop"
 
-    pairs = dg.pair_table(counts, p_better=dg.p_better_fit(fit))
-    anchor_res = dg.anchor_tests(counts, anchor, ties=tie_conv) if anchor else None
+    clusters = _cluster_report(judged, counts, fit, cluster, cells)
+    pairs = dg.pair_table(counts, p_better=dg.p_better_fit(fit),
+                          design_effects=None if fit.clustering is None else fit.clustering.pair_design_effects())
+    anchor_res = (dg.anchor_tests(counts, anchor, ties=tie_conv,
+                                  design_effects=_anchor_design_effects(judged, cluster, anchor, tie_conv))
+                  if anchor else None)
     ties = dg.tie_rates(counts_k)
     position = dg.position_bias(counts, gamma=fit.gamma)
     triads = dg.circular_triads(counts)
@@ -275,7 +293,7 @@ def build_report(study_path, *, engine: str = "laplace", by_stratum: bool = Fals
     return Report(str(study_path), systems, anchor, totals, dict(sorted(kinds.items())), tuple(board),
                   rg.tied_with_leader, pairs, win_matrix, anchor_res, ties, position, length, triads, reasons,
                   annotators, strata, acc, acc_source, model, artifact, tuple(flags), tuple(notes),
-                  judges=tuple(judge_totals(study_path)), style_control=style, fit=fit,
+                  judges=tuple(judge_totals(study_path)), style_control=style, clusters=clusters, fit=fit,
                   ranking=RankingReading(rg.method, rg.confidence_level, rg.rank_draws, rg.rank_mc_sd,
                                          bool(rg.letters) or not rg.order, rg.letters_note, rg.near_threshold))
 
@@ -291,9 +309,36 @@ def _fits(study, counts_k: Counts, counts: Counts, weights: dict, by_stratum: bo
     if style_control or lc_anchor is not None:
         from planner.workflows.style_report import style_control_report
 
+        cells = opts.get("clusters")
+        opts = {k: v for k, v in opts.items() if k != "clusters"}
         style = style_control_report(study, fit if not by_stratum else fit_model(counts, **opts),
-                                     progressbar=progressbar, lc_anchor=lc_anchor, control=style_control, **opts)
+                                     progressbar=progressbar, lc_anchor=lc_anchor, control=style_control,
+                                     cluster="none" if cells is None else cells.by, **opts)
     return fit, style
+
+
+def _cluster_report(judged: JudgmentArrays, counts: Counts, fit, cluster: str, cells) -> ClusterReport:
+    """The ICC of verdicts on the same prompt and pair, and what the chosen clustering did to the intervals."""
+    est = verdict_icc(judged, cells)
+    c = fit.clustering
+    if c is None:
+        deff, n, low, high = 1.0, int(counts.usable.sum()), None, None
+    else:
+        deff, n = c.design_effect, c.n_clusters
+        pairs = c.pair_design_effects()[np.triu(counts.pair_matrix() > 0, 1)]
+        pairs = pairs[np.isfinite(pairs)]
+        low, high = (float(pairs.min()), float(pairs.max())) if pairs.size else (None, None)
+    rep = ClusterReport(cluster, n, est.icc, est.mean_size, est.design_effect, deff, float(np.sqrt(deff)), low, high)
+    return replace(rep, sentence=text.cluster_sentence(rep))
+
+
+def _anchor_design_effects(judged: JudgmentArrays, cluster: str, anchor: str, ties: str) -> dict[str, float] | None:
+    """Per candidate: the design effect of its score against the anchor (applied: never below 1)."""
+    if cluster == "none":
+        return None
+    k = judged.systems.index(anchor)
+    got = design_effects_against(judged, cluster_ids(judged, cluster), k, ties)
+    return {judged.systems[i]: applied_design_effect(v) for i, v in got.items()}
 
 
 def _check_options(engine: str, seed: int, draws: int, tune: int, chains: int, min_pass_rate: float) -> None:
