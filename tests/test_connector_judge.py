@@ -92,7 +92,8 @@ def test_direct_round_trip_orientation_and_ledger(study, srv):
     assert (res.prompt_tokens, res.completion_tokens) == (exp_p, 120)
     assert res.cost_usd == pytest.approx((exp_p * 2.5 + 120 * 10.0) / 1e6, rel=1e-12)  # float sums only
     assert judge_totals(study) == [{"model": "judge-x", "answers": 10, "prompt_tokens": exp_p,
-                                    "completion_tokens": 120, "cost_usd": pytest.approx(res.cost_usd)}]
+                                    "completion_tokens": 120, "cost_usd": pytest.approx(res.cost_usd),
+                                    "estimated_answers": 0}]
     from planner.store.study import status
 
     assert [dict(j) for j in status(study).judge] == judge_totals(study)  # status shows the same totals
