@@ -40,9 +40,9 @@ class _OneLineErrors(TyperGroup):
             sys.stderr.write(f"error: {text}{hint}\n")
             sys.stderr.flush()
             sys.exit(exc.exit_code)
-        except typer.Abort:
-            sys.stderr.write("error: aborted\n")
-            sys.exit(1)
+        except typer.Abort:  # Ctrl-C outside a command's own handling: 130, as a shell reports SIGINT
+            sys.stderr.write("error: interrupted\n")
+            sys.exit(130)
         sys.exit(rv if isinstance(rv, int) else 0)
 
 app = typer.Typer(

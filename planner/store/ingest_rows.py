@@ -86,6 +86,7 @@ class Validator:
             allowed = "pass, fail, invalid" if kind == "acceptability" else "left, right, tie, invalid"
             return f"{where}: verdict {quote(v)} for {kind} item {quote(rec['item'])}; expected one of {allowed}"
         annotator, source = self.annotator(rec.get("annotator"), assigned)
+        source = rec.get("source_annotator") or source  # a judge answering under another name than asked
         jid = rec.get("id") or (f"{rec['item']}@{annotator}" if annotator else rec["item"])
         return (jid, rec["item"], prompt, left, right, self._POS[v], "left", kind, annotator,
                 rec.get("reason"), rec.get("seconds"), rec.get("confidence"), source)
