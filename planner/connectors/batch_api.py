@@ -22,6 +22,7 @@ instead of paying for the requests again.
 from __future__ import annotations
 
 import json
+import re
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -34,6 +35,7 @@ from planner.connectors.openai_judge import (
     MAX_ANSWER_BYTES,
     RETRY_STATUS,
     Endpoint,
+    OffOrigin,
     backoff,
     error_line,
     fatal_connection,
@@ -103,11 +105,12 @@ def parse_job(obj, what: str) -> Job:
 
 # ------------------------------------------------------------------ one call
 def api_call(ep: Endpoint, what: str, fn: Callable, *, retry: bool = True, stop: threading.Event | None = None,
-             parse: bool = True):
+             parse: bool = True, if_404: str | None = None):
     """``fn()`` (an SDK call returning a raw response) within ``ep.timeout``; its JSON (``parse``) or bytes.
 
     Transient failures are retried (``retry``) up to ``ep.max_attempts`` tries;
-    a ``create`` that got no answer raises :class:`MaybeCreated`.
+    a ``create`` that got no answer raises :class:`MaybeCreated`; ``if_404`` is
+    the message for a 404 (the route does not exist there).
     """
     import openai
 
@@ -117,8 +120,7 @@ def api_call(ep: Endpoint, what: str, fn: Callable, *, retry: bool = True, stop:
         hint = None
         try:
             raw = within(ep.timeout, fn)
-            data = raw if isinstance(raw, bytes) else raw.content
-            return parse_json(data) if parse else data
+            return parse_json(raw.content) if parse else raw
         except (Deadline, openai.APITimeoutError):
             err = f"no complete answer within {ep.timeout:g} s"
             if not retry:
@@ -128,12 +130,14 @@ def api_call(ep: Endpoint, what: str, fn: Callable, *, retry: bool = True, stop:
             body = exc.body if isinstance(exc.body, dict) and "error" in exc.body else {"error": exc.body}
             msg = message_of(body)
             err = f"HTTP {status}" + (f": {quote(msg)}" if msg else "")
+            if status == 404 and if_404:
+                raise DataError(f"{if_404} (HTTP 404 on {what.partition('(')[2].rstrip(')')})") from None
             if status in FATAL_STATUS:
                 raise DataError(f"the Batch API {what}: the endpoint {FATAL_STATUS[status]} ({err})") from None
             if not (status in RETRY_STATUS or status >= 500):
                 raise DataError(f"the Batch API {what}: {err}") from None
             hint = retry_after(exc.response.headers)
-        except openai.APIConnectionError as exc:
+        except (openai.APIConnectionError, OffOrigin) as exc:
             fatal = fatal_connection(exc, ep.url)
             if fatal is not None:
                 raise fatal from None
@@ -157,7 +161,9 @@ def submit(client, ep: Endpoint, requests: list[dict], metadata: dict[str, str])
     """Upload the requests as JSONL and create a 24 h batch carrying ``metadata``."""
     data = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in requests).encode("utf-8")
     got = api_call(ep, "upload (POST /files)", lambda: client.files.with_raw_response.create(
-        file=("planner-judge-requests.jsonl", data), purpose="batch"))
+        file=("planner-judge-requests.jsonl", data), purpose="batch"),
+        if_404=f"the endpoint {ep.url} has no Batch API; chat-completions-only servers (vLLM, Ollama, llama.cpp) "
+               "have none: send the requests directly, without the Batch API")
     if not isinstance(got, dict) or _file_id(got.get("id")) is None:
         raise DataError("the Batch API upload (POST /files): the answer is not a file object (no string `id`)")
     created = api_call(ep, "create (POST /batches)", lambda: client.batches.with_raw_response.create(
@@ -221,39 +227,62 @@ def poll_job(client, ep: Endpoint, remote_id: str, *, progress: Callable[[dict],
 
 
 # ------------------------------------------------------------------ download, collect
-def _read_capped(client, file_id: str, cap: int) -> bytes:
-    with client.files.with_streaming_response.content(file_id) as resp:
-        buf = bytearray()
-        for chunk in resp.iter_bytes():
-            buf += chunk
-            if len(buf) > cap:
-                raise DataError(f"the Batch API file {file_id} is larger than {cap:,} bytes; expected at most "
-                                f"{MAX_ANSWER_BYTES:,} bytes per request")
-        return bytes(buf)
+_CUSTOM_ID = re.compile(rb'"custom_id"\s*:\s*"([^"\\]{1,200})"')
 
 
-def file_lines(client, ep: Endpoint, file_id: str | None, requests: int) -> tuple[list[dict], int]:
-    """``(lines with a string custom_id, lines that were not JSON objects)`` of a batch output or error file.
+def _line(raw: bytes, over: int) -> dict | None:
+    """One line of a batch file as an object (None: not a JSON object with a string custom_id).
 
-    A line larger than :data:`MAX_ANSWER_BYTES` keeps its ``custom_id`` and an answer without a verdict.
+    A line cut at :data:`MAX_ANSWER_BYTES` (``over`` bytes dropped) keeps its ``custom_id`` and becomes an
+    answer without a verdict: it was answered and paid for, but nothing that large is kept.
     """
+    if over:
+        m = _CUSTOM_ID.search(raw[:4096])
+        if m is None:
+            return None
+        return {"id": None, "custom_id": m.group(1).decode("utf-8", "replace"), "error": None,
+                "response": {"status_code": 200, "request_id": None, "body": oversized_body(len(raw) + over)}}
+    obj = parse_json(raw)
+    return obj if isinstance(obj, dict) and isinstance(obj.get("custom_id"), str) else None
+
+
+def _read_lines(client, file_id: str, keep) -> tuple[list[dict], int]:
+    """Stream a batch file line by line; at most :data:`MAX_ANSWER_BYTES` of any line is held in memory."""
+    out, bad = [], 0
+    buf, over = bytearray(), 0
+
+    def emit() -> None:
+        nonlocal bad
+        if not bytes(buf).strip() and not over:
+            return
+        obj = _line(bytes(buf), over)
+        if obj is None:
+            bad += 1
+        elif keep is None or obj["custom_id"] in keep:
+            out.append(obj)
+
+    with client.files.with_streaming_response.content(file_id) as resp:
+        for chunk in resp.iter_bytes():
+            while chunk:
+                nl = chunk.find(b"\n")
+                part, chunk = (chunk, b"") if nl < 0 else (chunk[:nl], chunk[nl + 1:])
+                room = MAX_ANSWER_BYTES - len(buf)
+                buf += part[:max(room, 0)]
+                over += max(len(part) - max(room, 0), 0)
+                if nl >= 0:
+                    emit()
+                    buf, over = bytearray(), 0
+    emit()
+    return out, bad
+
+
+def file_lines(client, ep: Endpoint, file_id: str | None, keep=None) -> tuple[list[dict], int]:
+    """``(lines with a string custom_id, lines that were not JSON objects)`` of a batch output, error or
+    input file; with ``keep`` only the lines of those custom ids are kept (a hostile file cannot fill memory)."""
     if not file_id:
         return [], 0
-    cap = (requests + 1) * MAX_ANSWER_BYTES
-    data = api_call(ep, f"download (GET /files/{file_id}/content)",
-                    lambda: _read_capped(client, file_id, cap), parse=False)
-    out, bad = [], 0
-    for ln in data.split(b"\n"):
-        if not ln.strip():
-            continue
-        obj = parse_json(ln)
-        if not isinstance(obj, dict) or not isinstance(obj.get("custom_id"), str):
-            bad += 1
-            continue
-        if len(ln) > MAX_ANSWER_BYTES and obj.get("error") is None:
-            obj["response"] = {"status_code": 200, "request_id": None, "body": oversized_body(len(ln))}
-        out.append(obj)
-    return out, bad
+    return api_call(ep, f"download (GET /files/{file_id}/content)",
+                    lambda: _read_lines(client, file_id, keep), parse=False)
 
 
 def _same(a: dict, b: dict) -> bool:
@@ -270,8 +299,8 @@ def collect_job(client, ep: Endpoint, job: Job, custom_ids: Iterable[str]) -> tu
     """
     ids = list(custom_ids)
     notes: list[str] = []
-    out, bad_o = file_lines(client, ep, job.output_file_id, len(ids))
-    err, bad_e = file_lines(client, ep, job.error_file_id, len(ids))
+    out, bad_o = file_lines(client, ep, job.output_file_id, set(ids))
+    err, bad_e = file_lines(client, ep, job.error_file_id, set(ids))
     if bad_o + bad_e:
         notes.append(f"Batch API job {job.id}: {bad_o + bad_e} line(s) of its files were not JSON objects with a "
                      "custom_id; their requests count as unanswered")

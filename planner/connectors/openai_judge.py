@@ -270,6 +270,8 @@ def _try_once(client, ep: Endpoint, body: dict, abort: threading.Event | None):
         data, n, rid = within(ep.timeout, _exchange, client, body, abort=abort)
     except (Deadline, openai.APITimeoutError):
         return (lambda cid: error_line(cid, "timeout", f"no complete answer within {ep.timeout:g} s")), True, None
+    except OffOrigin as exc:  # some SDK versions pass an event hook's exception through unwrapped
+        raise fatal_connection(exc, ep.url) from None
     except openai.APIStatusError as exc:
         status = exc.status_code
         body_ = exc.body if isinstance(exc.body, dict) and "error" in exc.body else {"error": exc.body}

@@ -242,7 +242,7 @@ def send_batch_job(client, ep, todo, ctx: Context, progress, stop, on_answer) ->
         ctx.notes.append(f"stopped while Batch API job {remote} runs; rerun to collect it (it is not sent again)")
         return sent
     if asked is None:  # a resumed job: the requests it holds are in its input file
-        got, _ = file_lines(client, ep, job.input_file_id, len(ctx.requests))
+        got, _ = file_lines(client, ep, job.input_file_id, set(ctx.requests))
         asked = [ln["custom_id"] for ln in got]
     lines, notes = collect_job(client, ep, job, [cid for cid in dict.fromkeys(asked) if cid not in ctx.lines])
     ctx.notes.extend(notes)
