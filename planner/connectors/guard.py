@@ -47,10 +47,12 @@ def register(secret: str | None) -> None:
 
 
 def _covered(text: str, secret: str, mask: bytearray) -> None:
-    windows = {secret[i:i + MIN_ECHO] for i in range(len(secret) - MIN_ECHO + 1)}
-    for i in range(len(text) - MIN_ECHO + 1):
-        if text[i:i + MIN_ECHO] in windows:
+    """Mark in ``mask`` every character of ``text`` inside a run of MIN_ECHO characters copied from ``secret``."""
+    for w in {secret[i:i + MIN_ECHO] for i in range(len(secret) - MIN_ECHO + 1)}:
+        i = text.find(w)
+        while i >= 0:
             mask[i:i + MIN_ECHO] = b"\x01" * MIN_ECHO
+            i = text.find(w, i + 1)
 
 
 def redact(text: str, extra=()) -> str:
@@ -66,7 +68,7 @@ def redact(text: str, extra=()) -> str:
         mask = bytearray(len(text))
         for s in secrets:
             _covered(text, s, mask)
-        if any(mask):
+        if 1 in mask:
             out, i = [], 0
             while i < len(text):
                 if mask[i]:
@@ -77,8 +79,9 @@ def redact(text: str, extra=()) -> str:
                     out.append(text[i])
                     i += 1
             text = "".join(out)
-    text = _CREDENTIAL.sub(lambda m: f"{m.group(1)}{m.group(2)}***", text)
-    return _SK_KEY.sub("sk-***", text)
+    if any(w in text for w in ("earer", "EARER", "oken")):
+        text = _CREDENTIAL.sub(lambda m: f"{m.group(1)}{m.group(2)}***", text)
+    return _SK_KEY.sub("sk-***", text) if "sk-" in text else text
 
 
 _LONE = re.compile(r"[\ud800-\udfff]")
