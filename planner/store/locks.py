@@ -89,6 +89,14 @@ def _open(study_path, name: str) -> tuple[int, Path]:
                         f"({exc.strerror or exc.__class__.__name__}); nothing was sent") from None
 
 
+def _command() -> str:
+    """``planner <command>`` when run from the command line, else the program's name."""
+    prog = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "python"
+    if prog in ("planner", "__main__.py") and len(sys.argv) > 1:
+        return f"planner {sys.argv[1][:40]}"
+    return prog[:40]
+
+
 @contextmanager
 def hold(study_path, name: str, what: str) -> Iterator[Held]:
     """Hold the study's lock ``name`` (letters, digits, ``-``) while the block runs; see the module docstring.
@@ -104,7 +112,7 @@ def hold(study_path, name: str, what: str) -> Iterator[Held]:
         previous = _read(fd)
         me = {"pid": os.getpid(), "host": socket.gethostname(),
               "since": _dt.datetime.now(_dt.UTC).replace(microsecond=0).isoformat(),
-              "command": " ".join(os.path.basename(a) if i == 0 else a for i, a in enumerate(sys.argv[:4]))}
+              "command": _command()}
         os.ftruncate(fd, 0)
         os.lseek(fd, 0, os.SEEK_SET)
         os.write(fd, json.dumps(me).encode("utf-8"))
