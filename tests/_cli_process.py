@@ -44,3 +44,11 @@ def kill9(proc: subprocess.Popen) -> None:
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait(30)
     assert proc.returncode == -signal.SIGKILL
+
+
+def interrupt(proc: subprocess.Popen, timeout: float = 60) -> tuple[float, str, str]:
+    """Ctrl-C (SIGINT) as a terminal sends it; ``(seconds until the process ended, stdout, stderr)``."""
+    t0 = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=timeout)
+    return time.monotonic() - t0, out, err

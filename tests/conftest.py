@@ -32,3 +32,12 @@ def shared_data() -> Path:
     if not (SHARED_DATA / "README.md").exists():
         pytest.skip("../shared/data is not present (it is not part of a user's clone)")
     return SHARED_DATA
+
+
+@pytest.fixture
+def srv():
+    """A fresh loopback OpenAI-compatible server (tests/fake_openai_server.py) for the judge tests."""
+    from fake_openai_server import FakeOpenAI
+
+    with FakeOpenAI() as s:
+        yield s

@@ -36,10 +36,10 @@ from __future__ import annotations
 import base64
 import json
 import re
-import threading
-import time
 import urllib.parse
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
+
+from _loopback import LoopbackServer, write_body
 
 
 def jwt(payload: dict, sig: str = "c2lnbmF0dXJlLXNpZ25hdHVyZQ") -> str:
@@ -59,7 +59,7 @@ def _route(path: str) -> str:
     return re.sub(r"/\d+", "/{id}", path)
 
 
-class FakeLabelStudio:
+class FakeLabelStudio(LoopbackServer):
     """``with FakeLabelStudio() as ls: ls.url``; ``ls.projects``, ``ls.tasks`` ({project id: [task]})."""
 
     def __init__(self, host: str = "127.0.0.1"):
@@ -70,22 +70,9 @@ class FakeLabelStudio:
         self.auth: list[str] = []
         self.redirect_to = ""
         self.dribble_s = 0.05
-        self.release = threading.Event()
-        self.lock = threading.Lock()
         self._next = 100
-        self.server = ThreadingHTTPServer((host, 0), self._handler())
-        self.server.daemon_threads = True
-        self.url = f"http://{host}:{self.server.server_address[1]}"
-        self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    def __enter__(self):
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.release.set()
-        self.server.shutdown()
-        self.server.server_close()
+        super().__init__(host)
+        self.url = f"http://{host}:{self.port}"
 
     def new_id(self) -> int:
         with self.lock:
@@ -170,16 +157,7 @@ class FakeLabelStudio:
                 for k, v in (headers or {}).items():
                     self.send_header(k, v)
                 self.end_headers()
-                try:
-                    if dribble:
-                        for i in range(len(data)):
-                            self.wfile.write(data[i:i + 1])
-                            self.wfile.flush()
-                            time.sleep(fake.dribble_s)
-                    else:
-                        self.wfile.write(data)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass
+                write_body(self.wfile, data, fake.dribble_s if dribble else None)
 
             def _authorized(self) -> bool:
                 auth = self.headers.get("Authorization") or ""

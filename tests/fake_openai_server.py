@@ -59,11 +59,12 @@ import hashlib
 import json
 import math
 import re
-import threading
 import time
 from email.parser import BytesParser
 from email.policy import HTTP
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
+
+from _loopback import LoopbackServer, write_body
 
 QUALITY = re.compile(r"quality=(-?\d+(?:\.\d+)?)")
 OTHER = {"[[A]]": "[[B]]", "[[B]]": "[[A]]", "[[PASS]]": "[[FAIL]]", "[[FAIL]]": "[[PASS]]"}
@@ -136,7 +137,7 @@ def _echo(key: str) -> str:
     return f"Incorrect API key provided: {key[:8]}{'*' * 12}{key[-4:]}. Your key was {key}."
 
 
-class FakeOpenAI:
+class FakeOpenAI(LoopbackServer):
     """Start with ``with FakeOpenAI() as srv: srv.base_url``; ``srv.hits`` counts requests per route."""
 
     def __init__(self, host: str = "127.0.0.1"):
@@ -149,27 +150,14 @@ class FakeOpenAI:
         self.redirect_to = ""
         self.serve_as: str | None = None
         self.batch_api = True
-        self.release = threading.Event()
         self.hits: dict[str, int] = {}
         self.bodies: list[dict] = []
         self.auth: list[str] = []
         self.files: dict[str, dict] = {}
         self.batches: dict[str, dict] = {}
-        self.lock = threading.Lock()
         self._n = 0
-        self.server = ThreadingHTTPServer((host, 0), self._handler())
-        self.server.daemon_threads = True
-        self.base_url = f"http://{host}:{self.server.server_address[1]}/v1"
-        self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    def __enter__(self):
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.release.set()
-        self.server.shutdown()
-        self.server.server_close()
+        super().__init__(host)
+        self.base_url = f"http://{host}:{self.port}/v1"
 
     @property
     def chat_calls(self) -> int:
@@ -317,16 +305,7 @@ class FakeOpenAI:
                 for k, v in (headers or {}).items():
                     self.send_header(k, v)
                 self.end_headers()
-                try:
-                    if dribble:
-                        for i in range(len(data)):
-                            self.wfile.write(data[i:i + 1])
-                            self.wfile.flush()
-                            time.sleep(fake.dribble_s)
-                    else:
-                        self.wfile.write(data)
-                except (BrokenPipeError, ConnectionResetError):  # the client timed out and left
-                    pass
+                write_body(self.wfile, data, fake.dribble_s if dribble else None)
 
             def _count(self, route: str) -> None:
                 with fake.lock:

@@ -16,21 +16,13 @@ import pytest
 pytest.importorskip("openai")
 
 import _cli_process as proc
+import _judge_fixture as _jf
 from _judge_fixture import make_study
-from fake_openai_server import FakeOpenAI
 
 from planner.connectors.cache import judge_totals, judge_totals_sentence
-from planner.workflows.judge_run import JudgeOptions, judge_batch
-from planner.workflows.next_batch import next_batch, options_from
+from planner.workflows.judge_run import judge_batch
 from planner.store.study import Study, status
 
-NO_QC = {"attention": 0, "repeat": 0, "overlap": 0, "acceptability": 0}
-
-
-@pytest.fixture
-def srv():
-    with FakeOpenAI() as s:
-        yield s
 
 
 @pytest.fixture
@@ -38,13 +30,10 @@ def study(tmp_path):
     return make_study(tmp_path)
 
 
-def _batch(study, size=4):
-    return next_batch(study, **options_from(size=size, format="judge", judge_model="judge-x", **NO_QC))
+_batch = _jf.judge_batch_in
 
 
-def _opts(srv, **kw) -> JudgeOptions:
-    return JudgeOptions(**{"model": "judge-x", "base_url": srv.base_url, "sleep": lambda s: None,
-                           "poll_interval": 0.01, **kw})
+_opts = _jf.judge_options
 
 
 def _judge_args(study, srv, *more):

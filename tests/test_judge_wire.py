@@ -16,23 +16,17 @@ import pytest
 pytest.importorskip("openai")
 
 import _cli_process as proc
+import _judge_fixture as _jf
+from _loopback import second_host
 from _judge_fixture import make_study
 from fake_openai_server import FakeOpenAI, judge_text
 
 from planner.errors import DataError
 from planner.workflows.judge_run import JudgeOptions, judge_batch
-from planner.workflows.next_batch import next_batch, options_from
 from planner.workflows.run import RunOptions, run_loop
 from planner.store.study import Study, status
 
-NO_QC = {"attention": 0, "repeat": 0, "overlap": 0, "acceptability": 0}
 KEY = proc.KEY
-
-
-@pytest.fixture
-def srv():
-    with FakeOpenAI() as s:
-        yield s
 
 
 @pytest.fixture
@@ -46,33 +40,18 @@ def key(monkeypatch):
     return KEY
 
 
-def _batch(study, size=4):
-    return next_batch(study, **options_from(size=size, format="judge", judge_model="judge-x", **NO_QC))
+_batch = _jf.judge_batch_in
 
 
-def _opts(srv, **kw) -> JudgeOptions:
-    return JudgeOptions(**{"model": "judge-x", "base_url": srv.base_url, "sleep": lambda s: None,
-                           "poll_interval": 0.01, **kw})
+_opts = _jf.judge_options
 
 
 def _args(study, srv, *more):
     return ("judge", str(study), "--model", "judge-x", "--base-url", srv.base_url, *more)
 
 
-def _requests(study) -> dict[str, dict]:
-    with Study.open(study) as s:
-        info = s.batches()[-1]
-    return {r["custom_id"]: r for f in info.manifest["files"]
-            for r in map(json.loads, Path(f).read_text().splitlines())}
-
-
-def _faults_by_item(study, srv, faults: dict[int, str]) -> dict[str, str]:
-    reqs = _requests(study)
-    ids = list(reqs)
-    chosen = {ids[k]: f for k, f in faults.items()}
-    texts = {reqs[cid]["body"]["messages"][1]["content"]: f for cid, f in chosen.items()}
-    srv.rule = lambda text: texts.get(text)
-    return chosen
+_requests = _jf.batch_requests_of
+_faults_by_item = _jf.faults_by_item
 
 
 def _leaks(data: str | bytes, secret: str = KEY, run: int = 8) -> list[str]:
@@ -119,11 +98,8 @@ def test_key_echoed_in_400_429_bodies_and_answers_is_stored_nowhere(study, srv, 
 # ------------------------------------------------------------------ 9. redirects
 @pytest.fixture
 def other_host():
-    try:
-        with FakeOpenAI(host="127.0.0.2") as s:
-            yield s
-    except OSError:
-        pytest.skip("127.0.0.2 is not a loopback address here")
+    with second_host(FakeOpenAI) as s:
+        yield s
 
 
 def test_redirect_to_another_host_is_refused(study, srv, other_host):
@@ -182,10 +158,8 @@ def test_ctrl_c_wakes_a_retry_sleep_and_exits_130(study, srv):
     p = proc.start(*_args(study, srv, "--concurrency", "4"))
     proc.wait_until(lambda: srv.chat_calls == 4, what="four 429s")
     time.sleep(0.5)
-    t0 = time.monotonic()
-    p.send_signal(signal.SIGINT)
-    out, err = p.communicate(timeout=30)
-    assert time.monotonic() - t0 < 10 and p.returncode == 130, err
+    took, _, err = proc.interrupt(p)
+    assert took < 10 and p.returncode == 130, err
     assert "interrupted" in err and "Traceback" not in err
 
 
@@ -197,11 +171,8 @@ def test_second_ctrl_c_stops_at_once(study, srv):
     proc.wait_until(lambda: srv.chat_calls == 2, what="two requests in flight")
     p.send_signal(signal.SIGINT)
     time.sleep(0.5)
-    t0 = time.monotonic()
-    p.send_signal(signal.SIGINT)
-    out, err = p.communicate(timeout=30)
-    assert time.monotonic() - t0 < 10 and p.returncode == 130, err
-    assert "Traceback" not in err
+    took, _, err = proc.interrupt(p)
+    assert took < 10 and p.returncode == 130 and "Traceback" not in err, err
 
 
 def _closed_port() -> str:

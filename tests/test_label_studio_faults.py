@@ -5,8 +5,6 @@ never end and Ctrl-C."""
 
 from __future__ import annotations
 
-import json
-import signal
 import threading
 import time
 from pathlib import Path
@@ -14,13 +12,14 @@ from pathlib import Path
 import pytest
 
 import _cli_process as proc
+from _ls_fixture import ls_study
+from _loopback import second_host
 from fake_label_studio import LEGACY, PAT, USERS, FakeLabelStudio
 
 from planner.connectors.label_studio import LabelStudioClient
 from planner.errors import DataError
-from planner.workflows.next_batch import Output, QualityControl, Selection, next_batch
 from planner.workflows.push_pull import pull, push
-from planner.store.study import Study, init_study
+from planner.store.study import Study
 
 SYSTEMS = ("alpha", "beta", "gamma", "delta")
 
@@ -33,25 +32,12 @@ def ls():
 
 @pytest.fixture
 def other_host():
-    try:
-        with FakeLabelStudio(host="127.0.0.2") as s:
-            yield s
-    except OSError:
-        pytest.skip("127.0.0.2 is not a loopback address here")
+    with second_host(FakeLabelStudio) as s:
+        yield s
 
 
 def make_study(tmp: Path, size: int = 8, acceptability: float = 0.0) -> Path:
-    prompts, responses = tmp / "prompts.jsonl", tmp / "responses.jsonl"
-    prompts.write_text("".join(json.dumps({"id": f"p{i}", "text": f"Question {i}?"}) + "\n" for i in range(30)))
-    responses.write_text("".join(json.dumps({"prompt": f"p{i}", "system": s, "text": f"Answer {s} {i}."}) + "\n"
-                                 for i in range(30) for s in SYSTEMS))
-    study = tmp / "study"
-    init_study(study, prompts_file=prompts, responses_file=responses, seed=3)
-    next_batch(study, Selection(size=size, seed=1),
-               qc=QualityControl(annotators=["alice", "bob"], attention=0.0, repeat=0.0, overlap=0.0,
-                                 acceptability=acceptability),
-               output=Output(format="label-studio", out=tmp / "b1.json"))
-    return study
+    return ls_study(tmp, size=size, acceptability=acceptability, prompts=30)[0]
 
 
 def _items(study) -> list[str]:
@@ -230,11 +216,8 @@ def test_ctrl_c_wakes_the_wait_for_annotators(tmp_path, ls):
                    "40", "--wait-timeout", "3600", "--poll", "600", **_env(ls))
     proc.wait_until(lambda: ls.hits.get(("GET", "/api/tasks/"), 0) >= 1, what="the first poll")
     time.sleep(1.0)
-    t0 = time.monotonic()
-    p.send_signal(signal.SIGINT)
-    out, err = p.communicate(timeout=60)
-    assert time.monotonic() - t0 < 15 and p.returncode == 130, err
-    assert "Traceback" not in err
+    took, _, err = proc.interrupt(p)
+    assert took < 15 and p.returncode == 130 and "Traceback" not in err, err
 
 
 # ------------------------------------------------------------------ 14. answers of the wrong type
