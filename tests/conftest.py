@@ -41,3 +41,12 @@ def srv():
 
     with FakeOpenAI() as s:
         yield s
+
+
+@pytest.fixture(autouse=True)
+def _forget_secrets():
+    """Each test starts with no registered key (the redaction registry is process-wide)."""
+    yield
+    from planner.connectors.guard import forget
+
+    forget()

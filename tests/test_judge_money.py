@@ -63,6 +63,29 @@ def test_kill9_during_batch_create_is_found_not_paid_again(study, srv):
     assert _jobs(study) == [("batch_1", "completed")]
 
 
+def test_kill9_mid_direct_run_pays_at_most_the_requests_in_flight(study, srv):
+    """Direct judging killed with SIGKILL after 4 of 12 answers: the rerun sends only what was not cached, so
+    at most the requests in flight at the kill (--concurrency 2) are paid twice."""
+    _batch(study, size=12)
+    srv.rule = lambda text: "timeout"   # each answer takes 0.3 s
+    srv.slow_s = 0.3
+    p = proc.start(*_judge_args(study, srv, "--concurrency", "2"))
+    proc.wait_until(lambda: _cached(study) >= 4, what="four cached answers")
+    proc.kill9(p)
+    srv.rule = lambda text: None
+    res = judge_batch(study, _opts(srv, concurrency=4))
+    assert res.cached >= 4 and res.new_judgments == 12 and status(study).judgments == 12
+    assert srv.chat_calls - 12 <= 2     # paid twice: only what was in flight at the kill
+
+
+def _cached(study) -> int:
+    try:
+        with sqlite3.connect(f"file:{Path(study) / 'study.sqlite'}?mode=ro", uri=True, timeout=5) as con:
+            return con.execute("SELECT count(*) FROM judge_cache").fetchone()[0]
+    except sqlite3.OperationalError:
+        return 0
+
+
 def test_timeout_on_create_looks_the_job_up(study, srv):
     """A client timeout on `create` (the job was created): one line on main was a traceback; now the job is found."""
     _batch(study)

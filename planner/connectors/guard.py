@@ -31,12 +31,19 @@ from planner.errors import UsageError, quote
 
 T = TypeVar("T")
 
-#: the shortest run of a secret's characters that counts as an echo of it
-MIN_ECHO = 6
+#: the shortest run of a secret's characters that counts as an echo of it: long enough that ordinary words
+#: never match a random key, short enough to catch the 8-character prefixes servers echo ("sk-proj-")
+MIN_ECHO = 8
 _SECRETS: set[str] = set()
 _LOCK = threading.Lock()
 _CREDENTIAL = re.compile(r"\b(Bearer|bearer|BEARER|Token|token)(\s+)[A-Za-z0-9._~+/=-]{12,}")
 _SK_KEY = re.compile(r"\bsk-[A-Za-z0-9_-]{12,}")
+
+
+def forget() -> None:
+    """Forget every registered secret (a process that is done with its keys; tests)."""
+    with _LOCK:
+        _SECRETS.clear()
 
 
 def register(secret: str | None) -> None:
