@@ -36,8 +36,10 @@ T = TypeVar("T")
 MIN_ECHO = 8
 _SECRETS: set[str] = set()
 _LOCK = threading.Lock()
-_CREDENTIAL = re.compile(r"\b(Bearer|bearer|BEARER|Token|token)(\s+)[A-Za-z0-9._~+/=-]{12,}")
-_SK_KEY = re.compile(r"\bsk-[A-Za-z0-9_-]{12,}")
+# credential-shaped values, registered or not: an Authorization value (20+ token characters after Bearer/Token)
+# and an OpenAI-style key (sk- and 32+ characters; names planner prints are at most 100 characters of words)
+_CREDENTIAL = re.compile(r"\b(Bearer|bearer|BEARER|Token|token)(\s+)[A-Za-z0-9._~+/=-]{20,}")
+_SK_KEY = re.compile(r"\bsk-[A-Za-z0-9_-]{32,}")
 
 
 def forget() -> None:
