@@ -85,7 +85,9 @@ class _OneLineErrors(TyperGroup):
             exc.show()
             sys.exit(exc.exit_code)
         except click.ClickException as exc:
-            text = " ".join(exc.format_message().split())
+            from planner.escape import for_terminal
+
+            text = for_terminal(" ".join(exc.format_message().split()))
             if len(text) > MESSAGE_LIMIT:
                 text = text[:MESSAGE_LIMIT - 1] + f"… ({len(text):,} characters)"
             ctx = getattr(exc, "ctx", None)

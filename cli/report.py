@@ -14,8 +14,27 @@ from typing import Annotated, Optional
 import typer
 
 from .app import app
-from .common import call, message, out, print_json, warn
+from .common import call, fail, message, out, print_json, warn
 from .tables import print_table
+
+
+def _one_mode(surrogate, html, bayes_only: dict[str, bool], surrogate_only: dict[str, bool]) -> None:
+    """An option of the other mode (the Bayesian report vs --surrogate's PPI++ fit) is refused, not ignored.
+
+    With --surrogate and --html the Bayesian report is built too (the page holds both), so its options apply.
+    """
+    from planner.errors import UsageError
+
+    given = [f for f, on in (bayes_only if surrogate is not None else surrogate_only).items() if on]
+    one = len(given) == 1
+    if given and surrogate is not None and html is None:
+        raise fail(UsageError(f"{', '.join(given)} {'does' if one else 'do'} not apply with --surrogate (the PPI++ "
+                              "fit is a closed-form estimate with sandwich intervals: no engine, draws or plots); "
+                              "drop it, add --html for a page holding the Bayesian report too, or run report "
+                              "without --surrogate"))
+    if given and surrogate is None:
+        raise fail(UsageError(f"{', '.join(given)} {'needs' if one else 'need'} --surrogate JUDGE (the "
+                              "prediction-powered fit)"))
 
 
 @app.command("report")
@@ -72,6 +91,12 @@ def report_cmd(
 
     # every output and option is checked before the fit (which caches its result in the study)
     call(check_report_options, seed=seed, draws=draws, tune=tune, chains=chains)
+    _one_mode(surrogate, html, {"--engine": engine != "laplace", "--by-stratum": by_stratum, "--seed": seed != 0,
+                                "--draws": draws != 1000, "--tune": tune != 1000, "--chains": chains != 2,
+                                "--min-pass-rate": min_pass_rate != 0.8, "--plot": plot is not None,
+                                "--markdown": markdown is not None, "--style-control": style_control,
+                                "--lc-anchor": lc_anchor is not None, "--save-posterior": save_posterior},
+              {"--target": target != "humans", "--ties": ties != "half"})
     call(check_output_dir, "--plot", plot)
     for name in ("strengths.png", "strengths.svg", "win_rates.png", "win_rates.svg") if plot is not None else ():
         call(check_output_file, "--plot", plot / name, create_parents=True)

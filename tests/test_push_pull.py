@@ -220,3 +220,31 @@ def test_cli_without_connection_settings(tmp_path, monkeypatch):
     assert r.exit_code == 2 and "--from ('argilla'): expected one of label-studio" in r.stderr
     r = CliRunner().invoke(app, ["pull", str(study)], env={"LABEL_STUDIO_URL": "http://localhost:1"})
     assert r.exit_code == 2 and "LABEL_STUDIO_API_KEY is missing" in r.stderr
+
+
+def test_a_task_planner_did_not_push_is_skipped_with_a_note(tmp_path):
+    """Someone imports tasks by hand into planner's project (no data.item_id, or another study's item) and
+    annotates them: the pull still stores the study's annotations, and says what it skipped."""
+    study, key = _study(tmp_path, acceptability=0.0)
+    ls = FakeLS()
+    push(study, client=ls)
+    pid = next(iter(ls.tasks_of))
+    ls.tasks_of[pid] += [{"id": 900, "data": {"prompt": "a task made in the UI"}, "annotations": []},
+                         {"id": 901, "data": {"item_id": "it-of-another-study"}, "annotations": []}]
+    for t in ls.tasks_of[pid][-2:]:
+        t["annotations"].append({"id": ls._id(), "completed_by": ALICE, "was_cancelled": False, "lead_time": 1.0,
+                                 "result": [{"from_name": "verdict", "to_name": "prompt", "type": "choices",
+                                             "value": {"choices": ["left"]}}]})
+    ls.annotate(next(iter(key)), "left", ALICE)
+    r = pull(study, client=ls)
+    assert (r.new, r.skipped) == (1, 2)
+    assert any("2 task(s)" in n and "skipped" in n for n in r.notes), r.notes
+    assert (pull(study, client=ls).new, pull(study, client=ls).already) == (0, 1)
+    # an export ingested by hand (not through pull) still refuses a foreign task: ingest knows no push
+    export = tmp_path / "by-hand.json"
+    export.write_text(json.dumps(json.loads(ls.snapshot_export(pid)), indent=1))   # not byte-identical to a pull
+    from planner.store.study import ingest
+    with pytest.raises(DataError, match="refused") as e:
+        ingest(study, [export])
+    assert any("expected tasks written by planner" in q for q in e.value.problems)
+    assert any("unknown item 'it-of-another-study'" in q for q in e.value.problems)

@@ -83,7 +83,14 @@ def write_plots(report: Any, directory) -> tuple[str, ...]:
 
 
 def _save(fig, stem: Path) -> list[str]:
-    png, svg = stem.with_suffix(".png"), stem.with_suffix(".svg")
-    fig.savefig(png, dpi=120, metadata={"Software": None})
-    fig.savefig(svg, metadata={"Date": None})
-    return [str(png), str(svg)]
+    """Render both files in memory, then write them atomically (a full disk is one error, no half file)."""
+    import io
+
+    from planner.formats.staging import write_atomically
+
+    png, svg = io.BytesIO(), io.BytesIO()
+    fig.savefig(png, format="png", dpi=120, metadata={"Software": None})
+    fig.savefig(svg, format="svg", metadata={"Date": None})
+    paths = [stem.with_suffix(".png"), stem.with_suffix(".svg")]
+    write_atomically(list(zip(paths, (png.getvalue(), svg.getvalue()))), force=True, option="plot")
+    return [str(p) for p in paths]

@@ -22,7 +22,7 @@ from planner.errors import DataError
 from planner.stats.clusters import JudgmentArrays
 from planner.store import check as study_check
 from planner.store import scans, schema
-from planner.store.db import CONFIG_NAME, DB_NAME, connect, db_path, now, write
+from planner.store.db import CONFIG_NAME, DB_NAME, connect, database_error, db_path, now, write
 from planner.store.judged import judgment_arrays, stratum_lut
 from planner.store.records import (COUNTED_KINDS, ITEM_KINDS, PENDING_KINDS, AcceptabilityCounts, BatchInfo,
                                    BatchItem, Judgment, Prompt, Response)
@@ -68,7 +68,11 @@ class Study:
         try:
             version = int(con.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0])
             study_check.check_tables(con, db)
-        except (sqlite3.DatabaseError, TypeError, ValueError) as exc:
+        except sqlite3.DatabaseError as exc:
+            con.close()
+            raise (DataError(f"{db}: not a planner study database ({exc})") if "no such table" in str(exc)
+                   else database_error(exc, db)) from None
+        except (TypeError, ValueError) as exc:
             con.close()
             raise DataError(f"{db}: not a planner study database ({exc})") from None
         except DataError:
@@ -87,8 +91,10 @@ class Study:
     def __enter__(self) -> "Study":
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, exc_type, exc, tb) -> None:
         self.close()
+        if isinstance(exc, sqlite3.DatabaseError):   # named for what it is (a full disk is not damage)
+            raise database_error(exc, db_path(self.path)) from None
 
     # ------------------------------------------------------------ prompts etc.
     def strata(self) -> tuple[str, ...]:

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from planner.errors import DataError, UsageError
+from planner.errors import DataError, UsageError, quote
 from planner.hybrid.ppi import HybridComparison, compare_hybrid, human_only_bradley_terry, judge_only_bradley_terry
 from planner.equality import array_eq
 
@@ -124,8 +124,9 @@ def _collect(study, study_path, surrogate: str):
         rows.append((j.prompt, j.a, j.b, j.verdict, j.annotator))
     if surrogate not in annotators:
         known = ", ".join(sorted(a for a in annotators if a)) or "none"
-        raise DataError(f"`surrogate`: no judgments by {str(surrogate)[:80]!r} in {study_path}; "
-                        f"annotators: {known[:200]}", parameters=('surrogate',))
+        # an option naming nobody in the study is a usage error (exit 2), as `lc_anchor` naming no system is
+        raise UsageError(f"`surrogate`: no judgments by {quote(surrogate)} in {study_path}; "
+                         f"annotators: {known[:200]}", parameters=('surrogate',))
     return items_from_verdicts(tuple(study.systems), rows, surrogate), annotators, other_judges
 
 

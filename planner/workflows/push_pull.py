@@ -56,6 +56,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from planner.errors import DataError, UsageError
+from planner.formats.label_studio import NOT_PUSHED
 
 ARTIFACT = "label-studio.json"
 PULL_DIR = "label-studio"
@@ -107,6 +108,7 @@ class PullResult:
     unannotated: int
     aliases: tuple[str, ...] = ()
     ingest: object = None  # planner.store.ingest.IngestResult
+    notes: tuple[str, ...] = ()   # what ingest said (identities kept raw, tasks planner did not push)
 
 
 @dataclass(frozen=True)
@@ -343,31 +345,38 @@ def pull(study_path, *, batch: int | None = None, accept_changes: bool = False, 
     with Study.open(study_path) as study:
         batch_id = None if batch is None else _batch_id(study, batch)
         srv = _server(_load_state(study), client.url)
-        planned = {it.annotator for it in study.items() if it.annotator}
+        issued = study.items()
+        planned = {it.annotator for it in issued if it.annotator}
+        known = {it.item_id for it in issued}
     pids = _projects(srv, batch_id)
     if not pids:
         raise UsageError(f"nothing was pushed to {client.url} from this study yet; run planner push first")
     from planner.connectors.guard import redact
+    from planner.formats.staging import write_atomically, write_failure
 
     folder = Path(study_path) / PULL_DIR
-    folder.mkdir(exist_ok=True)
+    try:
+        folder.mkdir(exist_ok=True)
+    except OSError as exc:
+        raise write_failure(PULL_DIR, folder, exc) from None
     files = []
     stamp = _stamp()
     for pid in pids:
         data = client.snapshot_export(pid, title=f"planner pull {stamp}")
         data = redact(data.decode("utf-8", "surrogateescape")).encode("utf-8", "surrogateescape")
-        target = folder / f"pull-{stamp}-project-{pid}.json"
-        tmp = target.with_suffix(".json.part")
-        tmp.write_bytes(data)
-        tmp.replace(target)
-        files.append(target)
+        files += write_atomically([(folder / f"pull-{stamp}-project-{pid}.json", data)], option=PULL_DIR)
     res = ingest(study_path, files, format="label-studio", accept_changes=accept_changes,
-                 annotator_map=_username_aliases(client, planned) or None)
+                 annotator_map=_username_aliases(client, planned) or None, reader_options={"items": known})
     skipped = sum(n for f in res.files for why, n in f.skipped.items() if why != NOT_ANNOTATED)
+    notes = [n for f in res.files for n in f.notes]
+    foreign = sum(f.skipped.get(NOT_PUSHED, 0) for f in res.files)
+    if foreign:   # one stray task must not block every pull of its project
+        notes.append(f"{foreign} task(s) in the project(s) hold no item planner issued (imported by hand?): "
+                     "skipped, counted as skipped")
     return PullResult(client.url, tuple(str(f) for f in files), res.rows, res.already,
                       skipped, sum(f.changed for f in res.files),
                       sum(f.replaced for f in res.files), _unannotated(study_path, batch_id),
-                      tuple(a for f in res.files for a in f.aliases), res)
+                      tuple(a for f in res.files for a in f.aliases), res, tuple(notes))
 
 
 def _unannotated(study_path, batch_id: int | None) -> int:

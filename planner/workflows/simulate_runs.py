@@ -18,6 +18,7 @@ The results file's lines are written and read by :mod:`planner.formats.simulate_
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 from dataclasses import asdict
@@ -27,6 +28,7 @@ import numpy as np
 
 from planner.errors import UsageError, quote
 from planner.formats.simulate_runs import read_results, trace_line
+from planner.formats.staging import write_failure
 from planner.simulation.loop import safe_run  # safe_run: one run, an error kept as a failed run
 
 __all__ = ["fingerprint", "open_results", "run_tasks"]
@@ -89,8 +91,12 @@ def run_tasks(spec, tasks: list[tuple[int, int]], done: dict, *, workers: int, o
         nonlocal count
         done[key] = trace
         if sink is not None and not trace.error:
-            sink.write(trace_line(fp, key[0], trace))
-            sink.flush()
+            try:
+                sink.write(trace_line(fp, key[0], trace))
+                sink.flush()
+            except OSError as exc:   # a full disk: the runs saved so far stay, `resume` continues from them
+                raise write_failure("out", out, exc, then="the runs finished before it are saved in it "
+                                    "(resuming continues from them)") from None
         count += 1
         if progress:
             progress(count, total)
@@ -105,7 +111,8 @@ def run_tasks(spec, tasks: list[tuple[int, int]], done: dict, *, workers: int, o
             _run_parallel(spec, todo, workers, finish)
     finally:
         if sink is not None:
-            sink.close()
+            with contextlib.suppress(OSError):   # a failed write was reported; closing flushes nothing new
+                sink.close()
     return done
 
 
