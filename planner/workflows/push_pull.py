@@ -215,7 +215,7 @@ def _item_of(task: dict):
     return data.get("item_id") if isinstance(data, dict) else None
 
 
-def _found_by_token(client, token: str) -> int | None:
+def project_by_token(client, token: str) -> int | None:
     """The project whose description carries an intent ``token`` (a push stopped after creating it)."""
     for p in client.projects():
         desc, pid = p.get("description"), p.get("id")
@@ -237,7 +237,7 @@ def _project_for(client, srv: dict, key: str, config: str, base_title: str, note
     intents = srv.setdefault("intents", {})
     intent = intents.get(key)
     if intent and intent.get("config_sha256") == sha:
-        pid = _found_by_token(client, intent["token"])
+        pid = project_by_token(client, intent["token"])
         if pid is not None:
             srv["projects"][key] = {"id": pid, "title": intent["title"], "config_sha256": sha}
             del intents[key]
