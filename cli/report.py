@@ -76,6 +76,9 @@ def report_cmd(
     save_posterior: Annotated[bool, typer.Option(
         "--save-posterior", help="Also save a Laplace posterior in the study as ArviZ netcdf (NUTS posteriors "
                                  "are always saved).")] = False,
+    cluster: Annotated[str, typer.Option(
+        help="Which verdicts share a cluster for cluster-robust intervals: item (same prompt and pair: both "
+             "orders, every annotator; the default) | prompt | annotator | none (all independent).")] = "item",
 ) -> None:
     """Leaderboard (strength, 95% credible interval, Elo, P(best), 95% rank interval, letters, P(leader better)), pairs,
     anchor tests, tie/position/length bias, circular triads, reasons, annotator QC, strata,
@@ -106,7 +109,7 @@ def report_cmd(
     if surrogate is not None:
         from .hybrid import run_hybrid
 
-        hybrid = run_hybrid(study, surrogate, target, json_, ties)
+        hybrid = run_hybrid(study, surrogate, target, json_, ties, cluster)
         if html is None:
             return
 
@@ -118,7 +121,7 @@ def report_cmd(
         res = call(rp.build_report, study, engine=engine, by_stratum=by_stratum, seed=seed, draws=draws,
                    tune=tune, chains=chains, progressbar=bar,
                    min_pass_rate=min_pass_rate, save_posterior=True if save_posterior else None,
-                   style_control=style_control, lc_anchor=lc_anchor)
+                   style_control=style_control, lc_anchor=lc_anchor, cluster=cluster)
     _write_files(res, plot, markdown, html, hybrid)
     if hybrid is not None:  # the surrogate's tables are printed; the report itself went to --html
         return
@@ -186,9 +189,12 @@ def _render_leaderboard(con, r) -> None:
               f"engine {r.model.engine}" + (" (by stratum, re-weighted)" if r.model.by_stratum else ""),
               markup=False, soft_wrap=True)
     has_acc = r.acceptability is not None
-    tab = Table(title="leaderboard (shared letter = not credibly separated)")
+    letters = r.ranking is None or r.ranking.letters_shown   # left out above 26 systems (a note says why)
+    tab = Table(title="leaderboard (shared letter = not credibly separated)" if letters else
+                "leaderboard (rank = 95% rank interval; tied = not credibly below the leader)")
     tab.add_column("tied", justify="right")
-    tab.add_column("letters")
+    if letters:
+        tab.add_column("letters")
     tab.add_column("system", no_wrap=True)
     tab.add_column("Elo [95% CrI]", justify="right", no_wrap=True)
     tab.add_column("P(best)", justify="right")
@@ -198,8 +204,8 @@ def _render_leaderboard(con, r) -> None:
     if has_acc:
         tab.add_column("acceptable", justify="right", no_wrap=True)
     for x in r.leaderboard:
-        row = ["tied" if x.tied_with_leader else "", x.letters, x.system,
-               f"{x.elo:.0f} [{x.elo_lo:.0f}, {x.elo_hi:.0f}]", f"{x.p_best:.3f}",
+        row = ["tied" if x.tied_with_leader else ""] + ([x.letters] if letters else []) + [
+               x.system, f"{x.elo:.0f} [{x.elo_lo:.0f}, {x.elo_hi:.0f}]", f"{x.p_best:.3f}",
                "leader" if x.p_leader_better is None else f"{x.p_leader_better:.3f}",
                str(x.rank_low) if x.rank_low == x.rank_high else f"{x.rank_low}–{x.rank_high}", _num(x.score)]
         if has_acc:
@@ -207,27 +213,34 @@ def _render_leaderboard(con, r) -> None:
                        f"{_pct(x.pass_rate, 0)} [{_pct(x.pass_low, 0)}, {_pct(x.pass_high, 0)}]")
         tab.add_row(*row)
     print_table(tab, key=(2,), console=con)
+    if r.clusters is not None:
+        con.print(r.clusters.sentence, markup=False, soft_wrap=True)
 
 
 def _render_pairs(con, r) -> None:
     from rich.table import Table
 
     tab = Table(title="pairs (a = earlier in the study's system order)")
-    for h in ("a", "b", "a wins", "b wins", "ties", "inv", "score", "P(a>b)"):
+    deff = any(p.design_effect is not None for p in r.pairs.rows)
+    for h in ("a", "b", "a wins", "b wins", "ties", "inv", "score", "P(a>b)") + (("deff",) if deff else ()):
         tab.add_column(h, justify="left" if h in ("a", "b") else "right", no_wrap=h in ("a", "b"))
     for p in r.pairs.rows:
         tab.add_row(p.system_a, p.system_b, f"{p.a_wins:,}", f"{p.b_wins:,}", f"{p.ties:,}", f"{p.invalid:,}",
-                    _num(p.score), _num(p.p_a_better))
+                    _num(p.score), _num(p.p_a_better), *((_num(p.design_effect, ".2f"),) if deff else ()))
     print_table(tab, key=(0, 1), console=con)
 
     if r.anchor_tests is not None:
         at = r.anchor_tests
-        tab = Table(title=f"against the anchor {at.anchor} (ties: {at.ties}; Wilson 95%, exact binomial test)")
-        for h in ("system", "wins", "losses", "ties", "invalid", "win rate", "95% CI", "p"):
+        clustered = any(a.design_effect > 1.0 for a in at.rows)
+        tab = Table(title=f"against the anchor {at.anchor} (ties: {at.ties}; Wilson 95%, exact binomial test"
+                          + ("; n / deff under clustering)" if clustered else ")"))
+        for h in ("system", "wins", "losses", "ties", "invalid", "win rate", "95% CI", "p") + (
+                ("deff",) if clustered else ()):
             tab.add_column(h, justify="left" if h == "system" else "right")
         for a in at.rows:
             tab.add_row(a.system, str(a.wins), str(a.losses), str(a.ties), str(a.invalid), _pct(a.win_rate),
-                        f"[{_pct(a.ci_low)}, {_pct(a.ci_high)}]", _num(a.pvalue, ".3g"))
+                        f"[{_pct(a.ci_low)}, {_pct(a.ci_high)}]", _num(a.pvalue, ".3g"),
+                        *((f"{a.design_effect:.2f}",) if clustered else ()))
         print_table(tab, console=con)
 
 

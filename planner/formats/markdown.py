@@ -68,13 +68,17 @@ def _leaderboard(r) -> list[str]:
          "credibly below the leader (P(lead>x) < 0.95). That is a comparison with the leader only: two "
          "tied systems may still be separated from each other (their letters say so).", ""]
     has_acc = r.acceptability is not None
-    head = ["tied", "letters", "system", "Elo", "Elo 95% CrI", "β", "β 95% CrI", "P(best)", "P(lead>x)", "rank",
+    letters = r.ranking is None or r.ranking.letters_shown
+    if not letters:
+        L += [r.ranking.letters_note[0].upper() + r.ranking.letters_note[1:] + ".", ""]
+    head = ["tied"] + (["letters"] if letters else []) + ["system", "Elo", "Elo 95% CrI", "β", "β 95% CrI",
+                                                          "P(best)", "P(lead>x)", "rank",
             "score", "W/L/T/inv"]
     if has_acc:
         head.append("acceptable")
     rows = []
     for x in r.leaderboard:
-        row = ["tied" if x.tied_with_leader else "", x.letters, x.system, f"{x.elo:.0f}",
+        row = ["tied" if x.tied_with_leader else ""] + ([x.letters] if letters else []) + [x.system, f"{x.elo:.0f}",
                f"[{x.elo_lo:.0f}, {x.elo_hi:.0f}]", f"{x.mean:+.3f}",
                f"[{x.lo:+.3f}, {x.hi:+.3f}]", f"{x.p_best:.3f}",
                "leader" if x.p_leader_better is None else f"{x.p_leader_better:.3f}",
@@ -85,8 +89,9 @@ def _leaderboard(r) -> list[str]:
                        f"{pct(x.pass_rate, 0)} [{pct(x.pass_low, 0)}, {pct(x.pass_high, 0)}] (n={x.pass_n})")
         rows.append(row)
     L += table(head, rows)
-    return L + ["Tied with the leader (not credibly below it): " + ", ".join(map(for_markdown, r.tied_with_leader)),
-                ""]
+    L += ["Tied with the leader (not credibly below it): " + ", ".join(map(for_markdown, r.tied_with_leader)), ""]
+    return L + ([r.clusters.sentence[0].upper() + r.clusters.sentence[1:] + ".", ""]
+                if r.clusters is not None else [])
 
 
 def _pairs_and_anchor(r) -> list[str]:

@@ -51,7 +51,7 @@ def write_plots(report: Any, directory) -> tuple[str, ...]:
             col = colours(0) if x.tied_with_leader else colours(7)
             ax.plot([x.elo_lo, x.elo_hi], [yi, yi], color=col, lw=2)
             ax.plot([x.elo], [yi], "o", color=col)
-        ax.set_yticks(y, [f"{x.system} [{x.letters}] rank {x.rank_low}"
+        ax.set_yticks(y, [f"{x.system}{f' [{x.letters}]' if x.letters else ''} rank {x.rank_low}"
                           + ("" if x.rank_low == x.rank_high else f"–{x.rank_high}") for x in rows])
         ax.axvline(1500, color="grey", lw=0.8, ls="--")
         ax.set_xlabel("strength, Elo scale (1500 + 173.7 β); bars = 95% credible interval\n"

@@ -126,6 +126,13 @@ class Study:
         """All responses, by prompt order then system order."""
         return self._responses()
 
+    def acceptability_labels(self) -> list[tuple[str, bool]]:
+        """``(system, acceptable)`` of the responses labelled in the responses file, in :meth:`responses`
+        order, without reading the texts."""
+        return [(self._sys_name[r[0]], bool(r[1])) for r in self._con.execute(
+            "SELECT r.system, r.acceptable FROM responses r JOIN prompts p ON p.id = r.prompt "
+            "WHERE r.acceptable IS NOT NULL ORDER BY p.ord, r.system")]
+
     def response_keys(self) -> list[tuple[str, str]]:
         """``(prompt, system)`` of every response in :meth:`responses` order, without reading the texts.
 
@@ -163,12 +170,12 @@ class Study:
         strata = self.strata() if by_stratum else (DEFAULT_STRATUM,)
         return strata, {s: i for i, s in enumerate(strata)}
 
-    def grouped_judgments(self) -> list[tuple]:
-        """The report's grouped scan of the judgments (:func:`planner.store.grouped.grouped_judgments`), on its
-        own connection: safe to run in a worker thread while this study's connection reads the counts."""
-        from planner.store.grouped import grouped_judgments
+    def report_scan(self):
+        """Counts by stratum and the report's judgment-level figures from one scan of the judgments
+        (:func:`planner.store.report_scan.report_scan`)."""
+        from planner.store.report_scan import report_scan
 
-        return grouped_judgments(db_path(self.path))
+        return report_scan(self._con, self.systems)
 
     def counts(self, by_stratum: bool = False, kinds: Sequence[str] = COUNTED_KINDS) -> Counts:
         """Aggregated pairwise counts, cell ``a`` = system shown left/first, ``b`` = right.

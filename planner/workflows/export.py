@@ -69,8 +69,10 @@ def _pair_rows(study) -> list[tuple]:
 def _posterior(study, engine: str, seed: int, draws: int):
     from planner.model import bt
     from planner.model import fit
+    from planner.stats.blas import blas_policy
 
-    f = fit(study.counts(by_stratum=False), engine=engine, seed=seed, draws=draws)
+    with blas_policy(engine):
+        f = fit(study.counts(by_stratum=False), engine=engine, seed=seed, draws=draws)
     lo, hi = f.interval(0.95)
     elo, elo_lo, elo_hi = bt.to_elo(f.mean), bt.to_elo(lo), bt.to_elo(hi)
     pb = f.prob_best()

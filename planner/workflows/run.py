@@ -254,9 +254,10 @@ def _loop(study_path, judge: JudgeOptions, run: RunOptions, progress, stop, on_a
 def _final_top3(study_path) -> tuple[str, ...]:
     """The current top 3 by posterior mean strength (Laplace fit of every judgment so far)."""
     from planner.model import fit
+    from planner.stats.blas import one_blas_thread
     from planner.store.study import Study
 
-    with Study.open(study_path) as study:
+    with Study.open(study_path) as study, one_blas_thread():
         f = fit(study.counts().pooled(), engine="laplace")
     order = sorted(range(len(f.systems)), key=lambda i: -float(f.mean[i]))
     return tuple(f.systems[i] for i in order[:3])

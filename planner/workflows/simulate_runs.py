@@ -29,6 +29,7 @@ import numpy as np
 from planner.errors import UsageError, quote
 from planner.formats.simulate_runs import read_results, trace_line
 from planner.formats.staging import write_failure
+from planner.stats.blas import one_blas_thread
 from planner.simulation.loop import safe_run  # safe_run: one run, an error kept as a failed run
 
 __all__ = ["fingerprint", "open_results", "run_tasks"]
@@ -105,8 +106,9 @@ def run_tasks(spec, tasks: list[tuple[int, int]], done: dict, *, workers: int, o
         if progress and count:
             progress(count, total)
         if workers == 1 or len(todo) <= 1:
-            for key in todo:
-                finish(key, safe_run((spec, *key)))
+            with one_blas_thread():
+                for key in todo:
+                    finish(key, safe_run((spec, *key)))
         else:
             _run_parallel(spec, todo, workers, finish)
     finally:
@@ -118,7 +120,8 @@ def run_tasks(spec, tasks: list[tuple[int, int]], done: dict, *, workers: int, o
 
 def _keyed_run(args):
     spec, key = args
-    return key, safe_run((spec, *key))
+    with one_blas_thread():   # in each worker process: the one BLAS policy (planner.stats.blas)
+        return key, safe_run((spec, *key))
 
 
 def _run_parallel(spec, todo, workers, finish):
