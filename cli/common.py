@@ -66,13 +66,20 @@ def err():
     return _console(True)
 
 
+def _redact(text: str) -> str:
+    """The connectors' one redaction rule (keys, echoes of them, credentials) over anything printed."""
+    from planner.connectors.guard import redact
+
+    return redact(text)
+
+
 def message(text: str) -> None:
     """A plain message on stderr (no markup interpretation), one line: the terminal wraps it."""
-    err().print(text, markup=False, soft_wrap=True)
+    err().print(_redact(text), markup=False, soft_wrap=True)
 
 
 def warn(text: str) -> None:
-    err().print(f"warning: {text}", markup=False, style="yellow", soft_wrap=True)
+    err().print(f"warning: {_redact(text)}", markup=False, style="yellow", soft_wrap=True)
 
 
 #: the longest line an error prints; library messages quote values to ~80 characters
@@ -81,7 +88,7 @@ LINE_LIMIT = 360
 
 
 def _one_line(text: str) -> str:
-    text = " ".join(text.split("\n"))
+    text = _redact(" ".join(text.split("\n")))
     if len(text) > LINE_LIMIT:
         text = text[:LINE_LIMIT - 30] + f"… ({len(text):,} characters)"
     return for_terminal(text)

@@ -15,14 +15,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from _ls_fixture import ls_study
+
 from cli.main import app
 from planner.errors import DataError, UsageError
-from planner.workflows.next_batch import Output, QualityControl, Selection, next_batch
 from planner.workflows.push_pull import ARTIFACT, pull, push, wait_for_annotations, waiting_items
-from planner.store.study import Study, init_study
-
-SYSTEMS = ("alpha", "beta", "gamma", "delta")
-
+from planner.store.study import Study
 
 class FakeLS:
     url = "http://ls.test:8080"
@@ -85,16 +83,7 @@ class FakeLS:
 
 
 def _study(tmp: Path, fmt="label-studio", annotators=("alice", "bob"), acceptability=0.2) -> tuple[Path, dict]:
-    prompts, responses = tmp / "prompts.jsonl", tmp / "responses.jsonl"
-    prompts.write_text("".join(json.dumps({"id": f"p{i}", "text": f"Question {i}?"}) + "\n" for i in range(10)))
-    responses.write_text("".join(json.dumps({"prompt": f"p{i}", "system": s, "text": f"Answer {s} {i}."}) + "\n"
-                                 for i in range(10) for s in SYSTEMS))
-    study = tmp / "study"
-    init_study(study, prompts_file=prompts, responses_file=responses, seed=3)
-    res = next_batch(study, Selection(size=8, seed=1),
-                     qc=QualityControl(annotators=list(annotators) or None, attention=0.0, repeat=0.0, overlap=0.0,
-                                       acceptability=acceptability),
-                     output=Output(format=fmt, out=tmp / ("b1" + (".json" if fmt != "csv" else ".csv"))))
+    study, res = ls_study(tmp, fmt=fmt, annotators=annotators, acceptability=acceptability)
     with Study.open(study) as st:
         return study, {it.item_id: it for it in st.items(res.batch_id)}
 

@@ -96,6 +96,7 @@ class Validator:
         if isinstance(who, str):
             return who
         annotator, source = who
+        source = rec.get("source_annotator") or source  # a judge answering under another name than asked
         jid = rec.get("id") or (f"{rec['item']}@{annotator}" if annotator else rec["item"])
         return (jid, rec["item"], prompt, left, right, self._POS[v], "left", kind, annotator,
                 rec.get("reason"), rec.get("seconds"), rec.get("confidence"), source)
