@@ -3,20 +3,21 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
+from _lazy import lazy_import
+from _example_data import vicuna_dir
 
 from planner.errors import DataError, UsageError
 from planner.hybrid.ppi import (compare_hybrid, design_matrix, human_only_bradley_terry, judge_only_bradley_terry,
                             ppi_bradley_terry)
 from planner.workflows.hybrid_report import hybrid_report, items_from_verdicts
 
-ppi_py = pytest.importorskip("ppi_py")   # the test oracle (test extra: ppi-python)
+ppi_py = lazy_import("ppi_py")   # the test oracle (test extra: ppi-python), imported by its first use
 pytestmark = [pytest.mark.filterwarnings("ignore::FutureWarning"),          # sklearn, inside ppi_py
               pytest.mark.filterwarnings("ignore:.*faster on contiguous")]  # numba, inside ppi_py
-DATA = Path(__file__).resolve().parent / "data" / "qlora"   # the real Vicuna-80 files, shipped (README there)
+DATA = vicuna_dir()   # the real Vicuna-80 files: the package's one copy, as `planner example vicuna80` writes it
 SYSTEMS = ("gpt-4", "gpt-3.5-turbo", "bard", "vicuna-13b", "guanaco-7b", "guanaco-13b", "guanaco-33b", "guanaco-65b")
 Z90 = 1.6448536269514722
 
@@ -216,7 +217,7 @@ def test_hybrid_report_on_a_study(vicuna10):
     c = rep.comparison
     assert 0 <= c.ppi.lam <= 1 and c.ppi.n == rep.n_labelled
     assert np.trace(c.ppi.cov) <= np.trace(c.human.cov)
-    with pytest.raises(DataError, match="no judgments by 'gpt-5'"):
+    with pytest.raises(UsageError, match="no judgments by 'gpt-5'"):
         hybrid_report(study, surrogate="gpt-5")
     with pytest.raises(UsageError, match="`target`"):
         hybrid_report(study, surrogate="gpt-4", target="robots")
@@ -236,7 +237,7 @@ def test_cli_report_surrogate(vicuna10):
     r = runner.invoke(app, ["report", str(study), "--surrogate", "gpt-4"])
     assert r.exit_code == 0 and "PPI++" in r.stdout and "rank set" in r.stdout
     r = runner.invoke(app, ["report", str(study), "--surrogate", "nobody"])
-    assert r.exit_code == 1 and "Traceback" not in r.output
+    assert r.exit_code == 2 and "Traceback" not in r.output     # like --lc-anchor nobody: a usage error
     assert r.stderr.strip().splitlines()[-1].startswith("error: --surrogate: no judgments by 'nobody'")
     r = runner.invoke(app, ["report", str(study), "--surrogate", "gpt-4", "--target", "robots"])
     assert r.exit_code == 2 and "--target" in r.stderr

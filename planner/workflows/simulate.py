@@ -60,6 +60,12 @@ def study_truth(study_path: str | Path) -> Truth:
 
     with Study.open(study_path) as study:
         counts = study.counts(by_stratum=False)
+    tot = counts.totals()
+    if tot["A"] + tot["B"] == 0:   # the posterior mean ranks every system equal: no ranking to recover
+        raise DataError(f"`from_study` ({study_path}) has no decisive judgment ({sum(tot.values()):,} counted: "
+                        f"tie {tot['tie']:,}, invalid {tot['invalid']:,}); its posterior ranks every system "
+                        "equal, so no strategy can recover a ranking. Ingest judgments first, or simulate a "
+                        "`scenario`", parameters=("from_study", "scenario"))
     return truth_from_counts(counts)
 
 
