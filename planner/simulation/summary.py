@@ -144,7 +144,7 @@ def _on_grid(trace: Trace, key: str, grid: np.ndarray) -> np.ndarray:
     checkpoints drift off the multiples of ``batch``; a run that stopped early
     (pool exhausted) keeps its last value.
     """
-    if trace.spent.size == 0:
+    if trace.spent.size == 0 or key not in trace.values:   # a results file from before the metric existed
         return np.full(grid.size, np.nan)
     idx = np.searchsorted(trace.spent, grid, side="right") - 1
     return trace.values[key][np.clip(idx, 0, None)]
