@@ -206,3 +206,33 @@ def test_the_forecast_matches_a_brute_force_simulation_of_the_same_study():
     se = math.sqrt(ours.var() / reps + theirs.var() / reps)
     assert abs(ours.mean() - theirs.mean()) < 4 * se
     assert ks_2samp(ours, theirs).pvalue > 1e-3
+
+
+def test_simulate_from_study_draws_each_repetitions_truth_from_the_posterior(pilot_study):
+    """No longer the posterior mean fixed over repetitions, nor the pairs the pilot separates now."""
+    from planner.model import fit
+    from planner.simulation.loop import truth_rng
+    from planner.store.study import Study
+    from planner.workflows.simulate import study_source
+
+    source = study_source(pilot_study, 500, seed=0)
+    t0, pool0 = source.draw(truth_rng(0, 0))
+    t1, _ = source.draw(truth_rng(0, 1))
+    assert not np.allclose(t0.strengths, t1.strengths)
+    # a fresh study: every pair's 80 prompts, one order each (no pair can take more than 80 < the budget)
+    assert source.start.usable.sum() == 0 and pool0.size == 28 * 80
+    with Study.open(pilot_study) as s:
+        mean = fit(s.counts(by_stratum=False)).mean
+    assert not np.allclose(t0.strengths, mean)
+
+
+def test_simulate_target_resolved_with_a_margin(pilot_study):
+    res = runner.invoke(app, ["simulate", "--from-study", str(pilot_study), "--strategies", "round-robin",
+                              "--reps", "2", "--budget", "200", "--batch", "100", "--target", "resolved",
+                              "--margin", "120", "--workers", "1", "--json"])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)
+    assert doc["target_metric"] == "resolved" and doc["target_value"] == 1.0
+    assert all(0 <= v <= 1 for v in doc["strategies"][0]["mean"]["resolved"])
+    bad = runner.invoke(app, ["simulate", "--from-study", str(pilot_study), "--tie-rate", "0.2", "--reps", "1"])
+    assert bad.exit_code == 2 and "the judge is the study's own" in bad.stderr

@@ -215,7 +215,8 @@ def build_result(spec: SimulationSpec, metric: str, value: float, by_strategy, n
         spread = float(np.ptp(truth.strengths) * bt.ELO_SCALE)
     elif spec.scenario == "linear":
         spread = float(spec.spread)
-    systems = truth.systems if truth is not None else synthetic_names(spec.n_systems)
+    systems = (truth.systems if truth is not None else spec.start.systems if spec.start is not None
+               else spec.source.start.systems if spec.source is not None else synthetic_names(spec.n_systems))
     pairs = pair_table(truth) if truth is not None and truth.pair_prob is not None else ()
     notes = list(notes)
     if pairs:
