@@ -236,3 +236,39 @@ def test_simulate_target_resolved_with_a_margin(pilot_study):
     assert all(0 <= v <= 1 for v in doc["strategies"][0]["mean"]["resolved"])
     bad = runner.invoke(app, ["simulate", "--from-study", str(pilot_study), "--tie-rate", "0.2", "--reps", "1"])
     assert bad.exit_code == 2 and "the judge is the study's own" in bad.stderr
+
+
+def test_judge_token_prices_make_the_cost_per_judgment(pilot_study):
+    doc = _plan_json(str(pilot_study), *QUICK, "--price-in", "2.5", "--price-out", "10", "--tokens-in", "1000",
+                     "--tokens-out", "300")
+    per = (1000 * 2.5 + 300 * 10) / 1e6            # USD per judgment
+    assert doc["prices"]["judge_cost"] == pytest.approx(per) and doc["prices"]["mode"] == "judge"
+    assert doc["cost"]["median"] == pytest.approx(per * doc["comparisons_needed"]["median"])
+    res = runner.invoke(app, ["plan", str(pilot_study), *QUICK, "--price-in", "2.5", "--price-out", "10"])
+    assert res.exit_code == 2 and "--tokens-in" in res.stderr     # no judge ledger in this study
+
+
+def test_the_hybrid_split_of_a_pilot_with_a_surrogate_judge(tmp_path):
+    """Human votes on q1..q8 and GPT-4's verdicts on everything: the forecast counts human judgments, the
+    money is size --hybrid's split with rho from the pilot."""
+    from conftest import VICUNA_DATA
+
+    from planner.simulation.costing import Prices
+    from planner.workflows.hybrid_report import rho_from_study
+
+    lines = (VICUNA_DATA / "judgments" / "qlora_vicuna80_human.jsonl").read_text().splitlines()
+    (tmp_path / "h.jsonl").write_text("\n".join(ln for ln in lines
+                                                if int(json.loads(ln)["prompt"].rsplit("q", 1)[1]) <= 8) + "\n")
+    study = tmp_path / "s"
+    for args in (["init", str(study), "--prompts", str(VICUNA_DATA / "vicuna80" / "prompts.jsonl"),
+                  "--responses", str(VICUNA_DATA / "vicuna80" / "responses.jsonl")],
+                 ["ingest", str(study), str(VICUNA_DATA / "judgments" / "qlora_vicuna80_gpt4.jsonl"),
+                  str(tmp_path / "h.jsonl")]):
+        assert runner.invoke(app, args).exit_code == 0
+    doc = _plan_json(str(study), "--reps", "4", "--batch", "400", "--votes", "3", "--margin", "150", "--workers", "1",
+                     "--surrogate", "gpt-4", "--human-cost", "1", "--judge-cost", "0.01")
+    assert doc["pilot_judgments"] == 8 * 28 * 3          # the humans' votes only
+    rho, n = rho_from_study(study, "gpt-4")
+    assert doc["prices"]["rho"] == pytest.approx(rho) and f"{n:,} items" in doc["prices"]["rho_source"]
+    want = Prices(1.0, 0.01, rho).of(doc["comparisons_needed"]["median"], 28)
+    assert doc["cost"]["median"] == pytest.approx(want.total)
