@@ -11,7 +11,8 @@ one markdown row:
   tie, -1), centred within (pair, shown order) so that position bias is not read
   as clustering; one-way ANOVA intraclass correlation of the (pair, prompt)
   clusters (unequal sizes: Donner's n0) and the Kish design effect
-  ``1 + (n̄ - 1) ICC`` of the full pool;
+  ``1 + (n̄ - 1) ICC`` of the full pool (:func:`planner.stats.clusters.verdict_icc`, the
+  estimate the report, ``size --icc`` and the plan forecast use);
 * **lack of fit**: plain Bradley–Terry maximum likelihood on the decisive
   verdicts (ties out), Pearson χ² of each pair's decisive count against the fit,
   df = pairs - (systems - 1), the dispersion χ²/df and the worst pair.
@@ -22,7 +23,7 @@ one markdown row:
 from __future__ import annotations
 
 import json
-from collections import defaultdict
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -30,9 +31,11 @@ from scipy.optimize import minimize
 from scipy.stats import binomtest, chi2
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from planner.stats.clusters import JudgmentArrays, verdict_icc  # noqa: E402
+
 SHARED = ROOT.parent / "shared" / "data" / "judgments"
 MORE = ROOT / "bench" / "data" / "replays"
-SIGN = {"A": 1, "B": -1, "tie": 0}
 
 
 def sets() -> dict[str, Path]:
@@ -42,18 +45,6 @@ def sets() -> dict[str, Path]:
     return out
 
 
-def icc_oneway(groups: list[np.ndarray]) -> float:
-    """ANOVA ICC(1) for clusters of unequal size (Donner 1986: n0 in place of the cluster size)."""
-    k = len(groups)
-    n = np.array([g.size for g in groups], dtype=float)
-    big_n = n.sum()
-    grand = np.concatenate(groups).mean()
-    msb = sum(g.size * (g.mean() - grand) ** 2 for g in groups) / (k - 1)
-    msw = sum(((g - g.mean()) ** 2).sum() for g in groups) / (big_n - k)
-    n0 = (big_n - (n ** 2).sum() / big_n) / (k - 1)
-    return float((msb - msw) / (msb + (n0 - 1) * msw))
-
-
 def position_row(rows) -> str:
     dec = [r for r in rows if r["verdict"] in ("A", "B")]
     first = sum(r["verdict"] == "A" for r in dec)
@@ -61,22 +52,17 @@ def position_row(rows) -> str:
     return f"{first / len(dec):.3f} [{ci.low:.3f}, {ci.high:.3f}] of {len(dec):,}"
 
 
-def clustering(rows) -> tuple[float, float]:
-    """(mean verdicts per (pair, prompt), ICC) with position removed by centring within (pair, shown order)."""
-    clusters: dict[tuple, list[tuple[int, bool]]] = defaultdict(list)
-    for r in rows:
-        if r["verdict"] not in SIGN:
-            continue
-        s1, s2 = sorted((r["a"], r["b"]))
-        v = SIGN[r["verdict"]] * (1 if r["a"] == s1 else -1)
-        clusters[(s1, s2, r["prompt"])].append((v, r["a"] == s1))
-    cell: dict[tuple, list[int]] = defaultdict(list)
-    for (s1, s2, _), vs in clusters.items():
-        for v, first in vs:
-            cell[(s1, s2, first)].append(v)
-    mean = {k: float(np.mean(v)) for k, v in cell.items()}
-    groups = [np.array([v - mean[(s1, s2, f)] for v, f in vs]) for (s1, s2, _), vs in clusters.items()]
-    return float(np.mean([g.size for g in groups])), icc_oneway(groups)
+def clustering(rows) -> tuple[float, float | None, float]:
+    """(mean verdicts per (pair, prompt), ICC, Kish design effect) by :func:`planner.stats.clusters.verdict_icc`:
+    verdicts centred within (pair, shown order), so that position bias is not read as clustering."""
+    systems = sorted({r["a"] for r in rows} | {r["b"] for r in rows})
+    ix = {s: i for i, s in enumerate(systems)}
+    prompts = {p: i for i, p in enumerate(sorted({r["prompt"] for r in rows}))}
+    outcome = {"A": 0, "B": 1, "tie": 2}
+    est = verdict_icc(JudgmentArrays.build(systems, [ix[r["a"]] for r in rows], [ix[r["b"]] for r in rows],
+                                           [outcome.get(r["verdict"], 3) for r in rows],
+                                           prompt=[prompts[r["prompt"]] for r in rows]))
+    return est.mean_size, est.icc, est.design_effect
 
 
 def lack_of_fit(rows) -> tuple[int, int, float, int, str]:
@@ -116,9 +102,9 @@ def main() -> None:
     print("|---|---|---|---|---|---|---|---|---|---|")
     for name, path in sets().items():
         rows = [json.loads(line) for line in path.open(encoding="utf-8")]
-        nbar, icc = clustering(rows)
+        nbar, icc, deff = clustering(rows)
         m, pairs, stat, df, worst = lack_of_fit(rows)
-        print(f"| `{name}` | {len(rows):,} | {position_row(rows)} | {nbar:.2f} | {icc:.3f} | {1 + (nbar - 1) * icc:.2f} "
+        print(f"| `{name}` | {len(rows):,} | {position_row(rows)} | {nbar:.2f} | {icc:.3f} | {deff:.2f} "
               f"| {stat:.1f} / {df} | {stat / df:.2f} | {chi2.sf(stat, df):.2g} | {worst} |")
 
 

@@ -8,7 +8,8 @@ from typing import Annotated, Optional
 import typer
 
 from .app import app
-from .common import call, message, out, print_json
+from .common import call, message, print_json
+from .tables import print_table
 
 
 @app.command("allocate")
@@ -73,6 +74,6 @@ def allocate(
                       f"{s.sample_share:.3f}", "—" if s.weight is None else f"{s.weight:.3f}")
     table.add_row("total", str(sum(s.available for s in result.strata)), "1.000", str(result.budget),
                   "1.000", "", style="bold")
-    out().print(table)
+    print_table(table)
     if result.out:
         message(f"wrote {len(result.prompts)} prompts to {result.out}")

@@ -1,5 +1,7 @@
 """The Typer application object that every command module registers on."""
 
+import errno
+import os
 import sys
 from typing import Annotated
 
@@ -13,6 +15,47 @@ except ImportError:  # pragma: no cover
 
 MESSAGE_LIMIT = 300  # a usage error quoting a 1 MB value is cut to this many characters
 
+#: exit code when the reader of stdout (or stderr) went away (`planner status | head -1`): what a
+#: shell reports for a program killed by SIGPIPE (128 + 13), so `set -o pipefail` scripts see the
+#: same as with cat or grep, and never 1, which means the data failed validation
+EXIT_BROKEN_PIPE = 141
+
+
+def output_closed() -> bool:
+    """Whether stdout or stderr is a pipe whose reader went away (poll reports an error on it)."""
+    import select
+
+    if not hasattr(select, "poll"):  # no poll (Windows): trust the EPIPE
+        return True
+    poller = select.poll()
+    fds = []
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            fds.append(stream.fileno())
+        except (OSError, ValueError, AttributeError):  # a stream without a file (a test runner)
+            continue
+    for fd in fds:
+        poller.register(fd, select.POLLOUT)
+    return any(mask & (select.POLLERR | select.POLLHUP) for _, mask in poller.poll(0))
+
+
+def closed_pipe() -> None:
+    """Exit quietly with :data:`EXIT_BROKEN_PIPE` after a write to a closed pipe.
+
+    Python flushes stdout once more at exit and would print a second traceback; stdout and
+    stderr are pointed at the null device first (the recipe of the Python docs, signal module).
+    """
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                os.dup2(devnull, stream.fileno())
+            except (OSError, ValueError, AttributeError):  # a stream without a file (a test runner)
+                pass
+    except OSError:
+        pass
+    sys.exit(EXIT_BROKEN_PIPE)
+
 
 class _OneLineErrors(TyperGroup):
     """Click's usage errors (bad type, unknown option, missing argument) as one ``error:`` line, exit 2.
@@ -22,6 +65,16 @@ class _OneLineErrors(TyperGroup):
     command's --help, cut to :data:`MESSAGE_LIMIT` characters. Everything else
     (help, --version, exit codes raised by commands) is click's own behaviour.
     """
+
+    def invoke(self, ctx):
+        # click turns a broken pipe into exit 1 ("data failed validation" here): catch it first,
+        # but only when it is our output that closed (a judge's socket can fail with EPIPE too)
+        try:
+            return super().invoke(ctx)
+        except OSError as exc:
+            if exc.errno != errno.EPIPE or not output_closed():
+                raise
+            closed_pipe()
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
         if not standalone_mode:
@@ -49,7 +102,8 @@ app = typer.Typer(
     name="planner",
     help=(
         "Plan, run and analyse pairwise-comparison evaluations of AI systems.\n\n"
-        "Exit codes: 0 success; 1 data failed validation; 2 usage error (bad option value)."
+        "Exit codes: 0 success; 1 data failed validation; 2 usage error (bad option value); "
+        "141 the reader of the output went away (a closed pipe)."
     ),
     no_args_is_help=True,
     add_completion=False,
@@ -76,5 +130,6 @@ def _main(
 ) -> None:
     """Plan, run and analyse pairwise-comparison evaluations of AI systems.
 
-    Exit codes: 0 success; 1 data failed validation; 2 usage error (bad option value).
+    Exit codes: 0 success; 1 data failed validation; 2 usage error (bad option value); 141 the
+    reader of the output went away (a closed pipe).
     """

@@ -19,14 +19,30 @@ import typer
 
 from planner.errors import PlannerError
 
+from .app import closed_pipe
+
 T = TypeVar("T")
+
+
+def console_class():
+    """rich's Console, except that a closed pipe exits with :data:`cli.app.EXIT_BROKEN_PIPE`.
+
+    rich catches the ``BrokenPipeError`` of its own writes and exits 1, which planner's
+    exit codes reserve for data that failed validation.
+    """
+    from rich.console import Console
+
+    class _Console(Console):
+        def on_broken_pipe(self) -> None:
+            self.quiet = True
+            closed_pipe()
+
+    return _Console
 
 
 @lru_cache(maxsize=None)
 def _console(stderr: bool):
-    from rich.console import Console
-
-    return Console(stderr=stderr, highlight=False, soft_wrap=False)
+    return console_class()(stderr=stderr, highlight=False, soft_wrap=False)
 
 
 def out():
@@ -40,12 +56,12 @@ def err():
 
 
 def message(text: str) -> None:
-    """A plain message on stderr (no markup interpretation)."""
-    err().print(text, markup=False)
+    """A plain message on stderr (no markup interpretation), one line: the terminal wraps it."""
+    err().print(text, markup=False, soft_wrap=True)
 
 
 def warn(text: str) -> None:
-    err().print(f"warning: {text}", markup=False, style="yellow")
+    err().print(f"warning: {text}", markup=False, style="yellow", soft_wrap=True)
 
 
 #: the longest line an error prints; library messages quote values to ~80 characters
@@ -106,12 +122,3 @@ def print_json(obj: Any) -> None:
 
     sys.stdout.write(json.dumps(jsonable(obj), indent=2, ensure_ascii=False) + "\n")
     sys.stdout.flush()
-
-
-def progress(total: int | None, description: str, *, disable: bool = False):
-    """A rich progress bar on stderr. Use as a context manager; returns (progress, task_id)."""
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, MofNCompleteColumn
-
-    p = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                 TimeElapsedColumn(), console=err(), transient=True, disable=disable)
-    return p

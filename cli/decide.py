@@ -13,6 +13,7 @@ import typer
 
 from .app import app
 from .common import call, out, print_json, warn
+from .tables import print_table
 
 
 @app.command("decide")
@@ -59,9 +60,12 @@ def decide(
     """
     from planner.workflows.decide import decide as run
 
-    result = call(run, study, candidate, baseline, margin=margin, mode=mode, confidence_level=confidence,
-                  min_pass_rate=min_pass_rate, engine=engine, look=look, looks=looks, boundary=boundary,
-                  seed=seed, style_control=style_control, _flags={"confidence_level": "--confidence"})
+    from .progress import heartbeat
+
+    with heartbeat("fitting with NUTS" if engine == "nuts" else "decide"):
+        result = call(run, study, candidate, baseline, margin=margin, mode=mode, confidence_level=confidence,
+                      min_pass_rate=min_pass_rate, engine=engine, look=look, looks=looks, boundary=boundary,
+                      seed=seed, style_control=style_control, _flags={"confidence_level": "--confidence"})
     if json_:
         print_json(result)
     else:
@@ -116,7 +120,7 @@ def _render(r) -> None:
     if len(r.strata) > 1:
         t.add_row("pooled", "1.00", f"{p.wins}–{p.losses}–{p.ties}", rate(p), model(p),
                   "—" if p.p_posterior is None else f"{p.p_posterior:.3f}", "—", "")
-    con.print(t)
+    print_table(t, console=con)
     if len(r.strata) > 1:
         con.print("pooled: re-weighted to the stratum weights; shown, not gated (the gate is per stratum).",
                   markup=False, soft_wrap=True)

@@ -9,6 +9,7 @@ import typer
 
 from .app import app
 from .common import call, message, out, print_json
+from .tables import print_table
 
 
 @app.command("demo")
@@ -49,7 +50,7 @@ def demo_cmd(
     for r in result.rounds:
         t.add_row(str(r.batch), str(r.items), str(r.verdicts["left"]), str(r.verdicts["right"]),
                   str(r.verdicts["tie"]), f"{r.expected_reduction:.3f}")
-    out().print(t)
+    print_table(t)
     lb = Table(title="Fitted ranking (Elo relative to the mean) against the truth")
     for col in ("system", "true", "fitted", "95% interval"):
         lb.add_column(col, justify="left" if col == "system" else "right")
@@ -57,7 +58,7 @@ def demo_cmd(
     for i in order:
         lb.add_row(result.systems[i], f"{result.true_elo[i]:+.0f}", f"{result.fitted_elo[i]:+.0f}",
                    f"[{result.fitted_lo[i]:+.0f}, {result.fitted_hi[i]:+.0f}]")
-    out().print(lb)
+    print_table(lb)
     out().print(f"Kendall tau between fitted and true order: {result.kendall_tau:.2f}; "
                 f"left-position shift recovered: {result.gamma:+.2f} logit (truth +0.30).", markup=False)
     out().print(f"Next: planner status {result.path}   |   planner report {result.path}", markup=False)

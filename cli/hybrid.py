@@ -9,9 +9,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from .common import call, message, out, print_json
+from .tables import print_table
 
 
-def run_hybrid(study: Path, surrogate: str, target: str, json_: bool, ties: str = "half") -> None:
+def run_hybrid(study: Path, surrogate: str, target: str, json_: bool, ties: str = "half"):
+    """Fit, print (tables or JSON) and return the hybrid result (``report --html`` adds it to the page)."""
     from planner.workflows.hybrid_report import hybrid_report
 
     res = call(hybrid_report, study, surrogate=surrogate, target=target, ties=ties)
@@ -19,8 +21,9 @@ def run_hybrid(study: Path, surrogate: str, target: str, json_: bool, ties: str 
         message(f"note: {n}")
     if json_:
         print_json(res)
-        return
-    _render(res)
+    else:
+        _render(res)
+    return res
 
 
 def _render(r) -> None:
@@ -47,7 +50,7 @@ def _render(r) -> None:
         cell = [f"{ELO * x.theta[i]:.0f} [{ELO * x.lo[i]:.0f}, {ELO * x.hi[i]:.0f}]" for x in (c.ppi, c.human, c.judge)]
         rs = c.ppi.rank_low[i], c.ppi.rank_high[i]
         tab.add_row(c.ppi.names[i], cell[0], str(rs[0]) if rs[0] == rs[1] else f"{rs[0]}–{rs[1]}", *cell[1:])
-    con.print(tab)
+    print_table(tab, console=con)
     if r.population is not None and not r.strata.get("same_as_pooled"):
         _population(r, con, ELO, lvl)
     kind = "ties half" if r.ties == "half" else "decisive wins, Davidson"
@@ -58,7 +61,7 @@ def _render(r) -> None:
         for j in order[x + 1:]:
             tab.add_row(c.ppi.names[i], c.ppi.names[j],
                         *[f"{y.win[i, j]:.3f} [{y.win_lo[i, j]:.3f}, {y.win_hi[i, j]:.3f}]" for y in (c.ppi, c.human)])
-    con.print(tab)
+    print_table(tab, key=(0, 1), console=con)
 
 
 def _population(r, con, elo, lvl) -> None:
@@ -74,4 +77,4 @@ def _population(r, con, elo, lvl) -> None:
         rs = p.rank_low[i], p.rank_high[i]
         tab.add_row(p.names[i], f"{elo * p.theta[i]:.0f} [{elo * p.lo[i]:.0f}, {elo * p.hi[i]:.0f}]",
                     str(rs[0]) if rs[0] == rs[1] else f"{rs[0]}–{rs[1]}")
-    con.print(tab)
+    print_table(tab, console=con)

@@ -13,8 +13,11 @@ from .common import call, err, message, out, print_json, warn
 
 def judge_progress(disable: bool = False):
     """A progress callback for :func:`planner.workflows.judge_run.judge_batch` that prints one status line on stderr."""
+    from .progress import due
+
     console = err()
     state = {"last": None}
+    tick = due()
 
     def show(ev: dict) -> None:
         if disable:
@@ -29,7 +32,7 @@ def judge_progress(disable: bool = False):
             state["last"] = line
             if console.is_terminal:
                 console.print(line, markup=False, end="\r")
-            elif ev.get("phase") == "batch" or ev["done"] == ev["total"] or ev["done"] % 50 == 0:
+            elif ev.get("phase") == "batch" or ev["done"] == ev["total"] or tick():
                 console.print(line, markup=False)
 
     return show

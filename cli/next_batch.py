@@ -9,6 +9,7 @@ import typer
 
 from .app import app
 from .common import call, message, out, print_json, warn
+from .tables import print_table
 
 
 @app.command("next-batch")
@@ -127,7 +128,7 @@ def _render(result) -> None:
     table.add_column("comparisons", justify="right")
     for row in bm.get("per_pair", []):
         table.add_row(" vs ".join(row["systems"]), str(row["n"]))
-    out().print(table)
+    print_table(table)
     kinds = ", ".join(f"{k} {v}" for k, v in bm.get("kinds", {}).items() if v)
     out().print(f"Items by kind: {kinds}", markup=False)
     if bm.get("per_stratum"):

@@ -15,6 +15,7 @@ import typer
 
 from .app import app
 from .common import call, message, out, print_json, warn
+from .tables import print_table
 
 
 @app.command("report")
@@ -35,6 +36,10 @@ def report_cmd(
     plot: Annotated[Optional[Path], typer.Option(
         help="Directory for strengths.{png,svg} (forest plot) and win_rates.{png,svg} (heatmap).")] = None,
     markdown: Annotated[Optional[Path], typer.Option(help="Write the report as a Markdown document.")] = None,
+    html: Annotated[Optional[Path], typer.Option(
+        help="Write the report as one self-contained HTML page to share (CSS, JavaScript and SVG inline, nothing "
+             "fetched): leaderboard with interval bars, win-rate heatmap, diagnostics, raw vs style-controlled "
+             "ranking (with --style-control), the hybrid fit (with --surrogate).")] = None,
     json_: Annotated[bool, typer.Option("--json", help="Print the report as one JSON document.")] = False,
     target: Annotated[str, typer.Option(help="With --surrogate: whose preference to estimate (humans = every "
                                              "annotator other than the surrogate).")] = "humans",
@@ -58,13 +63,12 @@ def report_cmd(
     acceptability and model diagnostics. Flags and warnings go to stderr. With --surrogate JUDGE: the
     prediction-powered human ranking instead (few human verdicts + many judge verdicts; docs/guide.md).
 
-    Example: planner report my-study --plot figures --markdown report.md
+    Example: planner report my-study --plot figures --markdown report.md --html report.html
     """
-    if surrogate is not None:
-        from .hybrid import run_hybrid
-        return run_hybrid(study, surrogate, target, json_, ties)
     from planner.workflows import report as rp
     from planner.limits import check_output_dir, check_output_file, check_report_options
+
+    from .progress import heartbeat
 
     # every output and option is checked before the fit (which caches its result in the study)
     call(check_report_options, seed=seed, draws=draws, tune=tune, chains=chains)
@@ -72,22 +76,27 @@ def report_cmd(
     for name in ("strengths.png", "strengths.svg", "win_rates.png", "win_rates.svg") if plot is not None else ():
         call(check_output_file, "--plot", plot / name, create_parents=True)
     call(check_output_file, "--markdown", markdown, create_parents=True)
+    call(check_output_file, "--html", html, create_parents=True)
+    hybrid = None
+    if surrogate is not None:
+        from .hybrid import run_hybrid
+
+        hybrid = run_hybrid(study, surrogate, target, json_, ties)
+        if html is None:
+            return
+
     if engine == "nuts":
         message(f"fitting with NUTS ({chains} chains, {tune} tuning + {draws} draws each) ...")
-    res = call(rp.build_report, study, engine=engine, by_stratum=by_stratum, seed=seed, draws=draws,
-               tune=tune, chains=chains, progressbar=engine == "nuts" and sys.stderr.isatty(),
-               min_pass_rate=min_pass_rate, save_posterior=True if save_posterior else None,
-               style_control=style_control, lc_anchor=lc_anchor)
-    if plot is not None:
-        from planner.formats.plots import write_plots
-
-        paths = call(write_plots, res, plot)
-        message("wrote " + ", ".join(paths))
-    if markdown is not None:
-        from planner.formats.markdown import write_markdown
-
-        call(write_markdown, res, markdown)
-        message(f"wrote {markdown}")
+    with heartbeat("fitting with NUTS" if engine == "nuts" else "report", "draws") as beat:
+        # NUTS: pymc's bar on a terminal, else a count of draws in the progress lines
+        bar = (sys.stderr.isatty() or beat.update) if engine == "nuts" else False
+        res = call(rp.build_report, study, engine=engine, by_stratum=by_stratum, seed=seed, draws=draws,
+                   tune=tune, chains=chains, progressbar=bar,
+                   min_pass_rate=min_pass_rate, save_posterior=True if save_posterior else None,
+                   style_control=style_control, lc_anchor=lc_anchor)
+    _write_files(res, plot, markdown, html, hybrid)
+    if hybrid is not None:  # the surrogate's tables are printed; the report itself went to --html
+        return
     for f in res.flags:
         warn(f)
     for n in res.notes:
@@ -103,6 +112,25 @@ def report_cmd(
 
         for j in res.judges:
             out().print(judge_totals_sentence(j), markup=False, soft_wrap=True)
+
+
+def _write_files(res, plot, markdown, html, hybrid) -> None:
+    """The report's files: plots, Markdown, the HTML page (with the hybrid fit when there is one)."""
+    if plot is not None:
+        from planner.formats.plots import write_plots
+
+        paths = call(write_plots, res, plot)
+        message("wrote " + ", ".join(paths))
+    if markdown is not None:
+        from planner.formats.markdown import write_markdown
+
+        call(write_markdown, res, markdown)
+        message(f"wrote {markdown}")
+    if html is not None:
+        from planner.formats.html import write_html
+
+        call(write_html, res, html, hybrid)
+        message(f"wrote {html}")
 
 
 def _pct(x, digits: int = 1) -> str:
@@ -153,7 +181,7 @@ def _render_leaderboard(con, r) -> None:
             row.append("—" if x.pass_rate is None else
                        f"{_pct(x.pass_rate, 0)} [{_pct(x.pass_low, 0)}, {_pct(x.pass_high, 0)}]")
         tab.add_row(*row)
-    con.print(tab)
+    print_table(tab, key=(2,), console=con)
 
 
 def _render_pairs(con, r) -> None:
@@ -165,7 +193,7 @@ def _render_pairs(con, r) -> None:
     for p in r.pairs.rows:
         tab.add_row(p.system_a, p.system_b, f"{p.a_wins:,}", f"{p.b_wins:,}", f"{p.ties:,}", f"{p.invalid:,}",
                     _num(p.score), _num(p.p_a_better))
-    con.print(tab)
+    print_table(tab, key=(0, 1), console=con)
 
     if r.anchor_tests is not None:
         at = r.anchor_tests
@@ -175,7 +203,7 @@ def _render_pairs(con, r) -> None:
         for a in at.rows:
             tab.add_row(a.system, str(a.wins), str(a.losses), str(a.ties), str(a.invalid), _pct(a.win_rate),
                         f"[{_pct(a.ci_low)}, {_pct(a.ci_high)}]", _num(a.pvalue, ".3g"))
-        con.print(tab)
+        print_table(tab, console=con)
 
 
 def _render_diagnostics(con, r) -> None:
@@ -188,14 +216,16 @@ def _render_diagnostics(con, r) -> None:
     tr = r.ties.overall
     tab.add_row("tie rate", f"{_pct(tr.rate)} of {tr.usable:,} [{_pct(tr.ci_low)}, {_pct(tr.ci_high)}]; "
                             f"ν = {m.nu.mean:.3f} [{m.nu.lo:.3f}, {m.nu.hi:.3f}]")
-    tab.add_row("position", f"left wins {_pct(p.left_win_rate)} of {p.n_decisive:,} decisive "
-                            f"(right {_pct(None if p.left_win_rate is None else 1 - p.left_win_rate)}); "
+    tab.add_row("position", f"left wins {_pct(p.left_win_rate)} [{_pct(p.ci_low)}, {_pct(p.ci_high)}] of "
+                            f"{p.n_decisive:,} decisive (right {_pct(None if p.left_win_rate is None else 1 - p.left_win_rate)}"
+                            f"; p = {_num(p.pvalue, '.3g')}); "
                             f"γ = {m.gamma.mean:.3f} [{m.gamma.lo:.3f}, {m.gamma.hi:.3f}]"
                             + (" FLAG" if p.flagged else ""))
     if r.length is not None:
         lb = r.length
         tab.add_row("length", f"longer wins {_pct(lb.share)} of {lb.n:,} decisive "
-                              f"[{_pct(lb.ci_low)}, {_pct(lb.ci_high)}]" + (" FLAG" if lb.flagged else ""))
+                              f"[{_pct(lb.ci_low)}, {_pct(lb.ci_high)}]; p = {_num(lb.pvalue, '.3g')}"
+                              + (" FLAG" if lb.flagged else ""))
     tab.add_row("circular triads", f"d = {c.d:g} of {c.d_max:g}; ζ = {_num(c.zeta)}")
     tab.add_row("no reason", f"{_pct(r.reasons.share_without_reason)} of {r.reasons.n_decisive:,} decisive")
     d = m.diagnostics
@@ -206,7 +236,7 @@ def _render_diagnostics(con, r) -> None:
         tab.add_row("optimiser", f"{d.iterations} Newton iterations, converged: {'yes' if d.converged else 'no'}")
     if r.posterior_artifact:
         tab.add_row("posterior", f"saved in the study as {r.posterior_artifact}")
-    con.print(tab)
+    print_table(tab, wrap=(1,), console=con)
 
 
 def _render_annotators(con, r) -> None:
@@ -220,7 +250,7 @@ def _render_annotators(con, r) -> None:
             tab.add_row(a.annotator, f"{a.n_judgments:,}", _pct(a.attention_rate, 0), _pct(a.swap_rate, 0),
                         _num(a.kappa, ".2f"), _pct(a.fast_share, 0), _pct(a.left_share, 0), str(a.longest_run),
                         ", ".join(a.flags) or "—")
-        con.print(tab)
+        print_table(tab, wrap=(8,), console=con)
 
     ag = r.annotators.agreement if r.annotators is not None else None
     if ag is not None and ag.method:
@@ -236,7 +266,7 @@ def _render_annotators(con, r) -> None:
         for x in rs.rows:
             tab.add_row(x.system, f"{x.wins:,}", ", ".join(f"{s.reason or 'none'} {_pct(s.share, 0)}" for s in x.win_reasons),
                         f"{x.losses:,}", ", ".join(f"{s.reason or 'none'} {_pct(s.share, 0)}" for s in x.loss_reasons))
-        con.print(tab)
+        print_table(tab, wrap=(2, 4), console=con)
 
 
 def _render_strata(con, r) -> None:
@@ -252,19 +282,25 @@ def _render_strata(con, r) -> None:
             tab.add_column(s, justify="right")
         for row in st.rows:
             tab.add_row(row.stratum, *(f"{1500 + ELO * v:.0f}" for v in row.mean))
-        con.print(tab)
+        print_table(tab, console=con)
     if len(st.rows) > 1:
         tab = Table(title=f"half-tie score per stratum (weights: {st.weights_source})")
         tab.add_column("stratum", no_wrap=True)
         tab.add_column("weight", justify="right")
         tab.add_column("n", justify="right")
+        tab.add_column("tie rate [95% CI]", justify="right")
         for s in st.systems:
             tab.add_column(s, justify="right")
+        ties = {t.stratum: t for t in r.ties.per_stratum}
         for row in st.rows:
-            tab.add_row(row.stratum, f"{row.weight:.3f}", f"{row.judgments:,}", *(_num(v) for v in row.scores))
+            t = ties.get(row.stratum)
+            tab.add_row(row.stratum, f"{row.weight:.3f}", f"{row.judgments:,}",
+                        "—" if t is None else f"{_pct(t.rate)} [{_pct(t.ci_low)}, {_pct(t.ci_high)}]",
+                        *(_num(v) for v in row.scores))
+        o = r.ties.overall
         tab.add_row("re-weighted", "1.000", f"{sum(x.judgments for x in st.rows):,}",
-                    *(_num(v) for v in st.weighted_scores))
-        con.print(tab)
+                    f"{_pct(o.rate)} [{_pct(o.ci_low)}, {_pct(o.ci_high)}]", *(_num(v) for v in st.weighted_scores))
+        print_table(tab, console=con)
 
 
 def _render_style(sc) -> None:
@@ -276,20 +312,22 @@ def _render_style(sc) -> None:
     con = out()
     if sc.rows:
         tab = Table(title=f"style control: raw vs controlled ranking ({sc.n_used:,} judgments)")
-        for h in ("system", "raw rank", "raw β [95% CrI]", "ctrl rank", "ctrl β [95% CrI]", "ctrl rank 95%"):
+        for h in ("system", "raw rank", "raw β [95% CrI]", "ctrl rank", "ctrl β [95% CrI]", "ctrl rank 95%",
+                  "ctrl P(best)"):
             tab.add_column(h, justify="left" if h == "system" else "right", no_wrap=True)
         for r in sc.rows:
             tab.add_row(r.system, str(r.raw_rank), f"{r.raw_mean:+.3f} [{r.raw_lo:+.3f}, {r.raw_hi:+.3f}]",
                         str(r.rank), f"{r.mean:+.3f} [{r.lo:+.3f}, {r.hi:+.3f}]",
-                        str(r.rank_low) if r.rank_low == r.rank_high else f"{r.rank_low}–{r.rank_high}")
-        con.print(tab)
+                        str(r.rank_low) if r.rank_low == r.rank_high else f"{r.rank_low}–{r.rank_high}",
+                        _num(r.p_best))
+        print_table(tab, console=con)
         tab = Table(title="style coefficients (logit per rms unit of the normalised difference a − b)")
         for h in ("feature", "rms unit", "coef [95% CrI]", "odds ratio [95% CrI]"):
             tab.add_column(h, justify="left" if h == "feature" else "right", no_wrap=True)
         for c in sc.coefficients:
             tab.add_row(c.feature, f"{c.scale:.3f}", f"{c.mean:+.3f} [{c.lo:+.3f}, {c.hi:+.3f}]",
                         f"{c.odds_ratio:.2f} [{c.odds_lo:.2f}, {c.odds_hi:.2f}]")
-        con.print(tab)
+        print_table(tab, console=con)
         con.print(sc.sentence, markup=False, soft_wrap=True)
     for r in sc.lc:
         con.print(lc_sentence(sc.lc_anchor, r), markup=False, soft_wrap=True)

@@ -9,6 +9,7 @@ import typer
 
 from .app import app
 from .common import call, err, message, out, print_json
+from .tables import print_table
 
 DEFAULT_STRATEGIES = "active,round-robin,random,swiss,arena,entropy,oracle"
 
@@ -113,22 +114,21 @@ def simulate_cmd(
 
 
 def _run(sim, spec, *, target, workers, out_file, resume):
-    """Run the simulation behind a progress bar; Ctrl-C says what was kept and exits 130."""
-    from .common import progress as make_progress
+    """Run the simulation with progress on stderr; Ctrl-C says what was kept and exits 130."""
+    from .progress import Progress
 
-    with make_progress(len(spec.strategies) * spec.reps, "simulating") as bar:
-        task = bar.add_task("simulating", total=len(spec.strategies) * spec.reps)
-        try:
+    total = len(spec.strategies) * spec.reps
+    try:
+        with Progress("simulating", total=total, unit="runs") as bar:
             return call(sim.simulate, spec, target=target, workers=workers, out=out_file, resume=resume,
-                        progress=lambda done, total: bar.update(task, completed=done))
-        except KeyboardInterrupt:
-            bar.stop()
-            if out_file is None:
-                err().print("interrupted: nothing kept (pass --out FILE to keep finished runs)", markup=False)
-            else:
-                err().print(f"interrupted: the finished runs are in {out_file}; continue with the same options "
-                            "and --resume", markup=False)
-            raise typer.Exit(130) from None
+                        progress=lambda done, total: bar.update(done, total))
+    except KeyboardInterrupt:
+        if out_file is None:
+            err().print("interrupted: nothing kept (pass --out FILE to keep finished runs)", markup=False)
+        else:
+            err().print(f"interrupted: the finished runs are in {out_file}; continue with the same options "
+                        "and --resume", markup=False)
+        raise typer.Exit(130) from None
 
 
 ANCHOR_NAMES_SHOWN = 20  # an unknown --anchor lists at most this many allowed names (up to 200 systems)
@@ -178,7 +178,7 @@ def _render(result) -> None:
                       _ratio(s.ratio_to_best, s.best_band),
                       f"{last(metric):.3f}", "—" if s.budget_mean is None else f"{s.budget_mean:.3f}",
                       *(f"{last(e):.3f}" for e in extra), f"{last('width'):.0f}")
-    out().print(table)
+    print_table(table)
     if result.pairs:
         _render_pairs(result.pairs)
     for note in result.notes:
@@ -236,4 +236,4 @@ def _render_pairs(pairs, limit: int = 45) -> None:
         table.add_column(col, justify="left" if col in ("above", "below") else "right")
     for p in shown:
         table.add_row(p["a"], p["b"], f"{p['gap_elo']:.0f}", f"{p['p_order']:.3f}", "yes" if p["credible"] else "no")
-    out().print(table)
+    print_table(table)

@@ -7,6 +7,7 @@ inside :func:`run_hybrid`, rich inside the renderer.
 from __future__ import annotations
 
 from .common import call, out, print_json
+from .tables import print_table
 
 
 def run_hybrid(*, money, human_cost, judge_cost, agreement, win_rate, tie_rate, position, reps, seed,
@@ -63,7 +64,7 @@ def _render(rho, what, rows, human_cost, judge_cost) -> None:
         pw = "—" if r.power is None else f"{r.power:.2f} ({r.predicted_power:.2f})"
         t.add_row(f"{r.budget:,.0f}", "hybrid" if r.N else "humans", f"{r.n:,}", f"{r.N:,}", f"{r.effective_n:,.0f}",
                   f"{r.half_width:.4f} ({r.predicted_half_width:.4f})", f"{r.coverage:.3f}", pw)
-    out().print(t)
+    print_table(t)
     out().print(money_sentence(rows), markup=False)
 
 

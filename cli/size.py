@@ -15,6 +15,7 @@ import typer
 
 from .app import app
 from .common import call, message, out, print_json
+from .tables import print_table
 
 
 @app.command("size")
@@ -176,7 +177,7 @@ def _render_size(r) -> None:
         for row in r.rows:
             t.add_row(f"{row.effect:.2f}", f"{row.win_rate:.0%}", f"{row.comparisons_normal:,}",
                       f"{row.comparisons_exact:,}", f"{row.achieved_power_exact:.3f}", f"{row.judgments:,}")
-        out().print(t)
+        print_table(t)
     t = Table(title=f"Sample size: {r.win_rate:.1%} vs 50%")
     t.add_column("")
     t.add_column("normal approx.", justify="right")
@@ -191,7 +192,7 @@ def _render_size(r) -> None:
                   f"{r.mde_normal:.4f}", f"{r.mde:.4f}")
     if r.power_at is not None:
         t.add_row(f"power with {r.power_at:,} judgments", f"{r.power_at_normal:.3f}", f"{r.power_at_exact:.3f}")
-    out().print(t)
+    print_table(t)
     s = r.sequential
     if s is not None:
         t = Table(title=f"{s.looks} looks, {s.boundary} boundary (two-sided alpha {s.alpha:g} per pair)"
@@ -201,7 +202,7 @@ def _render_size(r) -> None:
         for k in range(s.looks):
             t.add_row(str(k + 1), f"{s.n_per_look * (k + 1):,}", f"{s.z_boundaries[k]:.3f}",
                       f"{s.nominal_alpha[k]:.3g}", f"{s.alpha_spent[k]:.3g}")
-        out().print(t)
+        print_table(t)
     out().print(sentence(r), markup=False)
 
 
@@ -315,7 +316,7 @@ def _render_hybrid(p, source: str) -> None:
     else:
         t.add_row("humans + judge (cheapest)", "—", "—", "does not pay off", "—")
     t.add_row("floor: unlimited free judge", f"{p.floor_n:,}", "unlimited", "—", "—")
-    out().print(t)
+    print_table(t)
     out().print(hybrid_sentence(p), markup=False)
 
 
@@ -342,7 +343,7 @@ def _render_pass_rate(r) -> None:
     t.add_column("items", justify="right")
     t.add_row("Wilson (headline)", f"{r.items_wilson:,}")
     t.add_row("normal (Wald)", f"{r.items_normal:,}")
-    out().print(t)
+    print_table(t)
     extra = f" ({r.items:,} after a {r.invalid_rate:.0%} invalid rate)" if r.invalid_rate else ""
     out().print(f"To estimate a {r.pass_rate:.0%} pass rate to ±{r.precision:.1%} ({r.confidence:.0%} Wilson "
                 f"interval) you need {r.items_wilson:,} acceptability items{extra}.", markup=False)
@@ -396,7 +397,7 @@ def significance(
     if r.looks:
         t.add_row(f"z at look {r.look}/{r.looks}", "—" if r.z is None else f"{r.z:.3f}")
         t.add_row(f"{r.boundary} boundary |z| ≥", f"{r.z_boundary:.3f}")
-    out().print(t)
+    print_table(t)
     if ties_convention == "half" and ties:
         message("note: Wilson and Clopper–Pearson intervals apply to a binary win rate; "
                 "with --ties-convention half only the Wald interval of the score is shown.")

@@ -8,7 +8,8 @@ from typing import Annotated, Optional
 import typer
 
 from .app import app
-from .common import call, message, out, print_json, progress
+from .common import call, message, out, print_json
+from .tables import print_table
 
 
 def _fmt_score(v) -> str:
@@ -86,13 +87,12 @@ def ingest_cmd(
 
     from planner.store.study import ingest
 
-    bar = progress(None, "ingest")
-    tasks: dict[int, object] = {}
+    from .progress import Progress
+
+    bar = Progress("ingest", unit="lines")
 
     def tick(k: int, done: int, total: int) -> None:
-        if k not in tasks:
-            tasks[k] = bar.add_task(files[k].name, total=total or None)
-        bar.update(tasks[k], completed=done)
+        bar.update(done, total or None, detail=files[k].name)
 
     amap = call(_parse_map, annotator_map)
     opts = {} if tie_band is None else {"tie_band": tie_band}
@@ -108,7 +108,7 @@ def ingest_cmd(
     for f in res.files:
         t.add_row(Path(f.path).name, f.format, *(f"{v:,}" for v in (f.rows, f.already, f.A, f.B, f.tie, f.invalid,
                                                                      f.passed, f.failed, f.no_reason)))
-    out().print(t)
+    print_table(t)
     for f in res.files:
         message(f"{Path(f.path).name}: {f.summary()}")
         for line in (*(f"annotator {a}" for a in f.aliases), *f.notes):
@@ -156,13 +156,13 @@ def status_cmd(
         for b in st.batches:
             t.add_row(str(b.id), b.created, str(b.issued), str(b.returned), str(b.unanswered), str(b.pending),
                       b.voided or "")
-        c.print(t)
+        print_table(t, console=c)
     t = Table(title="systems (score = (wins + ties/2) / (wins + losses + ties))")
     for col in ("system", "wins", "losses", "ties", "invalid", "score"):
         t.add_column(col, justify="left" if col == "system" else "right")
     for s in st.per_system:
         t.add_row(s.system, str(s.wins), str(s.losses), str(s.ties), str(s.invalid), _fmt_score(s.score))
-    c.print(t)
+    print_table(t, console=c)
     if st.pairs:
         t = Table(title="pairs (score of the first system)")
         for col in ("pair", "wins", "losses", "ties", "invalid", "score"):
@@ -170,7 +170,7 @@ def status_cmd(
         for p in st.pairs:
             t.add_row(f"{p.x} vs {p.y}", str(p.x_wins), str(p.y_wins), str(p.ties), str(p.invalid),
                       _fmt_score(p.score))
-        c.print(t)
+        print_table(t, console=c)
     if st.annotators:
         t = Table(title="annotators")
         for col in ("annotator", "judgments", "A", "B", "tie", "invalid", "pass", "fail"):
@@ -178,11 +178,11 @@ def status_cmd(
         for a in st.annotators:
             t.add_row(a.annotator or "(none)", *(str(v) for v in (a.judgments, a.A, a.B, a.tie, a.invalid,
                                                                     a.passed, a.failed)))
-        c.print(t)
+        print_table(t, console=c)
     if st.acceptability:
         t = Table(title="acceptability")
         for col in ("system", "pass", "fail", "invalid", "pass rate"):
             t.add_column(col, justify="left" if col == "system" else "right")
         for s, v in st.acceptability.items():
             t.add_row(s, str(v["pass"]), str(v["fail"]), str(v["invalid"]), _fmt_score(v["pass_rate"]))
-        c.print(t)
+        print_table(t, console=c)

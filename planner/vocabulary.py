@@ -44,11 +44,17 @@ PENDING_KINDS = ("regular", "overlap", "swap")
 #: posterior engines of the Bradley–Terry–Davidson model (planner.model.fit)
 ENGINES = ("laplace", "nuts")
 
+# ------------------------------------------------------------------ clusters
+#: which judgments share a cluster for cluster-robust intervals (planner.stats.clusters): same prompt and
+#: unordered pair (the default), same prompt, same annotator, or none (every judgment independent)
+CLUSTER_BY = ("item", "prompt", "annotator", "none")
+
 # -------------------------------------------------------- selection strategies
 #: comparison-selection strategies (planner.acquisition)
 STRATEGIES = ("active", "round-robin", "random", "anchor", "swiss", "arena", "oracle")
 #: objectives of the active strategy (planner.acquisition)
 OBJECTIVES = ("ranking", "entropy", "variance", "anchor", "top-k")
 
-__all__ = ["ACCEPTABILITY_VERDICTS", "COUNTED_KINDS", "ENGINES", "ITEM_KINDS", "JUDGMENT_KINDS", "OBJECTIVES",
-           "OUTCOMES", "PAIRWISE_VERDICTS", "PENDING_KINDS", "POSITION_VERDICTS", "QC_KINDS", "STRATEGIES"]
+__all__ = ["ACCEPTABILITY_VERDICTS", "CLUSTER_BY", "COUNTED_KINDS", "ENGINES", "ITEM_KINDS", "JUDGMENT_KINDS",
+           "OBJECTIVES", "OUTCOMES", "PAIRWISE_VERDICTS", "PENDING_KINDS", "POSITION_VERDICTS", "QC_KINDS",
+           "STRATEGIES"]

@@ -1,7 +1,7 @@
 """bench/diagnose_replays.py against independent references (its figures are in bench/RESULTS.md).
 
-* ICC(1): sums of squares from statsmodels' one-way ANOVA (balanced groups) and a
-  hand calculation for unequal groups (Donner's n0);
+* ICC(1): the core's :func:`planner.stats.clusters.verdict_icc` (its own tests against
+  statsmodels' one-way ANOVA and a hand calculation are in tests/test_clusters.py);
 * lack of fit: Bradley–Terry strengths from choix's maximum likelihood on the same
   decisive verdicts, and the Pearson χ² recomputed from them.
 """
@@ -27,31 +27,13 @@ def diag():
     return mod
 
 
-def test_icc_balanced_matches_statsmodels_anova(diag):
-    import pandas as pd
-    import statsmodels.api as sm
-    from statsmodels.formula.api import ols
-
-    g = np.random.default_rng(3)
-    effects = g.normal(0, 0.6, 40)
-    groups = [effects[i] + g.normal(0, 1.0, 3) for i in range(40)]
-    df = pd.DataFrame({"y": np.concatenate(groups), "g": np.repeat(np.arange(40), 3).astype(str)})
-    table = sm.stats.anova_lm(ols("y ~ C(g)", data=df).fit())
-    msb = table.loc["C(g)", "sum_sq"] / table.loc["C(g)", "df"]
-    msw = table.loc["Residual", "sum_sq"] / table.loc["Residual", "df"]
-    assert diag.icc_oneway(groups) == pytest.approx((msb - msw) / (msb + 2 * msw), rel=1e-12)
-
-
-def test_icc_unequal_groups_by_hand(diag):
-    # groups [1, 2], [3, 5, 7], [4]: N = 6, k = 3, grand mean 22/6
-    # SSB = 2 (1.5 - 11/3)^2 + 3 (5 - 11/3)^2 + (4 - 11/3)^2 = 9.3889 + 5.3333 + 0.1111 = 14.8333
-    # SSW = 0.5 + 8 + 0 = 8.5; MSB = 14.8333 / 2 = 7.41667; MSW = 8.5 / 3 = 2.83333
-    # n0 = (6 - (4 + 9 + 1) / 6) / 2 = 1.83333; ICC = (7.41667 - 2.83333) / (7.41667 + 0.83333 * 2.83333)
-    #    = 4.58333 / 9.77778 = 0.46875
-    groups = [np.array([1.0, 2.0]), np.array([3.0, 5.0, 7.0]), np.array([4.0])]
-    msb, msw, n0 = 14.833333333333334 / 2, 8.5 / 3, (6 - 14 / 6) / 2
-    assert diag.icc_oneway(groups) == pytest.approx((msb - msw) / (msb + (n0 - 1) * msw), rel=1e-12)
-    assert diag.icc_oneway(groups) == pytest.approx(0.46875, abs=1e-5)
+def test_clustering_is_the_core_estimate(diag):
+    """The bench reads the ICC from planner.stats.clusters.verdict_icc (tested in tests/test_clusters.py);
+    0.390 is the PRD GPT-4 figure in bench/RESULTS.md, unchanged by the move."""
+    rows = [json.loads(line) for line in PRD_GPT4.open(encoding="utf-8")]
+    nbar, icc, deff = diag.clustering(rows)
+    assert nbar == pytest.approx(2.0, abs=0.005) and icc == pytest.approx(0.390, abs=5e-4)
+    assert deff == pytest.approx(1.39, abs=0.005)
 
 
 def test_lack_of_fit_matches_choix_on_a_real_set(diag):

@@ -89,10 +89,11 @@ def mixed(tmp_path):
                 b, verdict = None, str(rng.choice(["pass", "fail", "invalid"]))
             position = [None, "left", "right"][int(rng.integers(3))]
             prompt = f"q{rng.integers(6)}" if k % 11 else "elsewhere"  # a prompt the study does not hold
+            annotator = [None, "ann-a", "ann-b", "ann-c"][k % 4]
             rows.append((k + 1 + (50 if k >= 200 else 0), f"j{k}", prompt, int(a), None if b is None else int(b),
-                         verdict, position, kind))
-        con.executemany("INSERT INTO judgments (seq, id, prompt, a, b, verdict, a_position, kind, file) "
-                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, 1)", rows)
+                         verdict, position, kind, annotator))
+        con.executemany("INSERT INTO judgments (seq, id, prompt, a, b, verdict, a_position, kind, annotator, file) "
+                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 1)", rows)
         st.record_batch({"seed": 0}, [BatchItem("i1", "q5", "w", "x"), BatchItem("i2", "q4", "z", "y"),
                                       BatchItem("i3", "q0", "x", None, kind="acceptability")])
     return tmp_path / "st"
@@ -120,3 +121,27 @@ def test_empty_study_scans(tmp_path):
     with Study.open(tmp_path / "st") as st:
         _same_counts(st.counts(by_stratum=True), Counts.empty(("p", "q"), ("all",)))
         assert st.pair_prompt_usage() == {}
+
+
+@pytest.mark.parametrize("chunk", [scans.CHUNK_ROWS, 7])
+def test_judgment_arrays_are_the_counts_one_by_one(mixed, monkeypatch, chunk):
+    """Study.judgment_arrays: its counts equal Study.counts; prompt and annotator codes name the same
+    prompts and annotators as the stored strings (one code per string, -1 for no annotator), judgments in
+    storage order."""
+    monkeypatch.setattr(scans, "CHUNK_ROWS", chunk)
+    with Study.open(mixed) as st:
+        for by_stratum in (False, True):
+            ja = st.judgment_arrays(by_stratum=by_stratum, annotators=True)
+            _same_counts(ja.counts(), _oracle_counts(st, by_stratum))
+        rows = st._con.execute(f"SELECT prompt, annotator FROM judgments WHERE b IS NOT NULL AND kind IN "
+                               f"({','.join('?' * len(COUNTED_KINDS))}) ORDER BY seq", COUNTED_KINDS).fetchall()
+        assert ja.n == len(rows)
+        prompt_of: dict = {}
+        annotator_of: dict = {}
+        for (prompt, annotator), pc, ac in zip(rows, ja.prompt.tolist(), ja.annotator.tolist()):
+            assert prompt_of.setdefault(pc, prompt) == prompt
+            assert annotator_of.setdefault(ac, annotator) == annotator
+        assert len(set(prompt_of.values())) == len(prompt_of) == 7        # q0..q5 and "elsewhere"
+        assert annotator_of[-1] is None and sorted(k for k in annotator_of if k >= 0) == [0, 1, 2]
+        assert "elsewhere" in prompt_of.values()
+        assert (st.judgment_arrays(annotators=False).annotator == -1).all()

@@ -19,7 +19,7 @@ from planner.errors import UsageError
 from planner.model.bt import ELO_SCALE
 from planner.text import num, pct
 
-__all__ = ["table", "render_markdown", "write_markdown", "style_section"]
+__all__ = ["table", "render_markdown", "write_markdown", "write_document", "style_section"]
 
 
 FLAGGED = " — **flagged**"   # Markdown mark after a flagged figure's sentence
@@ -203,16 +203,24 @@ def write_markdown(report: Any, path) -> str:
 
     Raises :class:`UsageError` naming ``--markdown`` when the file cannot be written.
     """
+    return write_document(render_markdown(report), path, "markdown")
+
+
+def write_document(content: str, path, parameter: str) -> str:
+    """Write a report document (Markdown, HTML) to ``path`` through a temporary file; returns the path.
+
+    Raises :class:`UsageError` naming ``parameter`` when the file cannot be written.
+    """
     p = Path(path)
     try:
         if p.parent and not p.parent.exists():
             p.parent.mkdir(parents=True, exist_ok=True)
         tmp = p.with_name(p.name + ".tmp")
-        tmp.write_text(render_markdown(report), encoding="utf-8")
+        tmp.write_text(content, encoding="utf-8")
         tmp.replace(p)
     except OSError as exc:
-        raise UsageError(f"`markdown` ({path}) cannot be written: {exc.strerror or exc}",
-                         parameters=('markdown',)) from None
+        raise UsageError(f"`{parameter}` ({path}) cannot be written: {exc.strerror or exc}",
+                         parameters=(parameter,)) from None
     return str(p)
 
 

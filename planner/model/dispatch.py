@@ -64,8 +64,9 @@ def fit(counts: Counts, *, engine: str = "laplace", by_stratum: bool = False,
         Posterior draws per chain (Laplace: total draws), tuning steps, chains
         and worker processes (NUTS only for the last three; ``cores`` defaults
         to ``min(chains, 2)``).
-    progressbar : bool
-        NUTS progress on stderr.
+    progressbar : bool or callable
+        NUTS progress: True for pymc's bar on stderr; a callable ``report(done, total)``
+        called every 50 draws (all chains, tuning included) instead.
 
     Returns
     -------

@@ -208,10 +208,34 @@ def _sample(counts, strata, by_stratum, prior, seed, draws, tune, chains, cores,
     return sample_model(model, seed, draws, tune, chains, cores, progressbar)
 
 
+#: draws between two calls of a progress callback (every draw would be thousands of calls)
+PROGRESS_EVERY = 50
+
+
+def _counter(report, total: int):
+    """A ``pm.sample`` callback calling ``report(done, total)`` every :data:`PROGRESS_EVERY` draws."""
+    seen = [0]
+
+    def callback(trace=None, draw=None) -> None:
+        seen[0] += 1
+        if seen[0] % PROGRESS_EVERY == 0 or seen[0] == total:
+            report(seen[0], total)
+
+    return callback
+
+
 def sample_model(model, seed, draws, tune, chains, cores, progressbar):
-    """``pm.sample`` on a built model with the project's settings; progress (if any) on stderr."""
+    """``pm.sample`` on a built model with the project's settings; progress (if any) on stderr.
+
+    ``progressbar``: True for pymc's own bar; a callable ``report(done, total)`` for a count of
+    the draws of all chains, tuning included (a caller's progress line off a terminal); False
+    for nothing.
+    """
     import pymc as pm
 
+    callback = None
+    if callable(progressbar):
+        callback, progressbar = _counter(progressbar, chains * (tune + draws)), False
     cores = min(chains, 2) if cores is None else cores
     loggers = [logging.getLogger(n) for n in ("pymc", "pymc.sampling.mcmc", "pytensor")]
     levels = [lg.level for lg in loggers]
@@ -222,7 +246,7 @@ def sample_model(model, seed, draws, tune, chains, cores, progressbar):
         # progress bars (rich) write to sys.stdout at draw time: send them to stderr
         with contextlib.redirect_stdout(sys.stderr), model:
             return pm.sample(draws=draws, tune=tune, chains=chains, cores=cores, random_seed=seed,
-                             target_accept=TARGET_ACCEPT, progressbar=progressbar,
+                             target_accept=TARGET_ACCEPT, progressbar=progressbar, callback=callback,
                              compute_convergence_checks=False, return_inferencedata=True)
     finally:
         for lg, lv in zip(loggers, levels):

@@ -19,9 +19,11 @@ import numpy as np
 
 from planner.counts import DEFAULT_STRATUM, Counts
 from planner.errors import DataError
+from planner.stats.clusters import JudgmentArrays
 from planner.store import check as study_check
 from planner.store import scans, schema
 from planner.store.db import CONFIG_NAME, DB_NAME, connect, db_path, now, write
+from planner.store.judged import judgment_arrays, stratum_lut
 from planner.store.records import (COUNTED_KINDS, ITEM_KINDS, PENDING_KINDS, AcceptabilityCounts, BatchInfo,
                                    BatchItem, Judgment, Prompt, Response)
 
@@ -179,14 +181,16 @@ class Study:
         left, right, outcome, ords = scans.judged_cells(self._con, kinds, index, span, with_prompt=by_stratum)
         if not left.size:
             return Counts.empty(self.systems, strata)
-        stratum = None
-        if by_stratum:  # prompt ord -> stratum place; slot 0 is a prompt the study does not hold ("all")
-            rows = self._con.execute("SELECT ord, coalesce(stratum, ?) FROM prompts", (DEFAULT_STRATUM,)).fetchall()
-            lut = np.full(max((r[0] for r in rows), default=-1) + 2, sidx.get(DEFAULT_STRATUM, -1), dtype=np.int64)
-            for ord_, name in rows:
-                lut[ord_ + 1] = sidx[name]
-            stratum = lut[ords + 1]
+        # prompt ord -> stratum place; slot 0 is a prompt the study does not hold ("all")
+        stratum = stratum_lut(self._con, sidx)[ords + 1] if by_stratum else None
         return Counts.from_arrays(self.systems, left, right, outcome, stratum, strata)
+
+    def judgment_arrays(self, by_stratum: bool = True, annotators: bool = False,
+                        kinds: Sequence[str] = COUNTED_KINDS) -> JudgmentArrays:
+        """The pairwise judgments of ``kinds`` one by one (:func:`planner.store.judged.judgment_arrays`):
+        stratum, shown pair, outcome, prompt and (with ``annotators``) annotator codes as integer arrays.
+        ``.counts()`` of the result equals :meth:`counts` with the same ``by_stratum`` and ``kinds``."""
+        return judgment_arrays(self._con, self.systems, self._strata_index(by_stratum)[0], kinds, annotators)
 
     def plan_counts(self) -> tuple[Counts, Counts, tuple]:
         """``(counts(by_stratum=True), pending_counts(by_stratum=True), pair_prompt_usage_codes())``

@@ -72,11 +72,16 @@ def judged_cells(con: sqlite3.Connection, kinds: Sequence[str], index: np.ndarra
     0 = left won, 1 = right won, 2 = tie, 3 = invalid; ``prompt_ord`` the prompt's
     ``ord`` (-1 for a prompt the study does not hold), or None unless ``with_prompt``.
     """
-    exprs = [f"(j.a * {span} + j.b) * 8 + {RIGHT} * 4 + {VERDICT}"]
-    join = ""
-    if with_prompt:
-        exprs.append("coalesce(p.ord, -1)")
-        join = "LEFT JOIN prompts p ON p.id = j.prompt"
+    got = judged_columns(con, kinds, index, span, ["coalesce(p.ord, -1)"] if with_prompt else [],
+                         "LEFT JOIN prompts p ON p.id = j.prompt" if with_prompt else "")
+    return got[0], got[1], got[2], got[3] if with_prompt else None
+
+
+def judged_columns(con: sqlite3.Connection, kinds: Sequence[str], index: np.ndarray, span: int,
+                   extra: Sequence[str] = (), join: str = "") -> list[np.ndarray]:
+    """``[left, right, outcome, *extra]`` of the pairwise judgments of ``kinds`` (see :func:`judged_cells`);
+    ``extra`` are further integer expressions on ``j`` (and the tables of ``join``), never NULL."""
+    exprs = [f"(j.a * {span} + j.b) * 8 + {RIGHT} * 4 + {VERDICT}", *extra]
     marks = ",".join("?" * len(kinds))
     cols = int_columns(con, "judgments", "j", exprs, join, f"j.b IS NOT NULL AND j.kind IN ({marks})", tuple(kinds))
     ab, low = np.divmod(cols[0], 8)
@@ -84,7 +89,7 @@ def judged_cells(con: sqlite3.Connection, kinds: Sequence[str], index: np.ndarra
     right, verdict = low >= 4, low % 4
     a, b = index[a], index[b]
     outcome = np.where(verdict == 0, right, np.where(verdict == 1, ~right, verdict)).astype(np.int64)
-    return np.where(right, b, a), np.where(right, a, b), outcome, cols[1] if with_prompt else None
+    return [np.where(right, b, a), np.where(right, a, b), outcome, *cols[1:]]
 
 
 def pair_prompt_codes(con: sqlite3.Connection, span: int, q: int) -> np.ndarray:
