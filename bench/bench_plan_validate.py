@@ -12,7 +12,7 @@ chosen at random, the other order dropped), and for ``--pilots`` random 10% pilo
    ``resolved`` at ``--margin`` Elo, strategy ``active``, batches of ``--batch``, ``--reps``
    repetitions, level 0.8; the design is the set's (both orders and one verdict per order for the
    PRD, Vicuna GPT-4 and OA sets; one order and three votes per item for the human set; ``fixed`` for
-   the fixed-order variants); the simulated judge's ICC is the pilot's (see ``pilot_icc``);
+   the fixed-order variants); every feature of the simulated judge is the pilot's (``plan``'s defaults);
 3. **actual**: the real loop continues from the same pilot on the rest of the real set, drawing real
    verdicts without replacement (the replay of ``simulate --replay``), same targets, strategy and
    batch; the truth of credible-τ is the fit of the whole set, as in ``simulate --replay``.
@@ -83,20 +83,6 @@ def design_of(name: str, variant: str) -> tuple[str, int]:
     return ("one" if name == "vicuna80_human" else "both"), votes
 
 
-def pilot_icc(rows: list[dict]) -> float:
-    """The pilot's ICC of verdicts on one (pair, prompt), position removed (bench/diagnose_replays.py's
-    one-way ANOVA ICC, tested against statsmodels in tests/test_diagnose_replays.py). Used until the
-    cluster estimator of planner/stats/clusters.py is on main and ``plan`` estimates it itself."""
-    from diagnose_replays import clustering
-
-    try:
-        with np.errstate(divide="ignore", invalid="ignore"):
-            icc = clustering(rows)[1]
-    except (ZeroDivisionError, ValueError, FloatingPointError):
-        return 0.0
-    return float(icc) if math.isfinite(icc) else 0.0
-
-
 def prompt_pools(rows: list[dict]) -> tuple[int, ...]:
     """Prompts each pair is shown on in the set, per pair in the forecast's pair order (sorted systems):
     a fixed-order variant of the human set keeps each pair only on the prompts its kept order was on."""
@@ -162,7 +148,6 @@ def actual(systems, rows, rest, start, args, pilot_k: int) -> list[dict]:
 
 
 def one_case(name: str, variant: str, rows: list[dict], k: int, args) -> dict:
-    from planner.simulation.pilot import JudgeOverrides
     from planner.store.study import Study
     from planner.workflows.plan import PlanOptions, plan
 
@@ -172,13 +157,12 @@ def one_case(name: str, variant: str, rows: list[dict], k: int, args) -> dict:
     pilot = [rows[i] for i in sorted(pick[:n_pilot])]
     rest = [rows[i] for i in sorted(pick[n_pilot:])]
     orders, votes = design_of(name, variant)
-    icc = pilot_icc(pilot)
     with tempfile.TemporaryDirectory() as tmp:
         study = make_study(Path(tmp), rows, pilot)
         t0 = time.perf_counter()
         opts = PlanOptions(targets=TARGETS, margin=args.margin, strategy=args.strategy, batch=args.batch,
                            reps=args.reps, confidence_level=0.8, seed=k, orders=orders, votes=votes,
-                           prompts=prompt_pools(rows), workers=args.workers, judge=JudgeOverrides(icc=max(icc, 0.0)))
+                           prompts=prompt_pools(rows), workers=args.workers)
         res = plan(study, opts, save=False)
         t_forecast = time.perf_counter() - t0
         with Study.open(study) as s:
@@ -192,6 +176,7 @@ def one_case(name: str, variant: str, rows: list[dict], k: int, args) -> dict:
                              "already": f.already, "budget": f.budget,
                              "per_rep": [_num(x) for x in f.per_rep],
                              "actual": acts[0][f.metric], "continuations": [a[f.metric] for a in acts]}
+    icc = next(s.value for s in res.settings if s.name == "ICC")
     return {"set": name, "variant": variant, "pilot": k, "rows": len(rows), "pilot_rows": n_pilot, "icc": icc,
             "orders": orders, "votes": votes, "reps": args.reps, "batch": args.batch, "margin": args.margin,
             "strategy": args.strategy, "seconds_forecast": round(t_forecast, 1), "seconds_actual": round(t_actual, 1),

@@ -124,12 +124,11 @@ def plan_cmd(
                                               surrogate, rho)
 
     options, assumed, prices = call(build, _flags=FLAGS)
-    from .common import progress as make_progress
+    from .progress import Progress
 
-    with make_progress(options.reps, "forecasting") as bar:
-        task = bar.add_task("forecasting", total=options.reps)
+    with Progress("forecasting", total=options.reps, unit="repetitions") as bar:
         result = call(plan, study, options, assumptions=assumed, prices=prices,
-                      progress=lambda done, total: bar.update(task, completed=done, total=total), _flags=FLAGS)
+                      progress=lambda done, total: bar.update(done, total), _flags=FLAGS)
     if json_out:
         print_json(result)
         return

@@ -91,7 +91,8 @@ def test_plan_from_assumptions():
                      "--tie-rate", "0.2", "--margin", "150", "--workers", "1")
     assert doc["source"] == "assumptions" and doc["pilot_judgments"] == 0
     assert doc["design"]["open_slots"] == 6 * 30
-    assert {j["name"]: j["value"] for j in doc["judge"]}["tie rate"].startswith("20.0%")
+    judge = {j["name"]: j for j in doc["judge"]}
+    assert judge["tie rate"]["shown"].startswith("20.0%") and judge["tie rate"]["value"] == 0.2
 
 
 def test_status_and_next_batch_show_the_saved_forecast_updated(pilot_study, pilot_template):

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Iterable, Mapping
+from typing import Mapping, Sequence
 
 import numpy as np
 
@@ -30,7 +30,7 @@ from planner.simulation.forecast import ForecastSource, ParameterDraws, design_r
 from planner.simulation.study_pool import PilotVerdicts, PoolDesign, layout, pair_index
 
 __all__ = ["Assumptions", "JudgeOverrides", "Pilot", "Setting", "assumed_params", "assumed_pilot", "forecast_source",
-           "judge_settings", "pilot_from_records", "posterior_params"]
+           "judge_settings", "pilot_from_records", "pilot_icc", "posterior_params"]
 
 _CODE = {"A": 0, "B": 1, "tie": 2, "invalid": 3}
 
@@ -54,12 +54,13 @@ class Pilot:
         return int(self.counts.usable.sum() + self.counts.invalid.sum())
 
 
-def pilot_from_records(systems: tuple[str, ...], records: Iterable[Mapping], prompts: np.ndarray,
-                       prompt_codes: Mapping[str, int], *, icc: float | None = None, icc_note: str = "") -> Pilot:
+def pilot_from_records(systems: tuple[str, ...], records: Sequence[Mapping], prompts: np.ndarray,
+                       prompt_codes: Mapping[str, int]) -> Pilot:
     """A :class:`Pilot` from judgment records (``prompt``, ``a``, ``b``, ``verdict``, optional ``a_position``).
 
     ``a`` is shown first unless ``a_position`` is ``"right"``; ``prompt_codes`` numbers the prompts of the
     study's pool (a prompt outside it fills no slot of the pool); ``prompts`` per pair as in :class:`Pilot`.
+    The ICC is the pilot's own (:func:`pilot_icc`).
     """
     six = {s: k for k, s in enumerate(systems)}
     m = len(systems)
@@ -82,7 +83,25 @@ def pilot_from_records(systems: tuple[str, ...], records: Iterable[Mapping], pro
     counts = Counts.from_arrays(systems, left, right, out)
     arr = lambda x, t=np.int64: np.asarray(x, dtype=t)  # noqa: E731
     verdicts = PilotVerdicts(arr(pair), arr(prompt), arr(i_left, bool), arr(code))
-    return Pilot(tuple(systems), counts, verdicts, arr(prompts), icc, icc_note)
+    names: dict[str, int] = {}
+    by_name = [names.setdefault(r["prompt"], len(names)) for r in records]
+    icc, note = pilot_icc(systems, left, right, out, by_name)
+    return Pilot(tuple(systems), counts, verdicts, arr(prompts), icc, note)
+
+
+def pilot_icc(systems, left, right, outcome, prompt) -> tuple[float | None, str]:
+    """The pilot's intraclass correlation of verdicts on one (prompt, pair) and how it was read:
+    :func:`planner.stats.clusters.verdict_icc` (scores centred within (pair, shown order), one-way
+    ANOVA over the clusters), the figure ``size --icc`` takes."""
+    from planner.stats.clusters import JudgmentArrays, verdict_icc
+
+    est = verdict_icc(JudgmentArrays.build(systems, left, right, outcome, prompt=prompt))
+    if est.icc is None:
+        return None, ("not estimable from the pilot (no (prompt, pair) holds two usable verdicts); 0 unless "
+                      "--icc is given")
+    return float(est.icc), (f"pilot estimate: {est.n_scores:,} usable verdicts in {est.n_clusters:,} (prompt, "
+                            f"pair) clusters, {est.mean_size:.2f} per cluster (one-way ANOVA)"
+                            + ("; negative, simulated as 0" if est.icc < 0 else ""))
 
 
 @dataclass(frozen=True)
@@ -120,6 +139,7 @@ class Setting:
     name: str
     shown: str
     source: str
+    value: float | None = None      # the number used (tie rate, γ, invalid rate, ICC), None for the strengths
 
 
 def posterior_params(pilot: Pilot, engine: str = "laplace", seed: int = 0) -> ParameterDraws:
@@ -155,19 +175,19 @@ def judge_settings(pilot: Pilot, params: ParameterDraws, over: JudgeOverrides,
     if over.tie_rate is not None or assumed:
         t = over.tie_rate or 0.0
         rows.append(Setting("tie rate", f"{t:.1%} between equal systems", "given (--tie-rate)" if over.tie_rate
-                            is not None else "stated (default 0)"))
+                            is not None else "stated (default 0)", t))
     else:
         nu = math.exp(params.mean[m + 1])
         rows.append(Setting("tie rate", f"{nu / (2 + nu):.1%} between equal systems (ν = {nu:.2f}, log ν ± "
-                            f"{sd(m + 1):.2f})", "pilot posterior, drawn per repetition"))
+                            f"{sd(m + 1):.2f})", "pilot posterior, drawn per repetition", nu / (2 + nu)))
     if over.position is not None or assumed:
         g = over.position or 0.0
         rows.append(Setting("position", f"γ = {g:+.2f} logit (first shown wins {_first(g):.0%})",
-                            "given (--position)" if over.position is not None else "stated (default 0)"))
+                            "given (--position)" if over.position is not None else "stated (default 0)", g))
     else:
         g = float(params.mean[m])
         rows.append(Setting("position", f"γ = {g:+.2f} ± {sd(m):.2f} logit (first shown wins {_first(g):.0%} "
-                            "between equal systems)", "pilot posterior, drawn per repetition"))
+                            "between equal systems)", "pilot posterior, drawn per repetition", g))
     rows.append(_invalid_setting(pilot, over, assumed))
     rows.append(_icc_setting(pilot, over, assumed))
     return tuple(rows)
@@ -182,18 +202,18 @@ def _invalid_setting(pilot: Pilot, over: JudgeOverrides, assumed: bool) -> Setti
     if over.invalid_rate is not None or assumed:
         r = over.invalid_rate or 0.0
         return Setting("invalid", f"{r:.1%}", "given (--invalid-rate)" if over.invalid_rate is not None
-                       else "stated (default 0)")
+                       else "stated (default 0)", r)
     bad, n = int(pilot.counts.invalid.sum()), pilot.judgments
     return Setting("invalid", f"{bad:,} of {n:,} ({bad / n:.1%})" if n else "none",
-                   "pilot, drawn per repetition from Beta(invalid + ½, usable + ½)")
+                   "pilot, drawn per repetition from Beta(invalid + ½, usable + ½)", bad / n if n else 0.0)
 
 
 def _icc_setting(pilot: Pilot, over: JudgeOverrides, assumed: bool) -> Setting:
     if over.icc is not None:
-        return Setting("ICC", f"{over.icc:.3f}", "given (--icc)")
+        return Setting("ICC", f"{over.icc:.3f}", "given (--icc)", over.icc)
     if assumed or pilot.icc is None:
-        return Setting("ICC", "0", pilot.icc_note or "stated (default 0)")
-    return Setting("ICC", f"{pilot.icc:.3f}", pilot.icc_note or "pilot estimate")
+        return Setting("ICC", "0", pilot.icc_note or "stated (default 0)", 0.0)
+    return Setting("ICC", f"{pilot.icc:.3f}", pilot.icc_note or "pilot estimate", pilot.icc)
 
 
 def _icc_used(pilot: Pilot, over: JudgeOverrides) -> float:

@@ -114,7 +114,8 @@ class PlanResult:
         doc = {"source": self.source, "systems": list(self.systems), "pilot_judgments": self.pilot_judgments,
                "strategy": self.strategy, "batch": self.batch, "reps": self.reps, "level": self.level,
                "seed": self.seed, "margin_elo": self.margin_elo,
-               "judge": [{"name": s.name, "value": s.shown, "source": s.source} for s in self.settings],
+               "judge": [{"name": s.name, "value": s.value, "shown": s.shown, "source": s.source}
+                         for s in self.settings],
                "design": {k: getattr(self.design, k) for k in ("orders", "votes", "reuse", "prompts_min",
                                                                  "prompts_max", "open_slots", "budget")},
                "targets": [_target_doc(f, c) for f, c in zip(self.targets, self.costs)],

@@ -118,13 +118,6 @@ def _prompts_per_pair(study, systems, codes: dict[str, int]) -> tuple[np.ndarray
     return (has[i] & has[j]).sum(axis=1).astype(np.int64), ""
 
 
-def _pilot_icc(study, records) -> tuple[float | None, str]:
-    """TEMPORARY HOOK (remove when planner/stats/clusters.py, the cluster-level ICC estimator, is on main):
-    the pilot's intraclass correlation is read through that estimator, never a second one written here.
-    Until then no estimate: the forecast uses ``icc`` when given, else 0, and says so."""
-    return None, "not estimated from the pilot yet (pass --icc); default 0"
-
-
 def read_pilot(study, *, surrogate: str | None = None, prompts: int | tuple | None = None) -> tuple[Pilot, list[str]]:
     """The pilot in the open ``study`` (counted judgments; a ``surrogate`` judge's left out) and notes."""
     from planner.simulation.pilot import pilot_from_records
@@ -142,7 +135,6 @@ def read_pilot(study, *, surrogate: str | None = None, prompts: int | tuple | No
                         "or plan from assumptions (`systems`, `spread`)", parameters=("systems", "spread"))
     codes = {p.id: k for k, p in enumerate(study.prompts())}
     per_pair, note = _prompts_per_pair(study, systems, codes)
-    icc, icc_note = _pilot_icc(study, records)
     if isinstance(prompts, tuple):
         if len(prompts) != per_pair.size:
             raise UsageError(f"`prompts` gives {len(prompts)} pairs' pools; the study has {per_pair.size} pairs",
@@ -152,7 +144,7 @@ def read_pilot(study, *, surrogate: str | None = None, prompts: int | tuple | No
         per_pair = np.full(per_pair.size, int(prompts), dtype=np.int64)
     elif note:
         notes.append(note)
-    return pilot_from_records(systems, records, per_pair, codes, icc=icc, icc_note=icc_note), notes
+    return pilot_from_records(systems, records, per_pair, codes), notes
 
 
 # ------------------------------------------------------------------ money
