@@ -302,13 +302,17 @@ def _forecast(pilot: Pilot, params, o: PlanOptions, p: PriceOptions, notes: list
     design, slots, budget = _design(pilot, o)
     source = forecast_source(pilot, params, o.judge, design, budget)
     spec = _spec(pilot, o, source, budget, anchor)
-    traces, failed = _run(spec, o.workers, progress)
+    extra = [b for b in dict.fromkeys(min(b, budget) for b in o.batches) if b != spec.batch]
+    total = o.reps * (1 + len(extra))
+    step = (lambda offset: (lambda done, _: progress(offset + done, total))) if progress else (lambda offset: None)
+    traces, failed = _run(spec, o.workers, step(0))
     targets = _summaries(spec, traces, o, budget)
     pairs = len(pilot.systems) * (len(pilot.systems) - 1) // 2
     tradeoff = []
-    for b in o.batches:
-        bspec = replace(spec, batch=min(b, budget), stop_at=spec.stop_at[:1])
-        btraces = traces if bspec.batch == spec.batch else _run(bspec, o.workers, None)[0]
+    for b in dict.fromkeys(min(b, budget) for b in o.batches):
+        bspec = replace(spec, batch=b, stop_at=spec.stop_at[:1])
+        btraces = traces if bspec.batch == spec.batch else _run(bspec, o.workers,
+                                                               step(o.reps * (1 + extra.index(bspec.batch))))[0]
         f = _summaries(bspec, btraces, o, budget)[0]
         tradeoff.append(TradeoffRow(bspec.batch, f, _target_cost(money, f, pairs)))
     if failed:
