@@ -9,8 +9,10 @@ import typer
 
 from .app import app
 from .common import call, err, out, print_json
+from .tables import print_table
 
 _MONEY = "Money"
+ORDERS = {"one": "one order per prompt", "both": "both orders of every prompt", "fixed": "one order per pair"}
 #: the library's parameter names that are spelled otherwise here
 FLAGS = {"confidence_level": "--level", "targets": "--target", "orders": "--both-orders/--fixed-order",
          "judge_cost": "--judge-cost", "human_cost": "--human-cost"}
@@ -152,18 +154,19 @@ def _render(result) -> None:
     from planner.simulation.plan_result import count_text
 
     c = out()
-    t = Table(title=f"simulated judge and design ({result.source}: {len(result.systems)} systems, "
-                    f"{result.pilot_judgments:,} judgments)")
+    pilot = (f"{result.source}: {len(result.systems)} systems, {result.pilot_judgments:,} judgments"
+             if result.pilot_judgments else f"no pilot: {len(result.systems)} stated systems")
+    t = Table(title=f"simulated judge and design ({pilot})")
     for col in ("feature", "value", "source"):
         t.add_column(col)
     for s in result.settings:
         t.add_row(s.name, s.shown, s.source)
     d = result.design
-    t.add_row("design", f"{d.orders} order(s), {d.votes} vote(s), prompts per pair {d.prompts_min:,}"
-                        + (f"–{d.prompts_max:,}" if d.prompts_max != d.prompts_min else "")
-                        + (f", {d.reuse} passes" if d.reuse > 1 else ""),
+    t.add_row("design", f"{ORDERS[d.orders]}, {d.votes} verdict(s) each, {d.prompts_min:,}"
+                        + (f"–{d.prompts_max:,}" if d.prompts_max != d.prompts_min else "") + " prompts per pair"
+                        + (f", each up to {d.reuse} times" if d.reuse > 1 else ""),
               f"{d.open_slots:,} verdicts still open; budget {d.budget:,}")
-    c.print(t)
+    print_table(t, wrap=(1, 2))
     t = Table(title=f"comparisons still needed: {result.reps} repetitions, {result.strategy}, batches of "
                     f"{result.batch:,}, median [{result.level:.0%} interval]")
     for col in ("target", "comparisons", "rounds", "met within budget", "already met", "cost"):
@@ -172,7 +175,7 @@ def _render(result) -> None:
         t.add_row(f.text, f"{count_text(f.median, f.budget)} [{count_text(f.lo, f.budget)}–"
                           f"{count_text(f.hi, f.budget)}]", _rounds_cell(f), f"{f.reached:.0%}", f"{f.already:.0%}",
                   "—" if cost is None else f"{cost.median.total:,.2f} [{cost.lo.total:,.2f}–{cost.hi.total:,.2f}]")
-    c.print(t)
+    print_table(t)
     if result.tradeoff:
         t = Table(title=f"batch size trade-off ({result.targets[0].text})")
         for col in ("batch", "comparisons", "rounds", "cost"):
@@ -182,7 +185,7 @@ def _render(result) -> None:
             t.add_row(f"{r.batch:,}", f"{count_text(f.median, f.budget)} [{count_text(f.lo, f.budget)}–"
                                       f"{count_text(f.hi, f.budget)}]", _rounds_cell(f),
                       "—" if r.cost is None else f"{r.cost.median.total:,.2f}")
-        c.print(t)
+        print_table(t)
     for note in result.notes:
         err().print(f"note: {note}", markup=False)
     c.print(result.sentence(), markup=False, soft_wrap=True)
