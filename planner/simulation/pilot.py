@@ -99,9 +99,8 @@ def pilot_icc(systems, left, right, outcome, prompt) -> tuple[float | None, str]
     if est.icc is None:
         return None, ("not estimable from the pilot (no (prompt, pair) holds two usable verdicts); 0 unless "
                       "--icc is given")
-    return float(est.icc), (f"pilot estimate: {est.n_scores:,} usable verdicts in {est.n_clusters:,} (prompt, "
-                            f"pair) clusters, {est.mean_size:.2f} per cluster (one-way ANOVA)"
-                            + ("; negative, simulated as 0" if est.icc < 0 else ""))
+    return float(est.icc), (f"pilot: {est.n_scores:,} verdicts in {est.n_clusters:,} (prompt, pair) clusters "
+                            "(one-way ANOVA)" + ("; negative, simulated as 0" if est.icc < 0 else ""))
 
 
 @dataclass(frozen=True)
@@ -170,8 +169,8 @@ def judge_settings(pilot: Pilot, params: ParameterDraws, over: JudgeOverrides,
         rows.append(Setting("strengths", f"{m} systems evenly over the spread", "stated (--systems, --spread)"))
     else:
         how = "Laplace Gaussian" if params.draws is None else f"{params.draws.shape[0]} NUTS draws"
-        rows.append(Setting("strengths", f"{m} systems", f"drawn per repetition from the pilot's posterior "
-                                                          f"({how}, {n:,} judgments), with γ and ν jointly"))
+        rows.append(Setting("strengths", f"{m} systems", f"pilot posterior ({how}, {n:,} judgments), drawn "
+                                                          "per repetition jointly with γ and ν"))
     if over.tie_rate is not None or assumed:
         t = over.tie_rate or 0.0
         rows.append(Setting("tie rate", f"{t:.1%} between equal systems", "given (--tie-rate)" if over.tie_rate
@@ -205,7 +204,7 @@ def _invalid_setting(pilot: Pilot, over: JudgeOverrides, assumed: bool) -> Setti
                        else "stated (default 0)", r)
     bad, n = int(pilot.counts.invalid.sum()), pilot.judgments
     return Setting("invalid", f"{bad:,} of {n:,} ({bad / n:.1%})" if n else "none",
-                   "pilot, drawn per repetition from Beta(invalid + ½, usable + ½)", bad / n if n else 0.0)
+                   "pilot, drawn per repetition from Beta(k + ½, n − k + ½)", bad / n if n else 0.0)
 
 
 def _icc_setting(pilot: Pilot, over: JudgeOverrides, assumed: bool) -> Setting:
