@@ -9,7 +9,10 @@ chosen at random, the other order dropped), and for ``--pilots`` random 10% pilo
    system): the forecast reads which prompts each pair can be shown on, never the texts) and the
    pilot is ingested with ``planner ingest``;
 2. **forecast**: :func:`planner.workflows.plan.plan` on that study — targets credible-τ 0.9 and
-   ``resolved`` at ``--margin`` Elo, strategy ``active``, batches of ``--batch``, ``--reps``
+   ``resolved`` at ``--margin`` Elo (70: the smallest round margin that the full pool of every set as
+   published resolves, 39–55 Elo needed; ``--margin-fixed`` 150 on the fixed-order variants, whose
+   pools hold half the verdicts and confound position: 22–135 Elo needed), strategy ``active``,
+   batches of ``--batch``, ``--reps``
    repetitions, level 0.8; the design is the set's (both orders and one verdict per order for the
    PRD, Vicuna GPT-4 and OA sets; one order and three votes per item for the human set; ``fixed`` for
    the fixed-order variants); every feature of the simulated judge is the pilot's (``plan``'s defaults);
@@ -202,7 +205,8 @@ def main() -> None:
     ap.add_argument("--pilots", type=int, default=5)
     ap.add_argument("--reps", type=int, default=100)
     ap.add_argument("--batch", type=int, default=50)
-    ap.add_argument("--margin", type=float, default=70.0)
+    ap.add_argument("--margin", type=float, default=70.0, help="resolved's margin (Elo) on the sets as published")
+    ap.add_argument("--margin-fixed", type=float, default=150.0, help="resolved's margin on the fixed-order variants")
     ap.add_argument("--strategy", default="active")
     ap.add_argument("--continuations", type=int, default=10)
     ap.add_argument("--workers", type=int, default=1)
@@ -230,11 +234,13 @@ def main() -> None:
         for name, path in chosen.items():
             all_rows = [json.loads(line) for line in path.open(encoding="utf-8")]
             for variant in args.variants.split(","):
-                key = (name, variant, k, args.reps, args.batch, args.margin, args.strategy)
+                margin = args.margin if variant == "both" else args.margin_fixed
+                key = (name, variant, k, args.reps, args.batch, margin, args.strategy)
                 if key in done:
                     continue
                 rows = all_rows if variant == "both" else fixed_order(all_rows, hash_name(name))
-                case = one_case(name, variant, rows, k, args)
+                case = one_case(name, variant, rows, k, argparse.Namespace(
+                    **{**vars(args), "margin": args.margin if variant == "both" else args.margin_fixed}))
                 with args.out.open("a", encoding="utf-8") as fh:
                     fh.write(json.dumps(case) + "\n")
                 t = case["targets"]
