@@ -58,6 +58,19 @@ CODE = {"A": 0, "B": 1, "tie": 2, "invalid": 3}
 TARGETS = ("credible-tau=0.9", "resolved")
 
 
+def _commit() -> str:
+    import subprocess
+
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
+                              check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return ""
+
+
+COMMIT = _commit()
+
+
 def sets(shared: Path = SHARED) -> dict[str, Path]:
     """The real sets: the three shared QLoRA sets (those present in ``shared``; the two Vicuna80 sets also
     ship in tests/data/qlora) and the five PRD sets."""
@@ -180,7 +193,7 @@ def one_case(name: str, variant: str, rows: list[dict], k: int, args) -> dict:
                              "per_rep": [_num(x) for x in f.per_rep],
                              "actual": acts[0][f.metric], "continuations": [a[f.metric] for a in acts]}
     icc = next(s.value for s in res.settings if s.name == "ICC")
-    return {"set": name, "variant": variant, "pilot": k, "rows": len(rows), "pilot_rows": n_pilot, "icc": icc,
+    return {"commit": COMMIT, "set": name, "variant": variant, "pilot": k, "rows": len(rows), "pilot_rows": n_pilot, "icc": icc,
             "orders": orders, "votes": votes, "reps": args.reps, "batch": args.batch, "margin": args.margin,
             "strategy": args.strategy, "seconds_forecast": round(t_forecast, 1), "seconds_actual": round(t_actual, 1),
             "settings": [[s.name, s.shown, s.source] for s in res.settings], "targets": targets}
