@@ -168,7 +168,7 @@ def judge_settings(pilot: Pilot, params: ParameterDraws, over: JudgeOverrides,
     if assumed:
         rows.append(Setting("strengths", f"{m} systems evenly over the spread", "stated (--systems, --spread)"))
     else:
-        how = "Laplace Gaussian" if params.draws is None else f"{params.draws.shape[0]} NUTS draws"
+        how = "Laplace Gaussian" if params.draws is None else f"{params.draws.shape[0]:,} NUTS draws"
         rows.append(Setting("strengths", f"{m} systems", f"pilot posterior ({how}, {n:,} judgments), drawn "
                                                           "per repetition jointly with γ and ν"))
     if over.tie_rate is not None or assumed:
