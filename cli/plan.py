@@ -14,7 +14,7 @@ from .tables import print_table
 _MONEY = "Money"
 ORDERS = {"one": "one order per prompt", "both": "both orders of every prompt", "fixed": "one order per pair"}
 #: the library's parameter names that are spelled otherwise here
-FLAGS = {"confidence_level": "--level", "targets": "--target", "orders": "--both-orders/--fixed-order",
+FLAGS = {"confidence_level": "--level", "targets": "--target", "strategies": "--strategy", "orders": "--both-orders/--fixed-order",
          "judge_cost": "--judge-cost", "human_cost": "--human-cost"}
 _JUDGE = "Simulated judge (default: the pilot's)"
 _DESIGN = "Design of the rest of the study"

@@ -243,8 +243,9 @@ def _spec(pilot: Pilot, o: PlanOptions, source, budget: int, anchor: int):
     from planner.simulation.spec import SimulationSpec, parse_strategies, parse_target
 
     strategies = parse_strategies(o.strategy)
-    if len(strategies) != 1:
-        raise UsageError(f"`strategy` ({o.strategy!r}) must name one strategy", parameters=("strategy",))
+    if len(strategies) != 1 or strategies[0].strategy == "oracle":
+        raise UsageError(f"`strategy` ({o.strategy!r}) must name one strategy a study can run (oracle knows the "
+                         "truth: a simulator's bound)", parameters=("strategy",))
     stop = tuple(parse_target(t) for t in o.targets)
     return SimulationSpec("forecast", strategies, n_systems=len(pilot.systems), budget=budget,
                           batch=min(o.batch, budget), reps=o.reps, seed=o.seed, anchor=anchor, margin_elo=o.margin,
