@@ -151,7 +151,7 @@ def _batches(text: str | None) -> tuple[int, ...]:
 def _render(result) -> None:
     from rich.table import Table
 
-    from planner.simulation.plan_result import count_text
+    from planner.simulation.plan_result import count_text, rounds_text
 
     c = out()
     pilot = (f"{result.source}: {len(result.systems)} systems, {result.pilot_judgments:,} judgments"
@@ -173,7 +173,7 @@ def _render(result) -> None:
         t.add_column(col, justify="left" if col == "target" else "right")
     for f, cost in zip(result.targets, result.costs):
         t.add_row(f.text, f"{count_text(f.median, f.budget)} [{count_text(f.lo, f.budget)}–"
-                          f"{count_text(f.hi, f.budget)}]", _rounds_cell(f), f"{f.reached:.0%}", f"{f.already:.0%}",
+                          f"{count_text(f.hi, f.budget)}]", rounds_text(f, ""), f"{f.reached:.0%}", f"{f.already:.0%}",
                   "—" if cost is None else f"{cost.median.total:,.2f} [{cost.lo.total:,.2f}–{cost.hi.total:,.2f}]")
     print_table(t)
     if result.tradeoff:
@@ -183,7 +183,7 @@ def _render(result) -> None:
         for r in result.tradeoff:
             f = r.forecast
             t.add_row(f"{r.batch:,}", f"{count_text(f.median, f.budget)} [{count_text(f.lo, f.budget)}–"
-                                      f"{count_text(f.hi, f.budget)}]", _rounds_cell(f),
+                                      f"{count_text(f.hi, f.budget)}]", rounds_text(f, ""),
                       "—" if r.cost is None else f"{r.cost.median.total:,.2f}")
         print_table(t)
     for note in result.notes:
@@ -191,12 +191,3 @@ def _render(result) -> None:
     c.print(result.sentence(), markup=False, soft_wrap=True)
     if result.tradeoff:
         c.print(result.tradeoff_sentence(), markup=False, soft_wrap=True)
-
-
-def _rounds_cell(f) -> str:
-    import math
-
-    if not math.isfinite(f.rounds_median):
-        return "—"
-    hi = "—" if not math.isfinite(f.rounds_hi) else f"{f.rounds_hi:,.0f}"
-    return f"{f.rounds_median:,.0f} [{f.rounds_lo:,.0f}–{hi}]"

@@ -15,7 +15,7 @@ from planner.simulation.costing import Cost, Prices
 from planner.simulation.forecast import TargetForecast
 from planner.simulation.pilot import Setting
 
-__all__ = ["DesignInfo", "PlanResult", "TargetCost", "TradeoffRow", "count_text", "target_text"]
+__all__ = ["DesignInfo", "PlanResult", "TargetCost", "TradeoffRow", "count_text", "rounds_text", "target_text"]
 
 
 def target_text(metric: str, value: float, margin_elo: float) -> str:
@@ -93,8 +93,12 @@ class PlanResult:
         if f.median == 0 and f.hi == 0:
             return (f"The pilot already meets {f.text} in {f.already:.0%} of the repetitions: no more comparisons "
                     "needed.")
+        if not math.isfinite(f.median):
+            return (f"{f.text[0].upper()}{f.text[1:]} is out of reach in most repetitions: met within the {b:,} "
+                    f"comparisons the study can still take in {f.reached:.0%} of them (add prompts, allow reuse, or "
+                    "relax the target).")
         head = (f"About {count_text(f.median, b)} [{count_text(f.lo, b)}–{count_text(f.hi, b)}] more comparisons "
-                f"({f.level:.0%} interval) to {f.text}: {_rounds(f)} of {f.batch:,}")
+                f"({f.level:.0%} interval) to {f.text}: {rounds_text(f)} of {f.batch:,}")
         cost = self.costs[k]
         if cost is not None:
             head += f"; cost {_money(cost.median.total)} [{_money(cost.lo.total)}–{_money(cost.hi.total)}]"
@@ -107,7 +111,7 @@ class PlanResult:
         if not self.tradeoff:
             return ""
         parts = [f"of {r.batch:,}: {count_text(r.forecast.median, r.forecast.budget)} comparisons in "
-                 f"{_rounds(r.forecast)}" for r in self.tradeoff]
+                 f"{rounds_text(r.forecast)}" for r in self.tradeoff]
         return f"Batches {'; '.join(parts)} (medians [{self.level:.0%} intervals], {self.targets[0].text})."
 
     def to_dict(self) -> dict:
@@ -134,11 +138,11 @@ def _finite(x: float):
     return float(x) if math.isfinite(x) else None
 
 
-def _rounds(f: TargetForecast) -> str:
-    if not math.isfinite(f.rounds_median):
-        return "more rounds than the budget holds"
-    hi = "…" if not math.isfinite(f.rounds_hi) else f"{f.rounds_hi:,.0f}"
-    return f"{f.rounds_median:,.0f} [{f.rounds_lo:,.0f}–{hi}] rounds"
+def rounds_text(f: TargetForecast, unit: str = " rounds") -> str:
+    """``29 [22–36] rounds``; an end beyond the budget reads ``more than N`` (N rounds fill the budget)."""
+    most = math.ceil(f.budget / f.batch)
+    r = lambda x: f"{x:,.0f}" if math.isfinite(x) else f"more than {most:,}"  # noqa: E731
+    return f"{r(f.rounds_median)} [{r(f.rounds_lo)}–{r(f.rounds_hi)}]{unit}"
 
 
 def _money(x: float) -> str:
