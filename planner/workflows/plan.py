@@ -10,8 +10,8 @@ The method is written out in docs/methods.md, "Forecasting a study".
 
 The forecast of the first target is saved in the study (artifact
 ``forecast.json``) with the options that made it, so ``status`` and
-``next-batch`` can show and refresh it (:func:`saved_forecast`,
-:func:`refresh_forecast`).
+``next-batch`` can show it updated to their data
+(:mod:`planner.workflows.forecast_saved`).
 """
 
 from __future__ import annotations
@@ -151,11 +151,15 @@ def read_pilot(study, *, surrogate: str | None = None, prompts: int | tuple | No
 def _prices(study_path, p: PriceOptions, pilot_systems: int) -> tuple[Prices, list[str]]:
     """:class:`Prices` from the options: the judge's per-judgment cost from token prices and the ledger's
     tokens when asked, ρ from the pilot's surrogate judge when named."""
+    from planner import limits
+    from planner.connectors.pricing import check_prices
+
     notes: list[str] = []
     judge = p.judge_cost
-    if (p.price_in is None) != (p.price_out is None):
-        raise UsageError("`price_in` and `price_out` go together (USD per 1M prompt / completion tokens)",
-                         parameters=("price_in", "price_out"))
+    check_prices(p.price_in, p.price_out, None)
+    for name in ("tokens_in", "tokens_out"):
+        if getattr(p, name) is not None:
+            limits.check_float(name, getattr(p, name), 0, 1e9)
     if p.price_in is not None:
         if judge is not None:
             raise UsageError("give the judge's cost per judgment (`judge_cost`) or its token prices, not both",
