@@ -9,8 +9,8 @@ decisive judgments, judge ``judge-1`` = annotator), ingested through
 * ``report``: wall time of the command ``planner report STUDY --engine laplace
   --json`` (a fresh process each time, as a user runs it; best of ``--repeat``)
   for both studies, and the ratio large / small (target <= 1.3);
-* the parts of one in-process report: ``study.counts`` (store scan),
-  the grouped judgment scan of ``planner.workflows.report``, and the Laplace fit on the
+* the parts of one in-process report: ``Study.report_scan`` (counts by stratum and the
+  judgment-level figures, one scan of the store), and the Laplace fit on the
   aggregated cells (which must not follow the judgment count);
 * ``nuts``: :func:`planner.model.fit` with ``engine="nuts"`` on the small
   study's counts (20 systems, 2 chains, 1,000 tuning + 1,000 draws each).
@@ -94,16 +94,13 @@ def time_command(study: Path, repeat: int) -> float:
 
 def parts(study: Path) -> dict[str, float]:
     from planner.model import fit
-    from planner.store.study import DB_NAME, Study, grouped_judgments
+    from planner.store.study import Study
 
     out = {}
     with Study.open(study) as st:
         t = time.perf_counter()
-        counts = st.counts(by_stratum=True)
-        out["counts"] = time.perf_counter() - t
-        t = time.perf_counter()
-        grouped_judgments(Path(st.path) / DB_NAME)
-        out["grouped scan"] = time.perf_counter() - t
+        counts = st.report_scan().judged   # counts by stratum and the judgment-level figures, one scan
+        out["report scan"] = time.perf_counter() - t
     t = time.perf_counter()
     fit(counts.pooled(), engine="laplace")
     out["laplace fit"] = time.perf_counter() - t
@@ -128,7 +125,7 @@ def main() -> None:
         print(f"planner report --engine laplace, {M} systems: {args.small:,} judgments {t_small:.2f} s, "
               f"{args.large:,} judgments {t_large:.2f} s; ratio {t_large / t_small:.2f} (target <= 1.3)")
         ps, pl = parts(small), parts(large)
-        for key in ("counts", "grouped scan", "laplace fit"):
+        for key in ("report scan", "laplace fit"):
             print(f"  {key:13s} {ps[key]:7.3f} s vs {pl[key]:7.3f} s (ratio {pl[key] / ps[key]:.2f})")
         print(f"  cells in the likelihood: {ps['cells']} vs {pl['cells']}")
         if not args.no_nuts:

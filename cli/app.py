@@ -85,7 +85,9 @@ class _OneLineErrors(TyperGroup):
             exc.show()
             sys.exit(exc.exit_code)
         except click.ClickException as exc:
-            text = " ".join(exc.format_message().split())
+            from planner.escape import for_terminal
+
+            text = for_terminal(" ".join(exc.format_message().split()))
             if len(text) > MESSAGE_LIMIT:
                 text = text[:MESSAGE_LIMIT - 1] + f"… ({len(text):,} characters)"
             ctx = getattr(exc, "ctx", None)
@@ -93,9 +95,9 @@ class _OneLineErrors(TyperGroup):
             sys.stderr.write(f"error: {text}{hint}\n")
             sys.stderr.flush()
             sys.exit(exc.exit_code)
-        except typer.Abort:
-            sys.stderr.write("error: aborted\n")
-            sys.exit(1)
+        except typer.Abort:  # Ctrl-C outside a command's own handling: 130, as a shell reports SIGINT
+            sys.stderr.write("error: interrupted\n")
+            sys.exit(130)
         sys.exit(rv if isinstance(rv, int) else 0)
 
 app = typer.Typer(
@@ -103,7 +105,7 @@ app = typer.Typer(
     help=(
         "Plan, run and analyse pairwise-comparison evaluations of AI systems.\n\n"
         "Exit codes: 0 success; 1 data failed validation; 2 usage error (bad option value); "
-        "141 the reader of the output went away (a closed pipe)."
+        "130 interrupted (Ctrl-C); 141 the reader of the output went away (a closed pipe)."
     ),
     no_args_is_help=True,
     add_completion=False,
@@ -130,6 +132,6 @@ def _main(
 ) -> None:
     """Plan, run and analyse pairwise-comparison evaluations of AI systems.
 
-    Exit codes: 0 success; 1 data failed validation; 2 usage error (bad option value); 141 the
-    reader of the output went away (a closed pipe).
+    Exit codes: 0 success; 1 data failed validation; 2 usage error (bad option value); 130
+    interrupted (Ctrl-C); 141 the reader of the output went away (a closed pipe).
     """

@@ -5,7 +5,11 @@
   (rich honours both);
 * ``--json`` prints exactly one JSON document on stdout and nothing else there;
 * a :class:`planner.errors.PlannerError` becomes one line per problem on stderr
-  and its exit code; nothing else is caught.
+  and its exit code; nothing else is caught;
+* every string the consoles render (messages, table cells, titles) and every
+  error line passes through :func:`planner.escape.for_terminal`, and none is
+  read as rich markup: an annotator named ``\x1b]0;…\x07`` or ``[/]`` prints
+  as those characters, it does not retitle the window or crash the table.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from typing import Any, Callable, TypeVar
 import typer
 
 from planner.errors import PlannerError
+from planner.escape import for_terminal
 
 from .app import closed_pipe
 
@@ -25,7 +30,8 @@ T = TypeVar("T")
 
 
 def console_class():
-    """rich's Console, except that a closed pipe exits with :data:`cli.app.EXIT_BROKEN_PIPE`.
+    """rich's Console, except that a closed pipe exits with :data:`cli.app.EXIT_BROKEN_PIPE`, and every
+    string it renders is text passed through :func:`planner.escape.for_terminal`.
 
     rich catches the ``BrokenPipeError`` of its own writes and exits 1, which planner's
     exit codes reserve for data that failed validation.
@@ -37,12 +43,17 @@ def console_class():
             self.quiet = True
             closed_pipe()
 
+        def render_str(self, text, **kw):
+            """Strings are text: escaped for the terminal, never markup or emoji codes (untrusted names)."""
+            kw.update(markup=False, emoji=False)
+            return super().render_str(for_terminal(text), **kw)
+
     return _Console
 
 
 @lru_cache(maxsize=None)
 def _console(stderr: bool):
-    return console_class()(stderr=stderr, highlight=False, soft_wrap=False)
+    return console_class()(stderr=stderr, highlight=False, soft_wrap=False, markup=False, emoji=False)
 
 
 def out():
@@ -55,13 +66,20 @@ def err():
     return _console(True)
 
 
+def _redact(text: str) -> str:
+    """The connectors' one redaction rule (keys, echoes of them, credentials) over anything printed."""
+    from planner.connectors.guard import redact
+
+    return redact(text)
+
+
 def message(text: str) -> None:
     """A plain message on stderr (no markup interpretation), one line: the terminal wraps it."""
-    err().print(text, markup=False, soft_wrap=True)
+    err().print(_redact(text), markup=False, soft_wrap=True)
 
 
 def warn(text: str) -> None:
-    err().print(f"warning: {text}", markup=False, style="yellow", soft_wrap=True)
+    err().print(f"warning: {_redact(text)}", markup=False, style="yellow", soft_wrap=True)
 
 
 #: the longest line an error prints; library messages quote values to ~80 characters
@@ -70,10 +88,10 @@ LINE_LIMIT = 360
 
 
 def _one_line(text: str) -> str:
-    text = " ".join(text.split("\n"))
+    text = _redact(" ".join(text.split("\n")))
     if len(text) > LINE_LIMIT:
         text = text[:LINE_LIMIT - 30] + f"… ({len(text):,} characters)"
-    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return for_terminal(text)
 
 
 def fail(exc: PlannerError, flags: dict[str, str] | None = None) -> typer.Exit:
@@ -106,19 +124,36 @@ def call(fn: Callable[..., T], *args: Any, _flags: dict[str, str] | None = None,
     except PlannerError as exc:
         raise fail(exc, _flags) from None
     except sqlite3.DatabaseError as exc:
-        from planner.errors import DataError
+        from planner.store.db import database_error
 
-        text = str(exc)[:120]
-        if "readonly" in text or "unable to open" in text:
-            raise fail(DataError(f"the study database cannot be written or opened ({text}); check the "
-                                 "permissions of the study directory")) from None
-        raise fail(DataError(f"the study database is damaged or unreadable ({text}); "
-                             "restore study.sqlite from a backup")) from None
+        raise fail(database_error(exc)) from None
 
 
 def print_json(obj: Any) -> None:
     """Write exactly one JSON document to stdout."""
     from planner.jsonable import jsonable
 
-    sys.stdout.write(json.dumps(jsonable(obj), indent=2, ensure_ascii=False) + "\n")
+    sys.stdout.write(_json_visible(json.dumps(jsonable(obj), indent=2, ensure_ascii=False)) + "\n")
     sys.stdout.flush()
+
+
+def _json_visible(doc: str) -> str:
+    """JSON text with every character a terminal could act on written as a ``\\u`` escape.
+
+    ``json.dumps`` escapes C0 controls but, with ``ensure_ascii=False``, leaves
+    C1 controls (``\\x9b`` is CSI), bidirectional overrides and lone surrogates
+    raw; they can only occur inside strings, where the escape means the same.
+    """
+    if doc.isascii():
+        return doc
+    return "".join(c if c.isprintable() or c == "\n" else
+                   "".join(f"\\u{u:04x}" for u in _utf16(c)) for c in doc)
+
+
+def _utf16(c: str) -> tuple[int, ...]:
+    n = ord(c)
+    if n < 0x10000:
+        return (n,)
+    n -= 0x10000
+    return (0xD800 + (n >> 10), 0xDC00 + (n & 0x3FF))
+

@@ -40,14 +40,17 @@ def decide(
     style_control: Annotated[bool, typer.Option(
         "--style-control", help="Posterior columns from the model controlled for length and markdown style "
                                 "(report --style-control); the tests use the raw counts.")] = False,
+    cluster: Annotated[str, typer.Option(
+        help="Which verdicts share a cluster for cluster-robust tests and intervals: item (same prompt and pair; "
+             "the default) | prompt | annotator | none (all independent).")] = "item",
     json_: Annotated[bool, typer.Option("--json", help="Print the result as one JSON document.")] = False,
 ) -> None:
     """Does the candidate regress against the baseline on any stratum? A release gate.
 
     Per stratum: the candidate's win rate (half-tie score) against the
     baseline with a score interval that includes the tie share's sampling
-    error (Wilson when there are no ties); one-sided score tests against
-    50%-M, Holm across strata; the Bayesian model's win probability and
+    error (Tango's; widened for verdicts clustered by prompt); one-sided
+    score tests against 50%-M, Holm across strata; the Bayesian model's win probability and
     P(win >= threshold) (fitted per stratum to all systems); a verdict
     pass / regress / undecided (with the comparisons still needed). An
     acceptability check (pass/fail items) can veto a pairwise win.
@@ -65,7 +68,8 @@ def decide(
     with heartbeat("fitting with NUTS" if engine == "nuts" else "decide"):
         result = call(run, study, candidate, baseline, margin=margin, mode=mode, confidence_level=confidence,
                       min_pass_rate=min_pass_rate, engine=engine, look=look, looks=looks, boundary=boundary,
-                      seed=seed, style_control=style_control, _flags={"confidence_level": "--confidence"})
+                      seed=seed, style_control=style_control, cluster=cluster,
+                      _flags={"confidence_level": "--confidence"})
     if json_:
         print_json(result)
     else:

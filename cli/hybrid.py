@@ -12,11 +12,11 @@ from .common import call, message, out, print_json
 from .tables import print_table
 
 
-def run_hybrid(study: Path, surrogate: str, target: str, json_: bool, ties: str = "half"):
+def run_hybrid(study: Path, surrogate: str, target: str, json_: bool, ties: str = "half", cluster: str = "item"):
     """Fit, print (tables or JSON) and return the hybrid result (``report --html`` adds it to the page)."""
     from planner.workflows.hybrid_report import hybrid_report
 
-    res = call(hybrid_report, study, surrogate=surrogate, target=target, ties=ties)
+    res = call(hybrid_report, study, surrogate=surrogate, target=target, ties=ties, cluster=cluster)
     for n in res.notes:
         message(f"note: {n}")
     if json_:

@@ -51,9 +51,9 @@ def judge_cmd(
     price_in: Annotated[float | None, typer.Option(help="USD per 1M prompt tokens.")] = None,
     price_out: Annotated[float | None, typer.Option(help="USD per 1M completion tokens.")] = None,
     max_cost: Annotated[float | None, typer.Option(help="Stop before the study's spend on this model exceeds USD.")] = None,
-    timeout: Annotated[float, typer.Option(help="Seconds per HTTP request.")] = 120.0,
+    timeout: Annotated[float, typer.Option(help="Seconds per HTTP request, body included (a total deadline).")] = 120.0,
     poll_interval: Annotated[float, typer.Option(help="Longest pause between Batch API polls, seconds.")] = 30.0,
-    seed: Annotated[int, typer.Option(help="Seed of the retry jitter.")] = 0,
+    seed: Annotated[int, typer.Option(help="Seed of the retry jitter (0 <= seed <= 2**63 - 1).")] = 0,
     dry_run: Annotated[bool, typer.Option(help="Count requests, cached answers and the estimated cost; send nothing.")] = False,
     json_out: Annotated[bool, typer.Option("--json", help="Print the result as one JSON document.")] = False,
 ) -> None:
@@ -80,8 +80,20 @@ def judge_cmd(
         warn(note)
     if json_out:
         print_json(result)
-        return
-    render_judge(result)
+    else:
+        render_judge(result)
+    raise typer.Exit(judge_exit_code(result))
+
+
+def judge_exit_code(r) -> int:
+    """130 after Ctrl-C (as a shell reports an interrupted command); 1 when nothing sent was answered."""
+    if r.interrupted:
+        return 130
+    if r.sent and not r.answered:
+        message(f"error: none of the {r.sent} request(s) sent was answered; check the endpoint, then run the same "
+                "command again (nothing answered is lost or paid twice)")
+        return 1
+    return 0
 
 
 def render_judge(r) -> None:

@@ -72,13 +72,15 @@ def pull_cmd(
     res = call(pull, study, batch=batch, accept_changes=accept_changes)
     if json_out:
         out = {k: getattr(res, k) for k in ("url", "files", "new", "already", "skipped", "changed", "replaced",
-                                            "unannotated", "aliases")}
+                                            "unannotated", "aliases", "notes")}
         print_json(out)
         return
     for f in res.files:
         message(f"kept {f}")
     for a in res.aliases:
         message(f"annotator {a}")
+    for n in res.notes:
+        message(n)
     changed = f", {res.replaced:,} replaced (audited)" if res.replaced else ""
     message(f"pulled from {res.url}: {res.new:,} new, {res.already:,} already stored, {res.skipped:,} skipped"
             f"{changed}; {res.unannotated:,} item(s) still unannotated")

@@ -22,6 +22,8 @@ import threading
 import time
 from datetime import timedelta
 
+from planner.escape import for_terminal
+
 from .common import err
 
 #: seconds between two progress lines off a terminal
@@ -74,10 +76,10 @@ class Progress:
         if self.terminal:
             from rich.progress import BarColumn, MofNCompleteColumn, Progress as Bar, TextColumn, TimeElapsedColumn
 
-            self._bar = Bar(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+            self._bar = Bar(TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(),
                             TimeElapsedColumn(), console=self.console, transient=True)
             self._bar.start()
-            self._task = self._bar.add_task(self.description, total=self.total)
+            self._task = self._bar.add_task(for_terminal(self.description), total=self.total)
         elif self.every > 0:
             self._thread = threading.Thread(target=self._beat, name="planner-progress", daemon=True)
             self._thread.start()
@@ -105,7 +107,7 @@ class Progress:
             return
         if self._bar is not None:
             self._bar.update(self._task, completed=self.done or 0, total=self.total,
-                             description=self.description + (f" {self.detail}" if self.detail else ""))
+                             description=for_terminal(self.description + (f" {self.detail}" if self.detail else "")))
             return
         if time.monotonic() - self._last >= self.every:
             self._line()

@@ -14,8 +14,27 @@ from typing import Annotated, Optional
 import typer
 
 from .app import app
-from .common import call, message, out, print_json, warn
+from .common import call, fail, message, out, print_json, warn
 from .tables import print_table
+
+
+def _one_mode(surrogate, html, bayes_only: dict[str, bool], surrogate_only: dict[str, bool]) -> None:
+    """An option of the other mode (the Bayesian report vs --surrogate's PPI++ fit) is refused, not ignored.
+
+    With --surrogate and --html the Bayesian report is built too (the page holds both), so its options apply.
+    """
+    from planner.errors import UsageError
+
+    given = [f for f, on in (bayes_only if surrogate is not None else surrogate_only).items() if on]
+    one = len(given) == 1
+    if given and surrogate is not None and html is None:
+        raise fail(UsageError(f"{', '.join(given)} {'does' if one else 'do'} not apply with --surrogate (the PPI++ "
+                              "fit is a closed-form estimate with sandwich intervals: no engine, draws or plots); "
+                              "drop it, add --html for a page holding the Bayesian report too, or run report "
+                              "without --surrogate"))
+    if given and surrogate is None:
+        raise fail(UsageError(f"{', '.join(given)} {'needs' if one else 'need'} --surrogate JUDGE (the "
+                              "prediction-powered fit)"))
 
 
 @app.command("report")
@@ -57,6 +76,9 @@ def report_cmd(
     save_posterior: Annotated[bool, typer.Option(
         "--save-posterior", help="Also save a Laplace posterior in the study as ArviZ netcdf (NUTS posteriors "
                                  "are always saved).")] = False,
+    cluster: Annotated[str, typer.Option(
+        help="Which verdicts share a cluster for cluster-robust intervals: item (same prompt and pair: both "
+             "orders, every annotator; the default) | prompt | annotator | none (all independent).")] = "item",
 ) -> None:
     """Leaderboard (strength, 95% credible interval, Elo, P(best), 95% rank interval, letters, P(leader better)), pairs,
     anchor tests, tie/position/length bias, circular triads, reasons, annotator QC, strata,
@@ -72,6 +94,12 @@ def report_cmd(
 
     # every output and option is checked before the fit (which caches its result in the study)
     call(check_report_options, seed=seed, draws=draws, tune=tune, chains=chains)
+    _one_mode(surrogate, html, {"--engine": engine != "laplace", "--by-stratum": by_stratum, "--seed": seed != 0,
+                                "--draws": draws != 1000, "--tune": tune != 1000, "--chains": chains != 2,
+                                "--min-pass-rate": min_pass_rate != 0.8, "--plot": plot is not None,
+                                "--markdown": markdown is not None, "--style-control": style_control,
+                                "--lc-anchor": lc_anchor is not None, "--save-posterior": save_posterior},
+              {"--target": target != "humans", "--ties": ties != "half"})
     call(check_output_dir, "--plot", plot)
     for name in ("strengths.png", "strengths.svg", "win_rates.png", "win_rates.svg") if plot is not None else ():
         call(check_output_file, "--plot", plot / name, create_parents=True)
@@ -81,7 +109,7 @@ def report_cmd(
     if surrogate is not None:
         from .hybrid import run_hybrid
 
-        hybrid = run_hybrid(study, surrogate, target, json_, ties)
+        hybrid = run_hybrid(study, surrogate, target, json_, ties, cluster)
         if html is None:
             return
 
@@ -93,7 +121,7 @@ def report_cmd(
         res = call(rp.build_report, study, engine=engine, by_stratum=by_stratum, seed=seed, draws=draws,
                    tune=tune, chains=chains, progressbar=bar,
                    min_pass_rate=min_pass_rate, save_posterior=True if save_posterior else None,
-                   style_control=style_control, lc_anchor=lc_anchor)
+                   style_control=style_control, lc_anchor=lc_anchor, cluster=cluster)
     _write_files(res, plot, markdown, html, hybrid)
     if hybrid is not None:  # the surrogate's tables are printed; the report itself went to --html
         return
@@ -161,9 +189,12 @@ def _render_leaderboard(con, r) -> None:
               f"engine {r.model.engine}" + (" (by stratum, re-weighted)" if r.model.by_stratum else ""),
               markup=False, soft_wrap=True)
     has_acc = r.acceptability is not None
-    tab = Table(title="leaderboard (shared letter = not credibly separated)")
+    letters = r.ranking is None or r.ranking.letters_shown   # left out above 26 systems (a note says why)
+    tab = Table(title="leaderboard (shared letter = not credibly separated)" if letters else
+                "leaderboard (rank = 95% rank interval; tied = not credibly below the leader)")
     tab.add_column("tied", justify="right")
-    tab.add_column("letters")
+    if letters:
+        tab.add_column("letters")
     tab.add_column("system", no_wrap=True)
     tab.add_column("Elo [95% CrI]", justify="right", no_wrap=True)
     tab.add_column("P(best)", justify="right")
@@ -173,8 +204,8 @@ def _render_leaderboard(con, r) -> None:
     if has_acc:
         tab.add_column("acceptable", justify="right", no_wrap=True)
     for x in r.leaderboard:
-        row = ["tied" if x.tied_with_leader else "", x.letters, x.system,
-               f"{x.elo:.0f} [{x.elo_lo:.0f}, {x.elo_hi:.0f}]", f"{x.p_best:.3f}",
+        row = ["tied" if x.tied_with_leader else ""] + ([x.letters] if letters else []) + [
+               x.system, f"{x.elo:.0f} [{x.elo_lo:.0f}, {x.elo_hi:.0f}]", f"{x.p_best:.3f}",
                "leader" if x.p_leader_better is None else f"{x.p_leader_better:.3f}",
                str(x.rank_low) if x.rank_low == x.rank_high else f"{x.rank_low}–{x.rank_high}", _num(x.score)]
         if has_acc:
@@ -182,27 +213,34 @@ def _render_leaderboard(con, r) -> None:
                        f"{_pct(x.pass_rate, 0)} [{_pct(x.pass_low, 0)}, {_pct(x.pass_high, 0)}]")
         tab.add_row(*row)
     print_table(tab, key=(2,), console=con)
+    if r.clusters is not None:
+        con.print(r.clusters.sentence, markup=False, soft_wrap=True)
 
 
 def _render_pairs(con, r) -> None:
     from rich.table import Table
 
     tab = Table(title="pairs (a = earlier in the study's system order)")
-    for h in ("a", "b", "a wins", "b wins", "ties", "inv", "score", "P(a>b)"):
+    deff = any(p.design_effect is not None for p in r.pairs.rows)
+    for h in ("a", "b", "a wins", "b wins", "ties", "inv", "score", "P(a>b)") + (("deff",) if deff else ()):
         tab.add_column(h, justify="left" if h in ("a", "b") else "right", no_wrap=h in ("a", "b"))
     for p in r.pairs.rows:
         tab.add_row(p.system_a, p.system_b, f"{p.a_wins:,}", f"{p.b_wins:,}", f"{p.ties:,}", f"{p.invalid:,}",
-                    _num(p.score), _num(p.p_a_better))
+                    _num(p.score), _num(p.p_a_better), *((_num(p.design_effect, ".2f"),) if deff else ()))
     print_table(tab, key=(0, 1), console=con)
 
     if r.anchor_tests is not None:
         at = r.anchor_tests
-        tab = Table(title=f"against the anchor {at.anchor} (ties: {at.ties}; Wilson 95%, exact binomial test)")
-        for h in ("system", "wins", "losses", "ties", "invalid", "win rate", "95% CI", "p"):
+        clustered = any(a.design_effect > 1.0 for a in at.rows)
+        tab = Table(title=f"against the anchor {at.anchor} (ties: {at.ties}; Wilson 95%, exact binomial test"
+                          + ("; n / deff under clustering)" if clustered else ")"))
+        for h in ("system", "wins", "losses", "ties", "invalid", "win rate", "95% CI", "p") + (
+                ("deff",) if clustered else ()):
             tab.add_column(h, justify="left" if h == "system" else "right")
         for a in at.rows:
             tab.add_row(a.system, str(a.wins), str(a.losses), str(a.ties), str(a.invalid), _pct(a.win_rate),
-                        f"[{_pct(a.ci_low)}, {_pct(a.ci_high)}]", _num(a.pvalue, ".3g"))
+                        f"[{_pct(a.ci_low)}, {_pct(a.ci_high)}]", _num(a.pvalue, ".3g"),
+                        *((f"{a.design_effect:.2f}",) if clustered else ()))
         print_table(tab, console=con)
 
 

@@ -61,7 +61,7 @@ def run_cmd(
     both_orders: Annotated[bool, typer.Option(help="Issue and judge every comparison in both positions.")] = False,
     strategy: Annotated[str, typer.Option(help="active | round-robin | random | anchor | swiss | arena.")] = "active",
     objective: Annotated[str, typer.Option(help="active: ranking | entropy | variance | anchor | top-k.")] = "ranking",
-    timeout: Annotated[float, typer.Option(help="Seconds per HTTP request.")] = 120.0,
+    timeout: Annotated[float, typer.Option(help="Seconds per HTTP request, body included (a total deadline).")] = 120.0,
     poll_interval: Annotated[float, typer.Option(help="Longest pause between Batch API polls, seconds.")] = 30.0,
     annotators_via: Annotated[str | None, typer.Option("--annotators-via", help="label-studio: humans annotate instead of a judge; each round is pushed to Label Studio ($LABEL_STUDIO_URL, $LABEL_STUDIO_API_KEY) and waited for.")] = None,
     annotators: Annotated[str | None, typer.Option(help="With --annotators-via: annotator names, comma-separated (as next-batch --annotators).")] = None,
@@ -125,12 +125,18 @@ def _run_humans(study, via, annotators, per_annotator, wait_timeout, poll, ropts
     _render(result, json_out)
 
 
+#: stops that are not a success: Ctrl-C (130, as a shell reports it) and a round nobody answered (1)
+EXIT_CODES = {"interrupted": 130, "no-answers": 1}
+
+
 def _render(result, json_out: bool) -> None:
-    """Notes on stderr, then one JSON document or the plain summary (both kinds of run)."""
+    """Notes on stderr, then one JSON document or the plain summary (both kinds of run); the exit code."""
     for note in result.notes:
         warn(note)
     if json_out:
         print_json(result)
+        if result.stopped in EXIT_CODES:
+            raise typer.Exit(EXIT_CODES[result.stopped])
         return
     o = out()
     o.print(f"Stopped: {STOP_TEXT.get(result.stopped, result.stopped)}.", markup=False)
@@ -142,3 +148,5 @@ def _render(result, json_out: bool) -> None:
     o.print(f"Current top-3: {', '.join(result.top3)}.", markup=False)
     if result.stopped == "interrupted":
         message("rerun the same command to continue")
+    if result.stopped in EXIT_CODES:
+        raise typer.Exit(EXIT_CODES[result.stopped])

@@ -305,7 +305,8 @@ def _render_hybrid(p, source: str) -> None:
     from rich.table import Table
 
     each = " per pair" if p.pairs > 1 else ""
-    t = Table(title=f"Hybrid budget{each}: {p.target_text}; rho = {p.rho:.3f} ({source})")
+    used = f"; used as {p.rho_used:g}" if p.rho_used != p.rho else ""
+    t = Table(title=f"Hybrid budget{each}: {p.target_text}; rho = {p.rho:.3f} ({source}{used})")
     for col in ("plan", "human labels", "judge labels", "cost", "effective n"):
         t.add_column(col, justify="right" if col != "plan" else "left")
     t.add_row("humans only", f"{p.human_n:,}", "0", _money(p.human_n * p.human_cost), f"{p.human_n:,}")
@@ -326,6 +327,10 @@ def hybrid_sentence(p) -> str:
     s = (f"To {p.target_text}, humans alone need {p.human_n * p.pairs:,} human labels "
          f"costing {_money(p.human_cost_total)}{total}")
     h = p.hybrid
+    if p.rho < 0:   # the formula is evaluated at the rho the plan uses, and the sentence says which
+        return (s + f"; rho = {p.rho:.2f} is negative: a judge that disagrees with humans adds nothing to PPI++ "
+                "(its weight is clipped to [0, 1]), so it is planned as rho = 0 and does not pay off "
+                "(sqrt(1 - 0^2) + 0 sqrt(c_j/c_h) = 1 >= 1); collect human labels only.")
     if h is None:
         return (s + f"; with rho = {p.rho:.2f} the judge does not pay off at these prices "
                 f"(sqrt(1 - rho^2) + rho sqrt(c_j/c_h) = {math.sqrt(p.cost_ratio_limit):.3f} >= 1), "

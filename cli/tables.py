@@ -64,9 +64,11 @@ class _Col:
 def _text(value):
     from rich.text import Text
 
+    from planner.escape import for_terminal
+
     if isinstance(value, Text):
         return value
-    return Text(str(value))
+    return Text(for_terminal(str(value)))   # untrusted names: a terminal escape is shown, not obeyed
 
 
 def _longest_word(text: str) -> int:

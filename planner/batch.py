@@ -51,16 +51,33 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from planner.errors import DataError, UsageError, check_range
+from planner.errors import DataError, UsageError, check_range, quote
 from planner.items import (KINDS, QC_KINDS, Ids, Item, PlannedComparison,
                            Skipped, as_planned, previous_ids, swapped)
 from planner.qc_items import (Context, Issuable, acceptability_items,
                               attention_items, overlap_items, qc_targets, repeat_items)
 from planner.textnorm import (NORMALIZE_STYLES, ShownTexts, count_words)
 
-__all__ = ["Batch", "BatchManifest", "assemble_batch", "build_manifest"]
+__all__ = ["Batch", "BatchManifest", "annotator_name_problem", "assemble_batch", "build_manifest"]
 
 _ANNOTATOR_RE = re.compile(r"^[A-Za-z0-9_-]+$")
+ANNOTATOR_NAME_MAX = 64
+
+
+def annotator_name_problem(name) -> str | None:
+    """Why ``name`` cannot be an annotator name of a study (``annotators``, ``annotator_map``); None when it can.
+
+    Names become part of file names (``batch-1.alice.jsonl``), Label Studio
+    project titles and report rows: letters, digits, ``_`` and ``-`` only.
+    """
+    if not isinstance(name, str) or not name:
+        return "is empty"
+    if len(name) > ANNOTATOR_NAME_MAX:
+        return f"is {len(name)} characters long (at most {ANNOTATOR_NAME_MAX})"
+    if not _ANNOTATOR_RE.match(name):
+        return ("is not a valid annotator name (letters, digits, '_' and '-' only; it becomes part of a "
+                "file name)")
+    return None
 
 
 # --------------------------------------------------------------------- types
@@ -178,10 +195,9 @@ def _check_options(attention, repeat, overlap, acceptability, annotators, max_wo
     if annotators is not None:
         if len(annotators) == 0:
             raise UsageError("`annotators` must name at least one annotator", parameters=('annotators',))
-        bad = [a for a in annotators if not isinstance(a, str) or not _ANNOTATOR_RE.match(a)]
+        bad = [a for a in annotators if annotator_name_problem(a)]
         if bad:
-            raise UsageError(f"`annotators`: {bad[0]!r} is not a valid annotator name "
-                             "(letters, digits, '_' and '-' only; it becomes part of a file name)",
+            raise UsageError(f"`annotators`: {quote(bad[0])} {annotator_name_problem(bad[0])}",
                              parameters=('annotators',))
         dup = sorted({a for a in annotators if list(annotators).count(a) > 1})
         if dup:

@@ -198,3 +198,15 @@ def half_tie_score(wins, losses, ties) -> float | None:
     if n <= 0:
         return None
     return (w + 0.5 * t) / n
+
+
+def half_tie_scores(wins, losses, ties) -> list:
+    """:func:`half_tie_score` elementwise over arrays (the same floats, ``None`` where nothing is usable),
+    as nested lists of the arrays' shape: a 300 x 300 win matrix without 90,000 Python calls."""
+    w, l, t = (np.asarray(x, dtype=float) for x in (wins, losses, ties))
+    n = w + l + t
+    with np.errstate(divide="ignore", invalid="ignore"):
+        score = (w + 0.5 * t) / n
+    out = score.astype(object)
+    out[~(n > 0)] = None
+    return out.tolist()

@@ -3,6 +3,12 @@
 Numpy scalars and arrays become Python numbers and lists; non-finite floats
 become ``None`` (JSON has no NaN); tuples become lists; dataclasses become dicts
 of their fields (a dataclass may define ``to_dict()`` to control this).
+
+The plain types (``str``, ``int``, ``float``, ``bool``, ``None``, ``list``, ``tuple``,
+``dict``) are recognised by their exact type first: a report at Arena scale holds
+about a million of them (44,850 pair rows, a 300 x 300 win matrix), and the general
+checks (``to_dict``, ``is_dataclass``, numpy types) cost several times the
+conversion itself.
 """
 
 from __future__ import annotations
@@ -13,12 +19,27 @@ from typing import Any
 
 import numpy as np
 
+_PLAIN = (str, int, bool, type(None))
+_FIELDS: dict[type, tuple[str, ...]] = {}   # field names per dataclass type, read once
+
 
 def jsonable(obj: Any) -> Any:
+    t = type(obj)
+    if t in _PLAIN:
+        return obj
+    if t is float:
+        return obj if math.isfinite(obj) else None
+    if t is list or t is tuple:
+        return [jsonable(v) for v in obj]
+    if t is dict:
+        return {str(k): jsonable(v) for k, v in obj.items()}
     if hasattr(obj, "to_dict") and callable(obj.to_dict):
         return jsonable(obj.to_dict())
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return {f.name: jsonable(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    names = _FIELDS.get(t)
+    if names is None and dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        names = _FIELDS[t] = tuple(f.name for f in dataclasses.fields(obj))
+    if names is not None:
+        return {n: jsonable(getattr(obj, n)) for n in names}
     if isinstance(obj, dict):
         return {str(k): jsonable(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["LeaderRow", "StratumRow", "StrataReport", "ModelReport", "Report"]
+__all__ = ["ClusterReport", "LeaderRow", "StratumRow", "StrataReport", "ModelReport", "RankingReading", "Report"]
 
 
 @dataclass(frozen=True)
@@ -153,6 +153,78 @@ class ModelReport:
 
 
 @dataclass(frozen=True)
+class ClusterReport:
+    """How clustered verdicts widened the report's intervals (docs/methods.md, "Clustered verdicts").
+
+    Attributes
+    ----------
+    by : str
+        ``item`` (prompt and unordered pair), ``prompt``, ``annotator`` or ``none``.
+    n_clusters : int
+        Clusters with a usable judgment (judgments, for ``none``).
+    icc : float or None
+        ANOVA ICC of the verdicts on the same prompt and pair
+        (:func:`planner.stats.clusters.verdict_icc`), whatever ``by``: the ``rho`` of
+        ``size --icc``.
+    verdicts_per_cluster : float
+        Usable verdicts per (prompt, pair).
+    icc_design_effect : float
+        Kish's design effect from ``icc`` (the figure ``size --icc`` plans with).
+    design_effect : float
+        Variance inflation of the strengths applied (``tr`` robust / ``tr`` model; 1 for ``none``).
+    widened : float
+        ``sqrt(design_effect)``: how much wider the intervals are.
+    pair_low, pair_high : float or None
+        Smallest and largest design effect of a compared pair's strength difference.
+    sentence : str
+    """
+
+    by: str
+    n_clusters: int
+    icc: float | None
+    verdicts_per_cluster: float
+    icc_design_effect: float
+    design_effect: float
+    widened: float
+    pair_low: float | None
+    pair_high: float | None
+    sentence: str = ""
+
+
+@dataclass(frozen=True)
+class RankingReading:
+    """How the leaderboard's letters, P(leader > x), rank intervals and P(best) were read.
+
+    Attributes
+    ----------
+    method : str
+        ``"gaussian"`` (Laplace: separation, P(leader > x) and tied-with-the-leader
+        in closed form from the posterior mean and covariance, the same for every
+        seed) or ``"draws"`` (NUTS: shares of the posterior draws).
+    confidence_level : float
+    rank_draws : int
+        Draws behind the rank intervals and P(best).
+    rank_mc_sd : float or None
+        Monte Carlo sd of a rank interval's tail share, ``sqrt(q (1 - q) / rank_draws)``
+        with ``q = (1 - level) / 2`` (independent Gaussian draws; ``None`` for NUTS).
+    letters_shown : bool
+        False above :data:`planner.diagnostics.LETTERS_MAX_SYSTEMS` systems (each row's
+        ``letters`` is then empty and ``letters_note`` says why).
+    letters_note : str or None
+    near_threshold : tuple of planner.diagnostics.NearThreshold
+        NUTS only: decisions within two Monte Carlo standard errors of their threshold.
+    """
+
+    method: str
+    confidence_level: float
+    rank_draws: int
+    rank_mc_sd: float | None
+    letters_shown: bool
+    letters_note: str | None
+    near_threshold: tuple = ()
+
+
+@dataclass(frozen=True)
 class Report:
     """Everything ``planner report`` shows; ``to_dict()`` is its JSON document.
 
@@ -208,8 +280,12 @@ class Report:
         Raw and style-controlled leaderboards, style coefficients and, for an
         anchor, length-controlled win rates (``style_control=True`` or
         ``lc_anchor``); None otherwise.
+    clusters : ClusterReport or None
+        How clustered verdicts widened the intervals (and the ICC behind it).
     fit : planner.model.Fit
         The fit itself (not in ``to_dict``).
+    ranking : RankingReading or None
+        How the leaderboard's letters and intervals were read (JSON key ``ranking``).
     """
 
     study: str
@@ -237,11 +313,14 @@ class Report:
     notes: tuple[str, ...]
     judges: tuple[dict, ...] = ()
     style_control: Any = None
+    clusters: ClusterReport | None = None
     fit: Any = field(default=None, repr=False, compare=False)
+    ranking: RankingReading | None = None
 
     def to_dict(self) -> dict:
         """JSON-ready dict of every field except ``fit`` (and ``style_control`` when not computed)."""
         from planner.jsonable import jsonable
 
-        skip = {"fit"} | ({"style_control"} if self.style_control is None else set())  # key only when asked
+        skip = ({"fit"} | ({"style_control"} if self.style_control is None else set())  # key only when asked
+                | ({"ranking"} if self.ranking is None else set()))
         return {name: jsonable(getattr(self, name)) for name in self.__dataclass_fields__ if name not in skip}

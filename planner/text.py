@@ -161,6 +161,22 @@ def reasons_note(reasons: Any) -> str:
             f"({100 * reasons.share_without_reason:.0f}%) carry no reason code")
 
 
+def letters_omitted_note(m: int, limit: int) -> str:
+    """Why a leaderboard of ``m`` systems shows no letters (:data:`planner.diagnostics.LETTERS_MAX_SYSTEMS`)."""
+    return (f"letters are left out above {limit} systems ({m} here): a letter display that large needs "
+            "two-character letters, many to a row; read each system's rank interval and whether it is "
+            "tied with the leader instead")
+
+
+def near_threshold_note(x: Any) -> str:
+    """A draws-based decision within two Monte Carlo errors of its threshold
+    (:class:`planner.diagnostics.NearThreshold`): ``"gpt-3.5-turbo vs guanaco-33b: separated at
+    P = 0.975 ± 0.004 (threshold 0.975)"``."""
+    what = "P(leader > x)" if x.what in ("below the leader", "tied with the leader") else "P"
+    return (f"{x.upper} vs {x.lower}: {x.what} at {what} = {x.p:.3f} ± {x.mcse:.3f} (threshold {x.threshold:g}; "
+            "± is the Monte Carlo error of the draws: more draws decide it)")
+
+
 # ------------------------------------------------------------------ style control
 STYLE_DECIDE_NOTE = ("style control: the Bayesian columns use the style-controlled model (pooled over strata: "
                      "the win probability between responses of equal length and markdown); the per-stratum "
@@ -211,3 +227,40 @@ def lc_extreme_note(name: str, lc_win_rate: float, win_rate: float, longer_share
             f"({100 * win_rate:.1f}%; AlpacaEval's warning rule, possibly a GLM failure): its "
             f"answer is the longer one in {100 * longer_share:.0f}% of these judgments, so equal length "
             "is an extrapolation")
+
+
+#: clusters below which a cluster-robust variance is itself noisy (a rule of thumb of the sandwich literature)
+FEW_CLUSTERS = 30
+_SHARED = {"item": "the same prompt and pair", "prompt": "the same prompt", "annotator": "the same annotator"}
+
+
+def cluster_sentence(c: Any) -> str:
+    """What clustering did to the intervals, from a :class:`planner.report_results.ClusterReport`.
+
+    "verdicts on the same prompt and pair agree beyond chance (ICC 0.40, 2.0 per prompt and pair):
+    intervals widened 1.14× (design effect 1.31, by pair 1.11–1.52; 2,240 clusters)"
+    """
+    icc = (f"ICC {c.icc:.2f}, {c.verdicts_per_cluster:.1f} per prompt and pair" if c.icc is not None
+           else "ICC not estimable")
+    if c.by == "none":
+        s = "intervals treat every judgment as independent (--cluster none)"
+        if c.icc is not None and c.icc > 0:
+            s += f"; verdicts on the same prompt and pair agree beyond chance ({icc}), so they are too narrow"
+        return s
+    if c.n_clusters < 2:
+        return (f"one cluster by {c.by}: the clustering cannot be estimated, intervals as for independent "
+                f"judgments; on the same prompt and pair: {icc}")
+    agree = "agree no more than chance" if c.design_effect <= 1.0005 else "agree beyond chance"
+    s = f"verdicts on {_SHARED[c.by]} {agree}" + (f" ({icc})" if c.by == "item" else "")
+    if c.design_effect <= 1.0005:
+        s += f": intervals as for independent judgments ({c.n_clusters:,} clusters)"
+    else:
+        pairs = ("" if c.pair_low is None or c.pair_high - c.pair_low < 0.005
+                 else f", by pair {c.pair_low:.2f}–{c.pair_high:.2f}")
+        s += (f": intervals widened {c.widened:.2f}× (design effect {c.design_effect:.2f}{pairs}; "
+              f"{c.n_clusters:,} clusters)")
+    if c.by != "item":
+        s += f"; on the same prompt and pair: {icc}"
+    if c.n_clusters < FEW_CLUSTERS:
+        s += f"; only {c.n_clusters} clusters, so the widening is itself uncertain"
+    return s

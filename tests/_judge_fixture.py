@@ -29,3 +29,43 @@ def batch_output_line(cid: str, text: str, model: str = "judge-x") -> dict:
             "usage": {"prompt_tokens": 10, "completion_tokens": 2, "total_tokens": 12}}
     return {"id": f"batch_req_{cid}", "custom_id": cid, "response": {"status_code": 200, "request_id": cid,
                                                                      "body": body}, "error": None}
+
+
+#: no QC items: every item of a test batch is a plain comparison sent to the judge
+NO_QC = {"attention": 0, "repeat": 0, "overlap": 0, "acceptability": 0}
+
+
+def judge_batch_in(study, size: int = 4, model: str = "judge-x", **kw):
+    """Write a judge batch of ``size`` comparisons (no QC items) for ``model``; the next_batch result."""
+    from planner.workflows.next_batch import next_batch, options_from
+
+    return next_batch(study, **options_from(size=size, format="judge", judge_model=model, **{**NO_QC, **kw}))
+
+
+def judge_options(srv, **kw):
+    """JudgeOptions against the loopback server ``srv``: model judge-x, no real pauses, fast Batch API polls."""
+    from planner.workflows.judge_run import JudgeOptions
+
+    delays = kw.pop("delays", None)
+    return JudgeOptions(**{"model": "judge-x", "base_url": srv.base_url, "poll_interval": 0.01,
+                           "sleep": delays.append if delays is not None else (lambda s: None), **kw})
+
+
+def batch_requests_of(study, batch_id=None) -> dict[str, dict]:
+    """custom_id -> request, re-read from the batch file planner wrote (the newest batch, or ``batch_id``)."""
+    from planner.store.study import Study
+
+    with Study.open(study) as s:
+        info = [b for b in s.batches() if batch_id is None or b.id == batch_id][-1]
+    return {r["custom_id"]: r for f in info.manifest["files"]
+            for r in map(json.loads, Path(f).read_text().splitlines())}
+
+
+def faults_by_item(study, srv, faults: dict[int, str]) -> dict[str, str]:
+    """Give the k-th request of the newest batch the fault ``faults[k]`` (by its text); item id -> fault."""
+    reqs = batch_requests_of(study)
+    ids = list(reqs)
+    chosen = {ids[k]: f for k, f in faults.items()}
+    texts = {reqs[cid]["body"]["messages"][1]["content"]: f for cid, f in chosen.items()}
+    srv.rule = lambda text: texts.get(text)
+    return chosen

@@ -32,3 +32,21 @@ def shared_data() -> Path:
     if not (SHARED_DATA / "README.md").exists():
         pytest.skip("../shared/data is not present (it is not part of a user's clone)")
     return SHARED_DATA
+
+
+@pytest.fixture
+def srv():
+    """A fresh loopback OpenAI-compatible server (tests/fake_openai_server.py) for the judge tests."""
+    from fake_openai_server import FakeOpenAI
+
+    with FakeOpenAI() as s:
+        yield s
+
+
+@pytest.fixture(autouse=True)
+def _forget_secrets():
+    """Each test starts with no registered key (the redaction registry is process-wide)."""
+    yield
+    from planner.connectors.guard import forget
+
+    forget()

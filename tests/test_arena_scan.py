@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from planner.counts import Counts
-from planner.store import plan_scan, scans
+from planner.store import scans
 from planner.store.study import Study, init_study
 from test_study_scans import _oracle_counts, _same_counts, mixed  # noqa: F401  (the fixture)
 
@@ -36,11 +36,11 @@ def _same_as_methods(st: Study) -> None:
     assert usage[3] == want[3]
 
 
-@pytest.mark.parametrize("chunk, split", [(scans.CHUNK_ROWS, plan_scan.SPLIT_ROWS), (7, plan_scan.SPLIT_ROWS),
+@pytest.mark.parametrize("chunk, split", [(scans.CHUNK_ROWS, scans.SPLIT_ROWS), (7, scans.SPLIT_ROWS),
                                           (scans.CHUNK_ROWS, 10), (7, 10)])
 def test_plan_counts_equal_the_three_scans(mixed, monkeypatch, chunk, split):  # noqa: F811
     monkeypatch.setattr(scans, "CHUNK_ROWS", chunk)   # 7: many strings, some empty (a gap in seq)
-    monkeypatch.setattr(plan_scan, "SPLIT_ROWS", split)   # 10: two halves, the upper one in a worker thread
+    monkeypatch.setattr(scans, "SPLIT_ROWS", split)   # 10: two halves, the upper one in a worker thread
     with Study.open(mixed) as st:
         _same_as_methods(st)
         judged, pending, usage = st.plan_counts()

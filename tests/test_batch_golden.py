@@ -6,12 +6,16 @@ became :class:`planner.batch.BatchManifest` and ``next_batch`` took option objec
 SHA-256 of every file written and the manifest the study stores (paths and the staging token,
 which depend on the temporary directory and the clock, left out). Hashes, picks and counts compare
 exactly; the manifest's floats to ``test_golden.REL_TOL`` relative (another CPU sums in another order).
+
+With ``PLANNER_BATCH_HASHES=FILE`` the seeded batch files' hashes are also appended to FILE, one JSON
+line per batch: ``.ci/run`` runs these tests on two SIMD paths and compares the two files byte for byte.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -58,7 +62,16 @@ def test_vicuna80_seeded_batches_golden(vicuna_data, tmp_path):
             stored = next(b.manifest for b in st.batches() if b.id == res.batch_id)
         assert _stable(stored) == _stable(res.manifest)
         docs[name] = {"files": _files_doc(res), "manifest": _stable(res.manifest)}
+        _record_hashes(f"vicuna80 {name}", docs[name]["files"])
     _check("batch_vicuna80.json", docs)
+
+
+def _record_hashes(name: str, files: dict) -> None:
+    """Append ``{name: {file: sha256}}`` to ``$PLANNER_BATCH_HASHES`` when it is set (.ci/run compares runs)."""
+    sink = os.environ.get("PLANNER_BATCH_HASHES")
+    if sink:
+        with open(sink, "a", encoding="utf-8") as f:
+            f.write(json.dumps({name: files}, sort_keys=True) + "\n")
 
 
 def test_assemble_batch_golden():

@@ -135,7 +135,7 @@ def test_pilot_rho_matches_the_item_arrays(pilot):
     d = json.loads(run(*BASE, "--effect", "0.05", "--pilot", str(study), "--surrogate", "gpt-4", "--json").stdout)
     assert d["rho"] == pytest.approx(got) and "560 pilot items" in d["rho_source"]
     r = run(*BASE, "--effect", "0.05", "--pilot", str(study), "--surrogate", "nobody")
-    assert r.exit_code == 1 and "no judgments by 'nobody'" in r.stderr
+    assert r.exit_code == 2 and "no judgments by 'nobody'" in r.stderr
 
 
 def test_simulate_hybrid_replays_a_study(pilot):
@@ -179,3 +179,17 @@ def test_hostile_values_one_line(args):
     assert r.exit_code in (1, 2), (r.stdout[-300:], r.stderr[-300:])
     assert r.stderr.startswith("error: ") and r.stderr.count("\n") == 1 and len(r.stderr) <= 400
     assert "None" not in r.stderr and "Traceback" not in r.stderr
+
+
+def test_a_negative_rho_is_said_to_be_planned_as_zero():
+    """ρ = −0.5: the formula √(1 − ρ²) + ρ√γ would read 0.754 < 1 ("pays off"); the plan uses max(ρ, 0) = 0
+    (PPI++ clips the judge's weight to [0, 1]), and the output says so instead of printing 1.000 beside ρ = −0.5."""
+    r = run(*BASE, "--effect", "0.05", "--rho", "-0.5")
+    assert r.exit_code == 0, r.stderr
+    text = " ".join(r.stdout.split())
+    assert "rho = -0.50 is negative" in text and "planned as rho = 0" in text
+    assert "(given; used as 0)" in text
+    assert "with rho = -0.50 the judge does not pay off" not in text
+    doc = json.loads(run(*BASE, "--effect", "0.05", "--rho", "-0.5", "--json").stdout)
+    assert (doc["rho"], doc["rho_used"], doc["use_judge"]) == (-0.5, 0.0, False)
+    assert doc["cost_ratio_limit"] == 1.0          # (sqrt(1 - 0^2) + 0 * sqrt(0.05))^2, the ρ used

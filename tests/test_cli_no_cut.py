@@ -113,13 +113,17 @@ REPORT = {
     "pairs.systems": Hidden("the system order, shown as the pairs' order"),
     "pairs.rows": Rows(lambda r: [r["system_a"], r["system_b"]], {
         "system_a": one(text), "system_b": one(text), "a_wins": one(comma), "b_wins": one(comma),
-        "ties": one(comma), "invalid": one(comma), "score": one(f3), "p_a_better": one(f3)}),
+        "ties": one(comma), "invalid": one(comma), "score": one(f3), "p_a_better": one(f3),
+        "design_effect": one(f2)}),
     "win_matrix": Hidden("the win-rate heatmap: report --plot and report --html"),
     "anchor_tests.anchor": text, "anchor_tests.ties": text, "anchor_tests.confidence_level": pct0,
     "anchor_tests.rows": Rows(lambda r: [r["system"]], {
         "system": one(text), "wins": one(text), "losses": one(text), "ties": one(text), "invalid": one(text),
-        "win_rate": one(pct1), "ci_low": one(pct1), "ci_high": one(pct1), "pvalue": one(g3)},
+        "win_rate": one(pct1), "ci_low": one(pct1), "ci_high": one(pct1), "pvalue": one(g3),
+        "design_effect": lambda n: (lambda r: f2(r[n]) if r[n] > 1 else None)},
         hidden={"n": "wins + losses + ties"}),
+    "clusters.sentence": text,
+    "clusters": Hidden("the figures of the design-effect line under the leaderboard (its sentence)"),
     "ties.overall": Rows(lambda r: ["re-weighted"], {"rate": one(pct1), "ci_low": one(pct1),
                                                      "ci_high": one(pct1), "usable": one(comma)},
                          hidden={"stratum": "none for the overall rate", "ties": "totals.tie"}),
@@ -171,6 +175,7 @@ REPORT = {
     "posterior_artifact": Hidden("none saved here"),
     "flags": Hidden("warnings on stderr, as sentences"), "notes": Hidden("notes on stderr, as sentences"),
     "judges": Hidden("LLM-judge totals (none here)"),
+    "ranking": Hidden("how letters and intervals were read (exact Gaussian, rank draws); its notes go to stderr"),
 }
 
 STYLE = {k: v for k, v in REPORT.items()} | {
@@ -215,7 +220,8 @@ STATUS = {
 DECIDE_HIDDEN = {k: "the test statistics behind the verdict (--json)" for k in (
     "z_pass", "z_regress", "p_pass", "p_regress", "p_pass_holm", "p_regress_holm", "crit_pass", "crit_regress")}
 DECIDE_HIDDEN |= {"n": "wins + losses + ties", "invalid": "planner status", "tie_rate": "the T of W–L–T",
-                  "needed_total": "in the note, as judgments to detect", "note": "printed below the table"}
+                  "needed_total": "in the note, as judgments to detect", "note": "printed below the table",
+                  "design_effect": "in the clustering note (its range over the strata)"}
 DECIDE_FIELDS = {
     "stratum": one(text), "weight": one(f2),
     ("wins", "losses", "ties"): lambda r: f"{r['wins']}–{r['losses']}–{r['ties']}",

@@ -154,3 +154,21 @@ def test_build_checks_lengths_and_codes():
         cl.JudgmentArrays.build(("x", "y"), [0], [1], [0, 1])
     with pytest.raises(DataError, match="outcome codes"):
         cl.JudgmentArrays.build(("x", "y"), [0], [1], [7])
+
+
+def test_design_effects_against_one_system_equal_the_pairwise_ones():
+    g = np.random.default_rng(2)
+    n = 3000
+    left = g.integers(0, 4, n)
+    right = (left + g.integers(1, 4, n)) % 4
+    ja = cl.JudgmentArrays.build(("w", "x", "y", "z"), left, right, g.integers(0, 4, n), prompt=g.integers(0, 50, n))
+    ids = cl.cluster_ids(ja, "item")
+    got = cl.design_effects_against(ja, ids, 2, "half")
+    assert sorted(got) == [0, 1, 3]
+    for i, v in got.items():
+        assert v == pytest.approx(cl.pair_design_effect(ja, ids, i, 2, "half"), rel=REL)
+    # by hand for one pair: scores of x against y, clusters by (prompt, pair)
+    score, index = cl.pair_scores(ja, 1, 2, "drop")
+    assert set(np.unique(score)) <= {0.0, 1.0} and (ja.outcome[index] < 2).all()
+    assert cl.design_effects_against(ja, ids, 2, "drop")[1] == pytest.approx(
+        cl.mean_design_effect(score, ids[index]), rel=REL)

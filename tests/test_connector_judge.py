@@ -15,22 +15,16 @@ import pytest
 
 pytest.importorskip("openai")
 
+import _judge_fixture as _jf
 from _judge_fixture import make_study
-from fake_openai_server import FakeOpenAI, judge_text
+from fake_openai_server import judge_text
 
 from planner.connectors.cache import judge_totals
 from planner.errors import DataError, UsageError
 from planner.workflows.judge_run import JudgeOptions, judge_batch
-from planner.workflows.next_batch import next_batch, options_from
 from planner.store.study import Study, status
 
-NO_QC = {"attention": 0, "repeat": 0, "overlap": 0, "acceptability": 0}
-
-
-@pytest.fixture
-def srv():
-    with FakeOpenAI() as s:
-        yield s
+NO_QC = _jf.NO_QC
 
 
 @pytest.fixture
@@ -39,24 +33,16 @@ def study(tmp_path):
 
 
 def _batch(study, size=8, **kw):
-    return next_batch(study, **options_from(size=size, format="judge", judge_model="judge-x", **{**NO_QC, **kw}))
+    return _jf.judge_batch_in(study, size, **kw)
 
 
 def _opts(srv, **kw) -> JudgeOptions:
-    delays = kw.pop("delays", [])
-    return JudgeOptions(model=kw.pop("model", "judge-x"), base_url=srv.base_url, sleep=delays.append, **kw)
+    kw.setdefault("delays", [])
+    kw.setdefault("poll_interval", 30.0)
+    return _jf.judge_options(srv, **kw)
 
 
-def _requests(study, batch_id=None) -> dict[str, dict]:
-    """custom_id -> request, re-read from the batch file planner wrote."""
-    with Study.open(study) as s:
-        info = [b for b in s.batches() if batch_id is None or b.id == batch_id][-1]
-    out = {}
-    for f in info.manifest["files"]:
-        for ln in Path(f).read_text().splitlines():
-            r = json.loads(ln)
-            out[r["custom_id"]] = r
-    return out
+_requests = _jf.batch_requests_of
 
 
 def _judgments(study) -> dict[str, object]:
@@ -92,7 +78,8 @@ def test_direct_round_trip_orientation_and_ledger(study, srv):
     assert (res.prompt_tokens, res.completion_tokens) == (exp_p, 120)
     assert res.cost_usd == pytest.approx((exp_p * 2.5 + 120 * 10.0) / 1e6, rel=1e-12)  # float sums only
     assert judge_totals(study) == [{"model": "judge-x", "answers": 10, "prompt_tokens": exp_p,
-                                    "completion_tokens": 120, "cost_usd": pytest.approx(res.cost_usd)}]
+                                    "completion_tokens": 120, "cost_usd": pytest.approx(res.cost_usd),
+                                    "estimated_answers": 0}]
     from planner.store.study import status
 
     assert [dict(j) for j in status(study).judge] == judge_totals(study)  # status shows the same totals
@@ -130,14 +117,7 @@ def test_retries_honour_retry_after_and_count_hits(study, srv):
                       backoff(Endpoint(), 2, rng, None)]
 
 
-def _prompt_faults(study, srv, faults: dict[int, str]) -> dict[str, str]:
-    """Assign faults to items (by their request text); returns item id -> fault."""
-    reqs = _requests(study)
-    ids = list(reqs)
-    chosen = {ids[k]: f for k, f in faults.items()}
-    texts = {reqs[cid]["body"]["messages"][1]["content"]: f for cid, f in chosen.items()}
-    srv.rule = lambda text: texts.get(text)
-    return chosen
+_prompt_faults = _jf.faults_by_item
 
 
 def test_transport_failures_unanswered_answers_without_verdict_invalid(study, srv):

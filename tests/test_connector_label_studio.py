@@ -257,3 +257,39 @@ def test_bad_key_is_one_line_without_the_key(flow):
         assert "LABEL_STUDIO_API_KEY" in lines[0]
         assert flow["bad_keys"][kind] not in res.output and flow["bad_keys"][kind][:20] not in res.output
         assert "Traceback" not in res.output
+
+
+def test_tasks_are_listed_by_id_on_the_real_server(label_studio, monkeypatch):
+    """The data manager's id filter on the real 1.23 server: pages of 3 by increasing id, and tasks deleted
+    while the listing runs shift nothing out of it (offset paging skipped the tasks that slid back a page).
+    The project is found again by the intent token in its description, as a push stopped mid-create needs."""
+    import planner.connectors.label_studio as lsc
+
+    ls = label_studio
+    client = LabelStudioClient(ls.url, ls.users[ADMIN]["token"])
+    config = ('<View><Text name="prompt" value="$prompt"/><Choices name="verdict" toName="prompt">'
+              '<Choice value="left"/></Choices></View>')
+    pid = client.create_project("planner paging probe", config, "probe (planner push 5e1f0c0ffee)")
+    client.import_tasks(pid, [{"data": {"prompt": f"q{i}", "item_id": f"it-{i}"}} for i in range(10)])
+    ids = sorted(t["id"] for t in client.tasks(pid))
+    assert len(ids) == 10
+    monkeypatch.setattr(lsc, "PAGE_SIZE", 3)
+    calls = []
+    real = client.request
+
+    def request(method, path, body=None, **kw):
+        got = real(method, path, body, **kw)
+        if path.startswith("/api/tasks/"):
+            calls.append(path)
+            if len(calls) == 1:   # an annotator deletes two tasks of the first page while planner reads on
+                for tid in ids[:2]:
+                    ls.api("DELETE", f"/api/tasks/{tid}/")
+        return got
+
+    monkeypatch.setattr(client, "request", request)
+    seen = [t["id"] for t in client.tasks(pid)]
+    assert seen == ids and len(calls) == 4   # 3 + 3 + 3 + 1: nothing skipped, nothing twice
+    assert sorted(t["id"] for t in real("GET", f"/api/tasks/?project={pid}&page_size=100")["tasks"]) == ids[2:]
+    from planner.workflows.push_pull import project_by_token
+
+    assert project_by_token(client, "5e1f0c0ffee") == pid

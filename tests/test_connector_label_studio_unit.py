@@ -191,12 +191,22 @@ def test_unreachable_server_is_one_line():
 
 
 # ----------------------------------------------------------------- paging, export
-def test_tasks_are_paged_until_total():
+def test_tasks_are_paged_by_id():
+    """Each page asks for the tasks after the last id seen (the data manager's filter), ordered by id."""
+    import urllib.parse
+
     page = lambda a, b: {"tasks": [{"id": i, "data": {"item_id": f"i{i}"}} for i in range(a, b)], "total": 230}
-    c, srv = _client({("GET", "/api/tasks/"): [page(0, 100), page(100, 200), page(200, 230)]}, key=LEGACY)
+    c, srv = _client({("GET", "/api/tasks/"): [page(1, 101), page(101, 201), page(201, 231)]}, key=LEGACY)
     got = c.tasks(5)
-    assert [t["id"] for t in got] == list(range(230))
-    assert [x[1] for x in srv.calls] == [f"/api/tasks/?project=5&page_size=100&page={p}" for p in (1, 2, 3)]
+    assert [t["id"] for t in got] == list(range(1, 231))
+    after = []
+    for _, path, _, _ in srv.calls:
+        q = urllib.parse.parse_qs(urllib.parse.urlsplit(path).query)
+        assert (q["project"], q["page_size"], q["page"]) == (["5"], ["100"], ["1"])
+        (item,) = json.loads(q["query"][0])["filters"]["items"]
+        assert (item["filter"], item["operator"]) == ("filter:tasks:id", "greater")
+        after.append(item["value"])
+    assert after == [-1, 100, 200]
 
 
 def test_snapshot_export_waits_for_completion_and_expands_completed_by():

@@ -8,12 +8,12 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
 import numpy as np
 import pytest
+from _bench import load_bench
 
 ROOT = Path(__file__).resolve().parents[1]
 PRD_GPT4 = ROOT / "bench" / "data" / "replays" / "prd_vicuna80_gpt4.jsonl"
@@ -21,10 +21,7 @@ PRD_GPT4 = ROOT / "bench" / "data" / "replays" / "prd_vicuna80_gpt4.jsonl"
 
 @pytest.fixture(scope="module")
 def diag():
-    spec = importlib.util.spec_from_file_location("diagnose_replays", ROOT / "bench" / "diagnose_replays.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_bench("diagnose_replays")
 
 
 def test_clustering_is_the_core_estimate(diag):

@@ -452,7 +452,7 @@ def test_rank_groups_never_chain_a_separated_pair():
 
 
 def test_rank_groups_errors():
-    with pytest.raises(UsageError, match="sds or draws"):
+    with pytest.raises(UsageError, match="sds, cov or draws"):
         dg.rank_groups(["a"], [1.0])
 
 

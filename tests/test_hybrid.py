@@ -216,7 +216,7 @@ def test_hybrid_report_on_a_study(vicuna10):
     c = rep.comparison
     assert 0 <= c.ppi.lam <= 1 and c.ppi.n == rep.n_labelled
     assert np.trace(c.ppi.cov) <= np.trace(c.human.cov)
-    with pytest.raises(DataError, match="no judgments by 'gpt-5'"):
+    with pytest.raises(UsageError, match="no judgments by 'gpt-5'"):
         hybrid_report(study, surrogate="gpt-5")
     with pytest.raises(UsageError, match="`target`"):
         hybrid_report(study, surrogate="gpt-4", target="robots")
@@ -236,7 +236,7 @@ def test_cli_report_surrogate(vicuna10):
     r = runner.invoke(app, ["report", str(study), "--surrogate", "gpt-4"])
     assert r.exit_code == 0 and "PPI++" in r.stdout and "rank set" in r.stdout
     r = runner.invoke(app, ["report", str(study), "--surrogate", "nobody"])
-    assert r.exit_code == 1 and "Traceback" not in r.output
+    assert r.exit_code == 2 and "Traceback" not in r.output     # like --lc-anchor nobody: a usage error
     assert r.stderr.strip().splitlines()[-1].startswith("error: --surrogate: no judgments by 'nobody'")
     r = runner.invoke(app, ["report", str(study), "--surrogate", "gpt-4", "--target", "robots"])
     assert r.exit_code == 2 and "--target" in r.stderr

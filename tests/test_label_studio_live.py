@@ -9,6 +9,12 @@ Each posted verdict is derived from the batch KEY (the side showing the
 alphabetically first system wins; every fifth item is a tie), so every
 stored judgment's orientation can be checked against the key.
 
+A second project, pushed with ``planner push`` as one shared project (the
+community edition: everyone sees every task), covers annotator identity: bob's
+only round-1 annotation is on one of alice's tasks (never credited to alice,
+from the UI's id-only exports or from ``pull``), and the UI's three export types
+ingested after ``pull`` are the same judgments (all already stored).
+
 Needs ``PLANNER_LABEL_STUDIO`` (see ``tests/ls_server.py``); marked
 ``labelstudio`` and ``slow`` (the server's first start takes minutes). CI runs
 ``python -m pytest -m labelstudio`` in ``.ci/run``. ``PLANNER_LS_KEEP_EXPORTS=DIR``
@@ -376,3 +382,118 @@ def test_every_export_ingests_once_with_orientation_checked(round_trip, tmp_path
     src = _sources(snap_study)
     assert all(src[i] == rt["expected"][i][2] and j.annotator == PLAN[rt["expected"][i][2]]
                for i, j in snap.items())
+
+
+# ------------------------------------------------- identity: cross-annotation, UI export after pull
+def _ui_exports(ls, pid: int, out: Path, stem: str) -> dict[str, Path]:
+    """The three exports the UI downloads (users by numeric id only)."""
+    return _export(ls, pid, out, stem)
+
+
+@pytest.fixture(scope="module")
+def shared_project(label_studio, tmp_path_factory):  # noqa: F811
+    """One shared project (community edition: everyone sees every task), pushed with ``planner push``.
+
+    Round 1: alice annotates three of her items; bob's only annotation is on one of alice's items (the
+    cross-annotation case). Round 2: bob annotates three of his own. After each round the UI's three export
+    types are kept; ``pull`` (the snapshot export: e-mails with the ids beside them) runs in the flows below.
+    """
+    from typer.testing import CliRunner
+
+    from cli.main import app
+    from ls_server import ADMIN
+    from planner.connectors.label_studio import LabelStudioClient
+
+    ls = label_studio
+    d = tmp_path_factory.mktemp("ls-identity")
+    study, key, config, _ = _batch(d)
+    env = {"LABEL_STUDIO_URL": ls.url, "LABEL_STUDIO_API_KEY": ls.users[ADMIN]["token"]}
+    pushed = CliRunner().invoke(app, ["push", str(study), "--to", "label-studio", "--project-title",
+                                      "planner identity", "--json"], env=env)
+    assert pushed.exit_code == 0, pushed.output
+    pid = json.loads(pushed.stdout)["projects"][0]["id"]
+    ann = _Annotator(ls, _config_info(config), key, _tasks(ls, pid))
+    alice, bob = ANNOTATORS
+    mine = {email: [i for i, k in key.items() if k.annotator == name] for email, name in PLAN.items()}
+    for item in mine[alice][:3]:
+        ann.post(alice, item)
+    crossed = mine[alice][3]
+    cross_jid = ann.post(bob, crossed)               # bob's only annotation: on alice's item
+    round1 = dict(ann.expected)
+    ui1 = _ui_exports(ls, pid, d, "ui-round1")
+    for item in mine[bob][:3]:
+        ann.post(bob, item)
+    ui2 = _ui_exports(ls, pid, d, "ui-round2")
+    return {"ls": ls, "study": study, "key": key, "pid": pid, "round1": round1, "expected": dict(ann.expected),
+            "cross": cross_jid, "crossed_item": crossed, "ui1": ui1, "ui2": ui2, "d": d,
+            "client": LabelStudioClient(ls.url, ls.users[ADMIN]["token"])}
+
+
+def _copy_study(sp, name: str) -> Path:
+    dst = sp["d"] / name
+    shutil.copytree(sp["study"], dst)
+    return dst
+
+
+def _annotators(study) -> dict[str, tuple]:
+    con = sqlite3.connect(str(Path(study) / DB_NAME))
+    try:
+        return {j: (a, s) for j, a, s in con.execute("SELECT id, annotator, source_annotator FROM judgments")}
+    finally:
+        con.close()
+
+
+def test_ui_export_after_pull_is_the_same_judgments(shared_project):
+    """``pull`` first (e-mails: alice, bob by name; bob's judgment on alice's item stays bob's); then the UI's
+    JSON, JSON_MIN and CSV exports of the same project: every row already stored, nothing refused or moved."""
+    from planner.workflows.push_pull import pull
+
+    sp = shared_project
+    study = _copy_study(sp, "after-pull")
+    ls = sp["ls"]
+    got = pull(study, client=sp["client"])
+    assert (got.new, got.already) == (len(sp["expected"]), 0)
+    stored = _annotators(study)
+    assert stored[sp["cross"]] == ("bob", "bob@example.com"), "bob's judgment on alice's item is bob's"
+    assert all(stored[j][0] == PLAN[e] for j, (_, _, e) in sp["expected"].items())
+    before = dict(stored)
+    for kind in EXPORTS:
+        f = ingest(study, [sp["ui2"][kind]]).files[0]
+        assert (f.rows, f.already, f.changed) == (0, len(sp["expected"]), 0), kind
+    assert _annotators(study) == before
+    assert _orientation_errors(_judgments(study), sp["key"], sp["expected"]) == []
+    uid = {e: ls.users[e]["id"] for e in PLAN}   # the pull's export named each user's id beside the e-mail
+    assert set(got.aliases) == {"alice@example.com -> alice", "bob@example.com -> bob",
+                                f"ls-user:{uid['alice@example.com']} -> alice", f"ls-user:{uid['bob@example.com']} -> bob"}
+
+
+def test_cross_annotation_in_ui_exports_never_merges_two_people(shared_project):
+    """UI exports only (numeric ids). Round 1: both users' judgments fall on alice's items only, so neither id
+    is mapped (both kept, a note names --annotator-map); bob's is never alice's. Round 2: alice's id is the only
+    one on alice's items alone and is mapped; bob's spans both people's items and stays as it is. The pull then
+    names both users (e-mail with id): bob's id maps to bob and his stored judgments follow; nothing is new."""
+    from planner.workflows.push_pull import pull
+
+    sp = shared_project
+    ls = sp["ls"]
+    a_id, b_id = (f"ls-user:{ls.users[e]['id']}" for e in ANNOTATORS)
+    study = _copy_study(sp, "ui-only")
+    f1 = ingest(study, [sp["ui1"]["JSON"]]).files[0]
+    assert f1.rows == len(sp["round1"]) and f1.aliases == ()
+    assert any(a_id in n and b_id in n and "--annotator-map" in n for n in f1.notes), f1.notes
+    s1 = _annotators(study)
+    assert s1[sp["cross"]] == (b_id, b_id) and "alice" not in {a for a, _ in s1.values()}
+    f2 = ingest(study, [sp["ui2"]["CSV"]]).files[0]
+    assert (f2.rows, f2.already) == (len(sp["expected"]) - len(sp["round1"]), len(sp["round1"]))
+    assert f2.aliases == (f"{a_id} -> alice",)
+    assert any(f"{b_id} judged items planned for alice, bob" in n for n in f2.notes), f2.notes
+    s2 = _annotators(study)
+    assert {j for j, (a, _) in s2.items() if a == "alice"} == {
+        j for j, (_, _, e) in sp["expected"].items() if e == "alice@example.com"}
+    got = pull(study, client=sp["client"])
+    assert (got.new, got.already) == (0, len(sp["expected"]))
+    assert f"{b_id} -> bob" in got.aliases
+    s3 = _annotators(study)
+    assert all(s3[j][0] == PLAN[e] for j, (_, _, e) in sp["expected"].items())
+    assert s3[sp["cross"]] == ("bob", b_id)
+    assert _orientation_errors(_judgments(study), sp["key"], sp["expected"]) == []

@@ -15,14 +15,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from _ls_fixture import ls_study
+
 from cli.main import app
 from planner.errors import DataError, UsageError
-from planner.workflows.next_batch import Output, QualityControl, Selection, next_batch
 from planner.workflows.push_pull import ARTIFACT, pull, push, wait_for_annotations, waiting_items
-from planner.store.study import Study, init_study
-
-SYSTEMS = ("alpha", "beta", "gamma", "delta")
-
+from planner.store.study import Study
 
 class FakeLS:
     url = "http://ls.test:8080"
@@ -85,16 +83,7 @@ class FakeLS:
 
 
 def _study(tmp: Path, fmt="label-studio", annotators=("alice", "bob"), acceptability=0.2) -> tuple[Path, dict]:
-    prompts, responses = tmp / "prompts.jsonl", tmp / "responses.jsonl"
-    prompts.write_text("".join(json.dumps({"id": f"p{i}", "text": f"Question {i}?"}) + "\n" for i in range(10)))
-    responses.write_text("".join(json.dumps({"prompt": f"p{i}", "system": s, "text": f"Answer {s} {i}."}) + "\n"
-                                 for i in range(10) for s in SYSTEMS))
-    study = tmp / "study"
-    init_study(study, prompts_file=prompts, responses_file=responses, seed=3)
-    res = next_batch(study, Selection(size=8, seed=1),
-                     qc=QualityControl(annotators=list(annotators) or None, attention=0.0, repeat=0.0, overlap=0.0,
-                                       acceptability=acceptability),
-                     output=Output(format=fmt, out=tmp / ("b1" + (".json" if fmt != "csv" else ".csv"))))
+    study, res = ls_study(tmp, fmt=fmt, annotators=annotators, acceptability=acceptability)
     with Study.open(study) as st:
         return study, {it.item_id: it for it in st.items(res.batch_id)}
 
@@ -231,3 +220,31 @@ def test_cli_without_connection_settings(tmp_path, monkeypatch):
     assert r.exit_code == 2 and "--from ('argilla'): expected one of label-studio" in r.stderr
     r = CliRunner().invoke(app, ["pull", str(study)], env={"LABEL_STUDIO_URL": "http://localhost:1"})
     assert r.exit_code == 2 and "LABEL_STUDIO_API_KEY is missing" in r.stderr
+
+
+def test_a_task_planner_did_not_push_is_skipped_with_a_note(tmp_path):
+    """Someone imports tasks by hand into planner's project (no data.item_id, or another study's item) and
+    annotates them: the pull still stores the study's annotations, and says what it skipped."""
+    study, key = _study(tmp_path, acceptability=0.0)
+    ls = FakeLS()
+    push(study, client=ls)
+    pid = next(iter(ls.tasks_of))
+    ls.tasks_of[pid] += [{"id": 900, "data": {"prompt": "a task made in the UI"}, "annotations": []},
+                         {"id": 901, "data": {"item_id": "it-of-another-study"}, "annotations": []}]
+    for t in ls.tasks_of[pid][-2:]:
+        t["annotations"].append({"id": ls._id(), "completed_by": ALICE, "was_cancelled": False, "lead_time": 1.0,
+                                 "result": [{"from_name": "verdict", "to_name": "prompt", "type": "choices",
+                                             "value": {"choices": ["left"]}}]})
+    ls.annotate(next(iter(key)), "left", ALICE)
+    r = pull(study, client=ls)
+    assert (r.new, r.skipped) == (1, 2)
+    assert any("2 task(s)" in n and "skipped" in n for n in r.notes), r.notes
+    assert (pull(study, client=ls).new, pull(study, client=ls).already) == (0, 1)
+    # an export ingested by hand (not through pull) still refuses a foreign task: ingest knows no push
+    export = tmp_path / "by-hand.json"
+    export.write_text(json.dumps(json.loads(ls.snapshot_export(pid)), indent=1))   # not byte-identical to a pull
+    from planner.store.study import ingest
+    with pytest.raises(DataError, match="refused") as e:
+        ingest(study, [export])
+    assert any("expected tasks written by planner" in q for q in e.value.problems)
+    assert any("unknown item 'it-of-another-study'" in q for q in e.value.problems)

@@ -117,3 +117,74 @@ def test_flat_parallel_lists_checked(exports):
     problems = [p for _, _, p in READERS["argilla-flat"].read(flat) if p]
     assert problems == [(f"records_flat.json:record it-aaaa: verdict.responses ['left', 'tie'] with users "
                         f"['{U1}']; expected parallel lists")]
+
+
+# ------------------------------------------------------------------ JSON Lines
+def _strip_where(rows):
+    return [{k: v for k, v in r.items() if k != "where"} for _, r, _ in rows]
+
+
+def _hf_jsonl(recs, path):
+    """``dataset.records.to_datasets().to_json(path)``: the SDK's ``HFDatasetsIO.to_datasets`` body (flat
+    ``GenericIO.to_dict`` into ``datasets.Dataset.from_dict``, then its attribute uncasting, a no-op without
+    image fields; the method itself needs a server-bound ``rg.Dataset`` for the schema) and the Hugging Face
+    dataset's own ``to_json``, which writes JSON Lines."""
+    datasets = pytest.importorskip("datasets")
+    from argilla.records._io._datasets import HFDatasetsIO
+
+    hf = datasets.Dataset.from_dict(GenericIO.to_dict(recs, flatten=True))
+    hf = HFDatasetsIO._uncast_argilla_attributes_to_datasets(hf, {})
+    hf.to_json(str(path))
+    return path
+
+
+@pytest.mark.parametrize("how", ["hf-datasets", "json-lines", "pandas"])
+def test_flat_records_as_json_lines(exports, tmp_path, how):
+    _, flat = exports
+    recs = _records()
+    path = tmp_path / "records.jsonl"
+    if how == "hf-datasets":
+        _hf_jsonl(recs, path)
+    elif how == "json-lines":
+        path.write_text("".join(json.dumps(r) + "\n" for r in GenericIO.to_list(recs, flatten=True)))
+    else:
+        pd = pytest.importorskip("pandas")
+        pd.DataFrame(GenericIO.to_list(recs, flatten=True)).to_json(path, orient="records", lines=True)
+    assert detect_format(path).name == "argilla-flat"
+    got = list(READERS["argilla-flat"].read(path))
+    assert [p for _, _, p in got] == [None] * len(got)
+    assert _strip_where(got) == _strip_where(READERS["argilla-flat"].read(flat))
+    assert got[0][1]["where"] == "records.jsonl:record it-aaaa" and [ln for ln, _, _ in got] == [1, 1, 2, 2, 3]
+
+
+def test_nested_records_as_json_lines(exports, tmp_path):
+    to_json, _ = exports
+    path = tmp_path / "nested.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in json.loads(to_json.read_text(encoding="utf-8"))))
+    assert detect_format(path).name == "argilla"
+    assert _strip_where(READERS["argilla"].read(path)) == _strip_where(READERS["argilla"].read(to_json))
+
+
+def test_json_lines_problems_name_the_line(tmp_path):
+    path = tmp_path / "records.jsonl"
+    rows = GenericIO.to_list(_records(), flatten=True)
+    rows[1]["verdict.responses"] = ["sideways", "left"]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows) + "{not json\n")
+    problems = [p for _, _, p in READERS["argilla-flat"].read(path) if p]
+    assert problems[0].startswith(f"records.jsonl:record it-bbbb: user '{U1}': verdict 'sideways'")
+    assert problems[1].startswith("records.jsonl:4: ")
+
+
+def test_flat_json_lines_ingest_then_the_array_is_already_stored(exports, tmp_path):
+    from planner.store.study import BatchItem, Study, ingest, init_study
+
+    to_json, flat = exports
+    prompts = tmp_path / "p.jsonl"
+    prompts.write_text(json.dumps({"id": "p0", "text": "Say hi"}) + "\n")
+    init_study(tmp_path / "s", systems=["s0", "s1"], prompts_file=prompts)
+    with Study.open(tmp_path / "s") as s:
+        s.record_batch({}, [BatchItem(i, "p0", "s0", "s1") for i in ("it-aaaa", "it-bbbb", "it-cccc")])
+    first = ingest(tmp_path / "s", [_hf_jsonl(_records(), tmp_path / "records.jsonl")]).files[0]
+    assert (first.format, first.rows, sum(first.skipped.values())) == ("argilla-flat", 3, 2)
+    again = ingest(tmp_path / "s", [flat]).files[0]
+    assert (again.rows, again.already) == (0, 3)

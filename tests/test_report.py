@@ -88,15 +88,20 @@ def test_vicuna_elo_order_roughly_matches_the_readme(v80_report):
 
 
 
-def _separated(draws, i, j):
-    lo, hi = np.quantile(draws[:, i] - draws[:, j], [0.025, 0.975])
-    return not (lo <= 0 <= hi)
+def _separated(fit, i, j):
+    """The exact Gaussian rule, written out with scipy.stats: the 95% interval of beta_i - beta_j under
+    N(mean, cov) excludes 0."""
+    from scipy.stats import norm
+
+    cov = fit.posterior.cov
+    d = norm(fit.mean[i] - fit.mean[j], np.sqrt(cov[i, i] + cov[j, j] - 2 * cov[i, j]))
+    return not (d.ppf(0.025) <= 0 <= d.ppf(0.975))
 
 
 def test_vicuna_no_displayed_grouping_holds_a_separated_pair(v80_report):
     # issue 13 item 1: the old chained groups put bard and guanaco-65b together although
     # P(bard > guanaco-65b) = 0.000. Now the only groupings shown are letters: two systems share a
-    # letter iff the 95% interval of their difference (from the same draws) includes 0.
+    # letter iff the 95% interval of their difference (exact, from the posterior covariance) includes 0.
     fit = v80_report.fit
     names = list(v80_report.systems)
     board = v80_report.leaderboard
@@ -105,7 +110,7 @@ def test_vicuna_no_displayed_grouping_holds_a_separated_pair(v80_report):
             if x.system >= y.system:
                 continue
             shared = bool(set(x.letters) & set(y.letters))
-            sep = _separated(fit.beta_draws, names.index(x.system), names.index(y.system))
+            sep = _separated(fit, names.index(x.system), names.index(y.system))
             assert shared == (not sep), (x.system, y.system)
     letters = {x.system: x.letters for x in board}
     pair = next(p for p in v80_report.pairs.rows if {p.system_a, p.system_b} == {"bard", "guanaco-65b"})
@@ -249,6 +254,8 @@ def test_vicuna_json_is_deterministic(v80, v80_report):
 
 # ---------------------------------------------------------------- synthetic
 def test_synthetic_recovers_order_and_anchor_tests(synth):
+    from statsmodels.stats.proportion import proportion_confint
+
     r = build_report(synth, seed=3)
     assert [x.system for x in r.leaderboard] == list(fx.SYNTH_SYSTEMS)   # true order of SYNTH_BETA
     assert r.anchor == "sys-b"
@@ -259,8 +266,14 @@ def test_synthetic_recovers_order_and_anchor_tests(synth):
         k = row.wins + row.ties / 2
         n = row.wins + row.losses + row.ties
         assert row.win_rate == pytest.approx(k / n)
-        k_test = int(np.floor(k)) if k > n / 2 else int(np.ceil(k))
-        assert row.pvalue == pytest.approx(binomtest(k_test, n, 0.5).pvalue)
+        # clustered verdicts (the default, by prompt and pair): the test and interval use Kish's effective
+        # sample n / deff, with k scaled alike (deff >= 1; 1 when the verdicts agree no more than chance)
+        n_eff = max(1, round(n / row.design_effect))
+        k_eff = k * n_eff / n
+        k_test = int(np.floor(k_eff)) if k_eff > n_eff / 2 else int(np.ceil(k_eff))
+        assert row.pvalue == pytest.approx(binomtest(k_test, n_eff, 0.5).pvalue)
+        lo, hi = proportion_confint(k / row.design_effect, n / row.design_effect, method="wilson")
+        assert (row.ci_low, row.ci_high) == pytest.approx((lo, hi), rel=1e-9)
         assert row.ci_low <= row.win_rate <= row.ci_high
     # every 50th judgment is invalid (fixture): 12 of 600, excluded from the likelihood, counted
     assert r.totals["invalid"] == 12 and r.model.n_invalid == 12

@@ -33,7 +33,8 @@ MAX_FUNCTION_LINES = 80     # issue 12: "functions under ~80" (code lines, the d
 def test_diagnostics_reexports_every_public_name_of_its_submodules():
     names = set(dg.__all__)
     assert len(names) == len(dg.__all__), "a name listed twice in __all__"
-    for sub in ("records", "pairs", "bias", "consistency", "reasons", "agreement", "acceptability", "ranking"):
+    for sub in ("records", "pairs", "bias", "consistency", "reasons", "agreement", "acceptability", "letters",
+                "ranking"):
         mod = importlib.import_module(f"planner.diagnostics.{sub}")
         tree = ast.parse(Path(mod.__file__).read_text(encoding="utf-8"))
         defined = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}

@@ -11,7 +11,6 @@ import pytest
 pytest.importorskip("openai")
 
 from _judge_fixture import QUALITY, make_study
-from fake_openai_server import FakeOpenAI
 
 from planner.errors import UsageError
 from planner.workflows.judge_run import JudgeOptions
@@ -19,12 +18,6 @@ from planner.workflows.run import RunOptions, run_loop
 from planner.store.study import Study, status
 
 TRUE_ORDER = tuple(sorted(QUALITY, key=lambda s: -QUALITY[s]))
-
-
-@pytest.fixture
-def srv():
-    with FakeOpenAI() as s:
-        yield s
 
 
 def _judge(srv, **kw) -> JudgeOptions:

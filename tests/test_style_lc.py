@@ -60,9 +60,42 @@ def test_matches_statsmodels_glm_with_difficulty():
     w = [r.weights["intercept"], r.weights["tanh_length"], r.weights["difficulty"]]
     sds = [r.weight_sd["intercept"], r.weight_sd["tanh_length"], r.weight_sd["difficulty"]]
     assert w == pytest.approx(list(res.params), abs=1e-7)      # both Newton/IRLS to 1e-12
-    assert sds == pytest.approx(list(res.bse), rel=1e-5)        # both the inverse observed information
+    # the weights' covariance is a sandwich: judgment by judgment, statsmodels' HC0 times n/(n-1)
+    # (the G/(G-1) factor with G = n); rel 1e-5: the same matrices from weights equal to 1e-7
+    hc0 = sm.GLM(y, X, family=sm.families.Binomial()).fit(tol=1e-12, cov_type="HC0")
+    assert sds == pytest.approx(list(hc0.bse * math.sqrt(n / (n - 1))), rel=1e-5)
+    # ties (y = 1/2) vary less than the Bernoulli p(1 - p) the model-based errors assume: smaller here
+    assert all(a < b for a, b in zip(sds, res.bse))
     lc = np.mean(1 / (1 + np.exp(-(res.params[0] + res.params[2] * diff))))
     assert r.lc_win_rate == pytest.approx(lc, abs=1e-7)
+
+
+def test_clustered_sandwich_matches_statsmodels_and_never_narrows():
+    sm = pytest.importorskip("statsmodels.api")
+    rng = np.random.default_rng(6)
+    n_prompts = 150
+    prompts = np.repeat(np.arange(n_prompts), 2)                     # both orders of every prompt
+    n = prompts.size
+    len_s = np.repeat(rng.integers(200, 3000, n_prompts).astype(float), 2)
+    len_a = np.repeat(rng.integers(200, 3000, n_prompts).astype(float), 2)
+    delta = (len_a - len_s) / np.std(len_a - len_s, ddof=1)
+    eta = 0.2 - 0.6 * np.tanh(delta) + np.repeat(rng.normal(0, 2.5, n_prompts), 2)   # a shared prompt effect
+    y = (rng.random(n) < 1 / (1 + np.exp(-eta))).astype(float)
+    y[rng.random(n) < 0.15] = 0.5
+    r = lc_win_rate("m", y, len_a, len_s, prior_sd=None, clusters=prompts)
+    X = np.column_stack([np.ones(n), np.tanh(delta)])
+    res = sm.GLM(y, X, family=sm.families.Binomial()).fit(
+        tol=1e-12, cov_type="cluster", cov_kwds={"groups": prompts, "use_correction": False})
+    want = np.sqrt(np.diag(res.cov_params()) * n_prompts / (n_prompts - 1))
+    assert [r.weight_sd["intercept"], r.weight_sd["tanh_length"]] == pytest.approx(list(want), rel=1e-5)
+    alone = lc_win_rate("m", y, len_a, len_s, prior_sd=None)
+    assert r.lc_hi - r.lc_lo > 1.15 * (alone.lc_hi - alone.lc_lo)      # the prompt effect shows
+    # the same data with the pairs of one prompt disagreeing: the interval never narrows below alone's
+    y2 = y.copy()
+    y2[1::2] = 1.0 - y2[0::2]
+    r2 = lc_win_rate("m", y2, len_a, len_s, prior_sd=None, clusters=prompts)
+    a2 = lc_win_rate("m", y2, len_a, len_s, prior_sd=None)
+    assert (r2.lc_lo, r2.lc_hi) == (a2.lc_lo, a2.lc_hi)
 
 
 def test_weak_prior_keeps_separated_data_finite():
@@ -74,7 +107,7 @@ def test_weak_prior_keeps_separated_data_finite():
     p = 1 / (1 + math.exp(-w[0]))
     assert 2.5 - 4 * p - w[0] / 100 == pytest.approx(0.0, abs=1e-9)
     assert w[0] == pytest.approx(_logit(0.625), rel=0.02)   # ~1% shrinkage: 1 / (100 * 4 * 0.234)
-    assert cov[0, 0] == pytest.approx(1 / (4 * p * (1 - p) + 0.01), rel=1e-9)
+    assert cov[0, 0] == pytest.approx(1 / (4 * p * (1 - p) + 0.01), rel=1e-9)   # the fit's own information
 
 
 def test_bad_input():

@@ -11,12 +11,24 @@ no credentials in it) and ``LABEL_STUDIO_API_KEY``:
 * a legacy token (anything else), sent as ``Authorization: Token …`` (off by
   default in Label Studio 1.23; an administrator can enable it).
 
-The key is never written to disk, logged or put in an error message: every
-message built here passes :meth:`LabelStudioClient._scrub`, which replaces the key
-and the current access token with ``***``. Errors are one line:
+The key is never written to disk, logged, put in an error message or sent to
+another host: the key and every access token are registered with
+:func:`planner.connectors.guard.redact` (the one redaction rule: also partial
+echoes and ``Bearer``/``Token`` values), and a redirect to another origin than
+``LABEL_STUDIO_URL``'s is refused (urllib would carry ``Authorization`` along).
+Every request has a total deadline (``timeout`` seconds, body included: a body
+dribbled byte by byte is cut off). Answers are checked for the types planner
+relies on (a project id that is not an integer, a task list of numbers, users
+as strings are one-line errors). Errors are one line:
 :class:`~planner.errors.UsageError` for configuration (missing/malformed URL,
 missing or refused key), :class:`~planner.errors.DataError` for anything the
 server refuses or when it cannot be reached.
+
+Tasks are listed **by id** (``GET /api/tasks/`` with the data manager's
+``query`` filter ``tasks:id > last`` ordered by id, 100 a page): tasks deleted
+between two pages cannot shift others out of the listing as offset paging did,
+and a listing is bounded (:data:`MAX_TASKS`; a page that does not advance the
+id is an error).
 """
 
 from __future__ import annotations
@@ -30,11 +42,13 @@ import urllib.parse
 import urllib.request
 from collections.abc import Callable
 
+from planner.connectors.guard import Deadline, origin, redact, register, within
 from planner.errors import DataError, UsageError, quote
 
 URL_ENV = "LABEL_STUDIO_URL"
 KEY_ENV = "LABEL_STUDIO_API_KEY"
-TIMEOUT_S = 60.0
+TIMEOUT_S = 120.0  # one request, body included (an export of 10,000 tasks is ~10 MB)
+MAX_TASKS = 1_000_000  # the longest task listing planner follows
 REFRESH_MARGIN_S = 30.0  # refresh an access token this long before its ``exp``
 PAGE_SIZE = 100
 BODY_QUOTE = 80
@@ -76,6 +90,37 @@ def jwt_exp(token: str) -> float | None:
         return None
 
 
+class OffOrigin(urllib.error.URLError):
+    """A redirect to another origin than the server's (refused: the credentials would go along)."""
+
+    def __init__(self, target: str):
+        super().__init__(target)
+        self.target = target
+
+
+class _SameOriginRedirects(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, req, fp, code, msg, headers, newurl):
+        if origin(newurl) != origin(req.full_url):
+            raise OffOrigin(newurl)
+        return super().redirect_request(req, fp, code, msg, headers, newurl)
+
+
+def _opener():
+    return urllib.request.build_opener(_SameOriginRedirects()).open
+
+
+def _int_id(value, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2 ** 63:
+        raise DataError(f"{where}: the answer's id is {quote(value)}; expected a whole number")
+    return value
+
+
+def _dict(value, where: str) -> dict:
+    if not isinstance(value, dict):
+        raise DataError(f"{where}: the answer is {quote(value)}; expected a JSON object")
+    return value
+
+
 class LabelStudioClient:
     """Calls the Label Studio API; JSON in and out. See the module docstring for auth and errors."""
 
@@ -86,10 +131,11 @@ class LabelStudioClient:
             raise UsageError(f"{KEY_ENV} is missing; create a Personal Access Token in Label Studio "
                              "(Account & Settings) and export it")
         self._key = api_key.strip()
+        register(self._key)
         self._access: str | None = None
         self._access_exp: float | None = None
         self.timeout = timeout
-        self._open = opener or urllib.request.urlopen
+        self._open = opener or _opener()
         self._clock = clock
 
     @classmethod
@@ -105,11 +151,9 @@ class LabelStudioClient:
         return f"LabelStudioClient({self.url!r})"
 
     # -------------------------------------------------------------- internals
-    def _scrub(self, text: str) -> str:
-        for secret in (self._key, self._access):
-            if secret:
-                text = text.replace(secret, "***")
-        return text
+    def _exchange(self, req) -> bytes:
+        with self._open(req, timeout=self.timeout) as resp:
+            return resp.read()
 
     def _send(self, method: str, path: str, body, auth: str | None) -> bytes:
         headers = {"Accept": "application/json"}
@@ -120,24 +164,29 @@ class LabelStudioClient:
         if auth:
             headers["Authorization"] = auth
         req = urllib.request.Request(self.url + path, data=data, headers=headers, method=method)
-        with self._open(req, timeout=self.timeout) as resp:
-            return resp.read()
+        return within(self.timeout, self._exchange, req)
 
     def _fail(self, method: str, path: str, exc: Exception):
         where = f"Label Studio {method} {path.split('?')[0]}"
+        if isinstance(exc, OffOrigin):
+            scheme, host, port = origin(exc.target)
+            return DataError(f"{where}: the server redirected to {scheme}://{host}:{port}, another host; planner "
+                             f"does not follow (the {KEY_ENV} credentials would go there)")
+        if isinstance(exc, Deadline):
+            return DataError(f"{where}: no complete answer within {self.timeout:g} s")
         if isinstance(exc, urllib.error.HTTPError):
             try:
                 raw = exc.read()[:2000].decode("utf-8", "replace")
             except Exception:  # noqa: BLE001  (the body is only decoration)
                 raw = ""
-            text = " ".join(self._scrub(raw).split())
+            text = " ".join(redact(raw).split())
             detail = f": {quote(text, BODY_QUOTE)}" if text else ""
             if exc.code in (401, 403):
                 return UsageError(f"{where}: HTTP {exc.code}: the server refused {KEY_ENV} (expired, revoked or "
                                   f"for another server? Legacy tokens need legacy auth enabled){detail}")
             return DataError(f"{where}: HTTP {exc.code}{detail}")
         reason = getattr(exc, "reason", None) or exc
-        return DataError(f"{where}: cannot reach {self.url}: {quote(self._scrub(str(reason)), BODY_QUOTE)}")
+        return DataError(f"{where}: cannot reach {self.url}: {quote(redact(str(reason)), BODY_QUOTE)}")
 
     def _refresh(self) -> None:
         try:
@@ -148,12 +197,13 @@ class LabelStudioClient:
                 raise UsageError(f"Label Studio at {self.url} refused {KEY_ENV} (HTTP {exc.code} at "
                                  "/api/token/refresh/): not a valid Personal Access Token for this server") from None
             raise self._fail("POST", "/api/token/refresh/", exc) from None
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, RecursionError) as exc:
             raise self._fail("POST", "/api/token/refresh/", exc) from None
-        except (KeyError, TypeError):
+        except (KeyError, TypeError, IndexError):
             raise DataError(f"Label Studio at {self.url}: /api/token/refresh/ gave no access token") from None
         if not isinstance(access, str) or not access:
             raise DataError(f"Label Studio at {self.url}: /api/token/refresh/ gave no access token")
+        register(access)
         self._access, self._access_exp = access, jwt_exp(access)
 
     def _auth(self, fresh: bool) -> str:
@@ -176,31 +226,50 @@ class LabelStudioClient:
                 if exc.code == 401 and attempt == 0 and self.personal_token:
                     continue
                 raise self._fail(method, path, exc) from None
-            except (OSError, ValueError) as exc:  # URLError, timeouts, connection resets
+            except (OSError, ValueError, Deadline) as exc:  # URLError, timeouts, resets, off-origin redirects
                 raise self._fail(method, path, exc) from None
         if raw:
             return data
         try:
             return json.loads(data) if data else None
-        except ValueError:
+        except (ValueError, RecursionError):
             raise DataError(f"Label Studio {method} {path.split('?')[0]}: the answer is not JSON "
-                            f"({quote(data[:200].decode('utf-8', 'replace'), BODY_QUOTE)})") from None
+                            f"({quote(redact(data[:200].decode('utf-8', 'replace')), BODY_QUOTE)})") from None
 
     def whoami(self) -> dict:
         return self.request("GET", "/api/current-user/whoami")
 
     def users(self) -> list[dict]:
+        """The organisation's users (objects); a DataError when the answer is not a list of them."""
         got = self.request("GET", "/api/users/")
-        return got.get("results", []) if isinstance(got, dict) else list(got or [])
+        users = got.get("results") if isinstance(got, dict) else got
+        if not isinstance(users, list) or not all(isinstance(u, dict) for u in users):
+            raise DataError(f"Label Studio GET /api/users/: the answer is {quote(users)}; expected a list of users")
+        return users
 
     def project(self, pid: int) -> dict | None:
         """The project, or None when the server has no such project (404)."""
         try:
-            return self.request("GET", f"/api/projects/{int(pid)}/")
+            got = self.request("GET", f"/api/projects/{int(pid)}/")
         except DataError as exc:
             if ": HTTP 404" in exc.message:
                 return None
             raise
+        return _dict(got, f"Label Studio GET /api/projects/{int(pid)}/")
+
+    def projects(self, max_pages: int = 50) -> list[dict]:
+        """The projects this user sees (``GET /api/projects/``, 100 a page, at most ``max_pages`` pages)."""
+        out: list[dict] = []
+        for page in range(1, max_pages + 1):
+            got = self.request("GET", f"/api/projects/?page={page}&page_size={PAGE_SIZE}")
+            rows = got.get("results") if isinstance(got, dict) else got
+            if not isinstance(rows, list):
+                raise DataError(f"Label Studio GET /api/projects/: the answer is {quote(got)}; expected a page of "
+                                "projects")
+            out.extend(r for r in rows if isinstance(r, dict))
+            if len(rows) < PAGE_SIZE or not (isinstance(got, dict) and got.get("next")):
+                break
+        return out
 
     def validate_config(self, config: str) -> None:
         self.request("POST", "/api/projects/validate/", {"label_config": config})
@@ -208,26 +277,40 @@ class LabelStudioClient:
     def create_project(self, title: str, config: str, description: str = "") -> int:
         got = self.request("POST", "/api/projects/", {"title": title, "label_config": config,
                                                       "description": description})
-        return int(got["id"])
+        where = "Label Studio POST /api/projects/"
+        return _int_id(_dict(got, where).get("id"), where)
 
     def tasks(self, pid: int) -> list[dict]:
-        """Every task of a project (paged through ``GET /api/tasks/``)."""
+        """Every task of a project, by increasing id (see the module docstring)."""
         out: list[dict] = []
-        page = 1
+        last = -1
+        where = f"Label Studio GET /api/tasks/ (project {int(pid)})"
         while True:
-            got = self.request("GET", f"/api/tasks/?project={int(pid)}&page_size={PAGE_SIZE}&page={page}")
-            batch = got.get("tasks", []) if isinstance(got, dict) else list(got or [])
+            query = {"filters": {"conjunction": "and", "items": [
+                {"filter": "filter:tasks:id", "operator": "greater", "type": "Number", "value": last}]},
+                "ordering": ["tasks:id"]}
+            got = self.request("GET", f"/api/tasks/?project={int(pid)}&page_size={PAGE_SIZE}&page=1&query="
+                               + urllib.parse.quote(json.dumps(query, separators=(",", ":"))))
+            batch = got.get("tasks") if isinstance(got, dict) else got
+            if not isinstance(batch, list) or not all(isinstance(t, dict) for t in batch):
+                raise DataError(f"{where}: the answer is {quote(got)}; expected a list of task objects")
+            ids = [_int_id(t.get("id"), where) for t in batch]
+            if ids and min(ids) <= last:
+                raise DataError(f"{where}: the listing does not advance (task {min(ids)} again after task {last}); "
+                                "the server ignores planner's id filter")
             out.extend(batch)
-            total = got.get("total") if isinstance(got, dict) else None
-            if not batch or len(batch) < PAGE_SIZE or (isinstance(total, int) and len(out) >= total):
+            if len(out) > MAX_TASKS:
+                raise DataError(f"{where}: more than {MAX_TASKS:,} tasks; expected a project planner pushed")
+            if len(batch) < PAGE_SIZE:
                 return out
-            page += 1
+            last = max(ids)
 
     def import_tasks(self, pid: int, tasks: list[dict]) -> int:
         if not tasks:
             return 0
         got = self.request("POST", f"/api/projects/{int(pid)}/import", tasks)
-        return int(got.get("task_count", len(tasks))) if isinstance(got, dict) else len(tasks)
+        n = got.get("task_count") if isinstance(got, dict) else None
+        return n if isinstance(n, int) and not isinstance(n, bool) and 0 <= n <= len(tasks) else len(tasks)
 
     def snapshot_export(self, pid: int, *, title: str = "planner pull", timeout: float = 300.0,
                         sleep: Callable[[float], None] = time.sleep) -> bytes:
@@ -238,10 +321,11 @@ class LabelStudioClient:
         until the snapshot is ``completed``; downloads ``exportType=JSON``; deletes the
         snapshot on the server (best effort).
         """
-        snap = self.request("POST", f"/api/projects/{int(pid)}/exports/",
-                            {"title": title, "serialization_options":
-                             {"annotations__completed_by": {"only_id": False}}})
-        sid = int(snap["id"])
+        where = f"Label Studio POST /api/projects/{int(pid)}/exports/"
+        snap = _dict(self.request("POST", f"/api/projects/{int(pid)}/exports/",
+                                  {"title": title, "serialization_options":
+                                   {"annotations__completed_by": {"only_id": False}}}), where)
+        sid = _int_id(snap.get("id"), where)
         deadline = time.monotonic() + timeout
         while snap.get("status") not in ("completed", None):
             if snap.get("status") == "failed":
@@ -249,7 +333,7 @@ class LabelStudioClient:
             if time.monotonic() > deadline:
                 raise DataError(f"Label Studio project {pid}: export snapshot {sid} not ready within {timeout:.0f} s")
             sleep(0.5)
-            snap = self.request("GET", f"/api/projects/{int(pid)}/exports/{sid}")
+            snap = _dict(self.request("GET", f"/api/projects/{int(pid)}/exports/{sid}"), where)
         data = self.request("GET", f"/api/projects/{int(pid)}/exports/{sid}/download?exportType=JSON", raw=True)
         try:  # the snapshot is kept in the study; do not pile them up on the server
             self.request("DELETE", f"/api/projects/{int(pid)}/exports/{sid}")

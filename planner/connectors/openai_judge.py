@@ -1,27 +1,33 @@
 """Send judge requests to an OpenAI-compatible endpoint (OpenAI, Azure, vLLM, Ollama, LM Studio …).
 
-Two transports, both returning one **OpenAI-batch-output-shaped line** per request
+Both transports return one **OpenAI-batch-output-shaped line** per request
 (``{"id", "custom_id", "response": {"status_code", "request_id", "body"}, "error"}``)
 so that :func:`planner.formats.judge.read_judge_rows` and ingest treat every
-answer and every failure alike:
+answer and every failure alike. This module holds the client and the direct
+transport; :mod:`planner.connectors.batch_api` the Batch API.
 
-* :func:`send_direct` — chat completions, at most ``concurrency`` requests in
-  flight (threads). Retries 408/409/429/5xx, timeouts, connection errors and
-  malformed 200 bodies with exponential backoff and jitter
-  (``min(backoff_max, backoff_base * 2**attempt) * (0.5 + u/2)``, ``u`` from a
-  numpy Generator seeded by ``(seed, request index)``), honouring a
-  ``Retry-After``/``retry-after-ms`` header when the server sends one. A final
-  failure becomes a failed line (HTTP status + error body, or ``error``
-  ``timeout``/``connection_error``/``malformed_response``): the item stays
-  unanswered, never invalid. 401/403 (credentials) and 404 (model or endpoint)
-  stop the run with a :class:`planner.errors.DataError`.
-* :func:`submit_job` / :func:`poll_job` / :func:`collect_job` — the Batch API:
-  upload the JSONL (``purpose="batch"``), create the batch
-  (``completion_window="24h"``), poll with a growing interval bounded by
-  ``poll_interval``, then download the output **and** error files; requests
-  missing from both (a failed or cancelled batch) get failed lines.
+:func:`send_direct` — chat completions, at most ``concurrency`` requests in
+flight (threads). Each HTTP call has a **total** deadline of ``timeout`` seconds
+(:func:`planner.connectors.guard.within`: a body dribbled byte by byte is cut
+off) and an answer larger than :data:`MAX_ANSWER_BYTES` is not read further
+(kept as an answer without a verdict: it was paid for). 408/409/429/5xx,
+timeouts, connection resets and malformed 200 bodies are retried with
+exponential backoff and jitter (``min(backoff_max, backoff_base * 2**attempt) *
+(0.5 + u/2)``, ``u`` from a numpy Generator seeded by ``(seed, request
+index)``), or after the server's ``Retry-After``/``retry-after-ms`` — unless it
+asks for more than ``max_retry_after`` seconds: that request fails at once with
+a message. Pauses wake when ``stop`` is set (Ctrl-C). A final failure becomes a
+failed line: the item stays unanswered, never invalid.
 
-The ``openai`` package is an optional extra, imported only here and only when a
+Fatal — the command stops with one line, after storing what arrived:
+401/403 (credentials), 404 (model or endpoint), connection refused, a host
+name that does not resolve, and a redirect to another origin (the client
+refuses to send the key, the prompts and the responses to any host but the
+endpoint's).
+
+Everything a server sends is cleaned before it is kept or printed
+(:func:`planner.connectors.guard.clean`: keys redacted, lone surrogates
+replaced). The ``openai`` package is an optional extra, imported only when a
 client is made.
 """
 
@@ -30,6 +36,7 @@ from __future__ import annotations
 import email.utils
 import json
 import os
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -38,14 +45,19 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from planner.connectors.guard import Deadline, check_url, clean, origin, redact, register, within
 from planner.errors import DataError, UsageError, quote
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 RETRY_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
 FATAL_STATUS = {401: "refused the credentials", 403: "refused the credentials",
                 404: "has no such model or endpoint"}
-TERMINAL = frozenset({"completed", "failed", "expired", "cancelled"})
 INSTALL_HINT = "pip install 'planner[judge]'"
+#: the longest ``Retry-After`` planner honours (seconds); a request asked to wait longer fails at once
+MAX_RETRY_AFTER_S = 300.0
+#: the largest answer read (bytes of the HTTP body, or of one Batch output line); a larger one is an
+#: answer without a verdict (it was paid for): judge verdicts take a few kB, reasoning models some 100 kB
+MAX_ANSWER_BYTES = 4 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -54,10 +66,12 @@ class Endpoint:
 
     ``base_url`` None: ``$OPENAI_BASE_URL`` or the OpenAI API. ``api_key_env``
     names the environment variable holding the key (never stored or printed;
-    local servers without keys get a placeholder). ``timeout`` seconds per HTTP
-    request; ``max_attempts`` tries per request; ``backoff_base``/``backoff_max``
-    seconds; ``poll_interval`` the largest pause between Batch API polls;
-    ``seed`` seeds the jitter; ``sleep`` is injectable for tests.
+    local servers without keys get a placeholder). ``timeout`` seconds for one
+    HTTP call, body included; ``max_attempts`` tries per request;
+    ``backoff_base``/``backoff_max`` seconds; ``max_retry_after`` the longest
+    server-requested wait honoured; ``poll_interval`` the largest pause between
+    Batch API polls; ``seed`` seeds the jitter; ``sleep`` replaces the pauses
+    (tests; default: wait on the stop event, so Ctrl-C wakes them).
     """
 
     base_url: str | None = None
@@ -66,28 +80,53 @@ class Endpoint:
     max_attempts: int = 6
     backoff_base: float = 1.0
     backoff_max: float = 60.0
+    max_retry_after: float = MAX_RETRY_AFTER_S
     poll_interval: float = 30.0
     seed: int = 0
-    sleep: Callable[[float], None] = field(default=time.sleep, compare=False, repr=False)
+    sleep: Callable[[float], None] | None = field(default=None, compare=False, repr=False)
 
     @property
     def url(self) -> str:
         return (self.base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
 
+    def pause(self, seconds: float, stop: threading.Event | None) -> None:
+        """Wait ``seconds``; returns early when ``stop`` is set."""
+        if self.sleep is not None:
+            self.sleep(seconds)
+        elif stop is not None:
+            stop.wait(seconds)
+        else:
+            time.sleep(seconds)
+
+
+class OffOrigin(Exception):
+    """A request was about to leave the endpoint's origin (a redirect to another host)."""
+
 
 def make_client(ep: Endpoint):
-    """An ``openai.OpenAI`` client without the SDK's own retries (ours honour Retry-After and are seeded)."""
+    """An ``openai.OpenAI`` client without the SDK's own retries (ours honour Retry-After and are seeded)
+    that refuses to send any request to another origin than the endpoint's."""
     try:
         import openai
     except ImportError:
         raise UsageError(f"planner judge needs the openai package: {INSTALL_HINT}") from None
+    base = check_url(ep.url, "base_url")
     key = os.environ.get(ep.api_key_env)
     if not key:
         if ep.base_url is None and not os.environ.get("OPENAI_BASE_URL"):
             raise UsageError(f"no API key: set the environment variable {ep.api_key_env} (or name another "
                              "one with `api_key_env`)", parameters=('api_key_env',))
         key = "not-needed"  # local servers (vLLM, Ollama, LM Studio) accept any key
-    return openai.OpenAI(api_key=key, base_url=ep.url, timeout=ep.timeout, max_retries=0)
+    else:
+        register(key)
+    home = origin(base)
+
+    def same_origin_only(request) -> None:  # httpx calls this before every request, redirects included
+        if origin(str(request.url)) != home:
+            raise OffOrigin(str(request.url))
+
+    http = openai.DefaultHttpxClient(event_hooks={"request": [same_origin_only]})
+    return openai.OpenAI(api_key=key, base_url=base, timeout=ep.timeout, max_retries=0, http_client=http)
 
 
 # ------------------------------------------------------------------ output lines
@@ -100,12 +139,33 @@ def http_failure_line(custom_id: str, status: int, body, request_id: str | None)
     if not isinstance(body, dict):
         body = {"error": {"message": str(body)[:200] if body is not None else f"HTTP {status}"}}
     return {"id": f"planner_req_{custom_id}", "custom_id": custom_id,
-            "response": {"status_code": int(status), "request_id": request_id, "body": body}, "error": None}
+            "response": {"status_code": int(status), "request_id": request_id, "body": clean(body)},
+            "error": None}
 
 
 def error_line(custom_id: str, code: str, message: str) -> dict:
     return {"id": f"planner_req_{custom_id}", "custom_id": custom_id, "response": None,
-            "error": {"code": code, "message": message}}
+            "error": {"code": code, "message": redact(message)}}
+
+
+def oversized_body(nbytes: int) -> dict:
+    """The body kept for an answer larger than :data:`MAX_ANSWER_BYTES`: answered, no verdict (invalid)."""
+    return {"object": "chat.completion", "model": None, "usage": None,
+            "choices": [{"index": 0, "finish_reason": None,
+                         "message": {"role": "assistant", "content": None, "refusal": None}}],
+            "planner_dropped": f"the answer was larger than {MAX_ANSWER_BYTES:,} bytes ({nbytes:,} read); "
+                               "not kept"}
+
+
+def parse_json(data: bytes):
+    """A server's JSON body, cleaned (:func:`planner.connectors.guard.clean`), or None when it is not JSON.
+
+    Deep nesting, integers of thousands of digits and bad UTF-8 give None, never an exception.
+    """
+    try:
+        return clean(json.loads(data.decode("utf-8", "replace")))
+    except (ValueError, RecursionError):
+        return None
 
 
 def is_answer(line: dict) -> bool:
@@ -139,14 +199,48 @@ def backoff(ep: Endpoint, attempt: int, rng: np.random.Generator, hint: float | 
     """Seconds to wait before try ``attempt + 1``: ``Retry-After`` (+ up to 10 % jitter) or jittered 2**k."""
     u = float(rng.random())
     if hint is not None:
-        return min(hint, 3600.0) * (1.0 + 0.1 * u)
+        return min(hint, ep.max_retry_after) * (1.0 + 0.1 * u)
     return min(ep.backoff_max, ep.backoff_base * 2.0 ** attempt) * (0.5 + 0.5 * u)
+
+
+def message_of(body) -> str | None:
+    """The ``error.message`` (or ``message``) of an API error body, redacted."""
+    if isinstance(body, dict):
+        err = body.get("error", body)
+        if isinstance(err, dict) and isinstance(err.get("message"), str):
+            return redact(err["message"])
+    return None
+
+
+def _in_chain(exc: BaseException, kinds) -> BaseException | None:
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, kinds):
+            return exc
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
+def fatal_connection(exc: BaseException, url: str) -> DataError | None:
+    """The one-line error for a connection failure that no retry can fix, else None (retry it)."""
+    off = _in_chain(exc, OffOrigin)
+    if off is not None:
+        scheme, host, port = origin(str(off))
+        return DataError(f"the endpoint {url} redirected a request to {scheme}://{host}:{port}, another host; "
+                         "planner does not follow it (the key, the prompts and the responses would go there)")
+    if _in_chain(exc, ConnectionRefusedError) is not None:
+        return DataError(f"cannot reach {url}: connection refused (is the server running and listening there?)")
+    gai = _in_chain(exc, socket.gaierror)
+    if gai is not None:
+        return DataError(f"cannot reach {url}: the host name does not resolve ({redact(str(gai.strerror))})")
+    return None
 
 
 # ------------------------------------------------------------------ direct chat completions
 @dataclass(frozen=True)
 class Sent:
-    """One request's outcome: the output line, whether it is an answer, tries and HTTP calls made."""
+    """One request's outcome: the output line, whether it is an answer, tries made."""
 
     custom_id: str
     line: dict
@@ -154,34 +248,50 @@ class Sent:
     attempts: int
 
 
-def _try_once(client, body: dict):
+def _exchange(client, body: dict) -> tuple[bytes, int, str | None]:
+    """One chat completion: ``(body bytes up to the cap, bytes read, x-request-id)``; SDK errors propagate."""
+    rest = {k: v for k, v in body.items() if k not in ("model", "messages")}
+    with client.chat.completions.with_streaming_response.create(model=body["model"], messages=body["messages"],
+                                                                extra_body=rest or None) as resp:
+        buf, n = bytearray(), 0
+        for chunk in resp.iter_bytes():
+            n += len(chunk)
+            if n > MAX_ANSWER_BYTES:
+                break
+            buf += chunk
+        return bytes(buf), n, resp.headers.get("x-request-id")
+
+
+def _try_once(client, ep: Endpoint, body: dict, abort: threading.Event | None):
     """``(line_maker, retryable, hint)`` for one HTTP call; ``line_maker(custom_id)`` builds the line."""
     import openai
 
-    rest = {k: v for k, v in body.items() if k not in ("model", "messages")}
     try:
-        raw = client.chat.completions.with_raw_response.create(model=body["model"], messages=body["messages"],
-                                                               extra_body=rest or None)
-    except openai.APITimeoutError:
-        return (lambda cid: error_line(cid, "timeout", "the request timed out")), True, None
+        data, n, rid = within(ep.timeout, _exchange, client, body, abort=abort)
+    except (Deadline, openai.APITimeoutError):
+        return (lambda cid: error_line(cid, "timeout", f"no complete answer within {ep.timeout:g} s")), True, None
+    except OffOrigin as exc:  # some SDK versions pass an event hook's exception through unwrapped
+        raise fatal_connection(exc, ep.url) from None
     except openai.APIStatusError as exc:
         status = exc.status_code
+        body_ = exc.body if isinstance(exc.body, dict) and "error" in exc.body else {"error": exc.body}
+        msg = message_of(body_)
         if status in FATAL_STATUS:
             raise DataError(f"the endpoint {FATAL_STATUS[status]} (HTTP {status}"
-                            f"{': ' + quote(_message(exc.body)) if _message(exc.body) else ''})") from None
+                            f"{': ' + quote(msg) if msg else ''})") from None
         hint = retry_after(exc.response.headers)
-        body_ = exc.body if isinstance(exc.body, dict) and "error" in exc.body else {"error": exc.body}
         rid = exc.request_id
         return ((lambda cid: http_failure_line(cid, status, body_, rid)),
                 status in RETRY_STATUS or status >= 500, hint)
     except openai.APIConnectionError as exc:
-        text = str(exc) or "connection error"
+        fatal = fatal_connection(exc, ep.url)
+        if fatal is not None:
+            raise fatal from None
+        text = redact(str(exc.__cause__ or exc) or "connection error")
         return (lambda cid: error_line(cid, "connection_error", text)), True, None
-    try:
-        parsed = json.loads(raw.text)
-    except ValueError:
-        parsed = None
-    rid = raw.headers.get("x-request-id")
+    if n > MAX_ANSWER_BYTES:
+        return (lambda cid: ok_line(cid, oversized_body(n), rid)), False, None
+    parsed = parse_json(data)
     line = ok_line("?", parsed, rid) if isinstance(parsed, dict) else None
     if line is None or not is_answer(line):
         return (lambda cid: error_line(cid, "malformed_response", "the endpoint's answer is not a chat "
@@ -189,27 +299,33 @@ def _try_once(client, body: dict):
     return (lambda cid: ok_line(cid, parsed, rid)), False, None
 
 
-def _message(body) -> str | None:
-    if isinstance(body, dict):
-        err = body.get("error", body)
-        if isinstance(err, dict) and isinstance(err.get("message"), str):
-            return err["message"]
-    return None
+def send_one(client, ep: Endpoint, index: int, request: dict, halt: threading.Event | None = None,
+             abort: threading.Event | None = None) -> Sent:
+    """Send one batch-request line ``{"custom_id", "body"}`` with retries; raises only for fatal errors.
 
-
-def send_one(client, ep: Endpoint, index: int, request: dict, stop: threading.Event | None = None) -> Sent:
-    """Send one batch-request line ``{"custom_id", "body"}`` with retries; never raises for transport."""
+    ``halt`` set: no further try (the last failure is returned); ``abort`` set: stop waiting at once.
+    """
     rng = np.random.default_rng([ep.seed, index])
     cid = request["custom_id"]
     for attempt in range(ep.max_attempts):
-        make, retryable, hint = _try_once(client, request["body"])
+        make, retryable, hint = _try_once(client, ep, request["body"], abort)
         line = make(cid)
-        last = attempt == ep.max_attempts - 1 or (stop is not None and stop.is_set())
+        answered = line.get("error") is None and line["response"]["status_code"] == 200
+        if hint is not None and hint > ep.max_retry_after and not answered:
+            line = error_line(cid, "retry_after_too_long",
+                              f"{_status_text(line)}the server asked to wait {hint:,.0f} s before a retry "
+                              f"(Retry-After); planner waits at most {ep.max_retry_after:g} s: run again later")
+            return Sent(cid, line, False, attempt + 1)
+        last = attempt == ep.max_attempts - 1 or (halt is not None and halt.is_set())
         if not retryable or last:
-            return Sent(cid, line, line.get("error") is None and line["response"]["status_code"] == 200,
-                        attempt + 1)
-        ep.sleep(backoff(ep, attempt, rng, hint))
+            return Sent(cid, line, answered, attempt + 1)
+        ep.pause(backoff(ep, attempt, rng, hint), halt)
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _status_text(line: dict) -> str:
+    resp = line.get("response")
+    return f"HTTP {resp['status_code']}: " if isinstance(resp, dict) else ""
 
 
 def send_direct(client, ep: Endpoint, requests: Iterable[tuple[int, dict]], *, concurrency: int,
@@ -217,99 +333,51 @@ def send_direct(client, ep: Endpoint, requests: Iterable[tuple[int, dict]], *, c
                 stop: threading.Event | None = None) -> tuple[int, bool]:
     """Send ``(index, request)`` pairs with at most ``concurrency`` in flight.
 
-    ``admit(request)`` is asked before each send (the cost cap; ``request`` is
-    the batch line). A refusal while requests are in flight waits for them (their
-    real cost replaces their estimate) and asks again; a refusal with nothing in
-    flight stops sending. ``on_result`` runs in the calling thread for every
-    outcome, in completion order (write the cache there). ``stop`` set (Ctrl-C)
-    sends nothing more; requests in flight finish. An exception from
-    ``on_result`` (a crash) stops sending, waits for the requests in flight and
-    re-raises. Returns ``(sent, refused_by_admit)``.
+    ``admit(request)`` is asked before each send (the cost cap). A refusal while
+    requests are in flight waits for them (their real cost replaces their
+    estimate) and asks again; a refusal with nothing in flight stops sending.
+    ``on_result`` runs in the calling thread for every outcome, in completion
+    order (write the cache there). ``stop`` set (Ctrl-C) sends nothing more;
+    requests in flight finish. A fatal error (:class:`DataError` from a request)
+    sends nothing more, lets the requests in flight finish and report, then is
+    raised. Any other exception (a crash in ``on_result``, a second Ctrl-C)
+    stops waiting at once and is re-raised. Returns ``(sent, refused_by_admit)``.
     """
     it = iter(requests)
     pending: set = set()
-    sent, refused, held = 0, False, None
-    with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="judge") as pool:
-        try:
-            while True:
-                while len(pending) < concurrency and not refused and not (stop and stop.is_set()):
-                    nxt, held = (held or next(it, None)), None
-                    if nxt is None:
-                        break
-                    if not admit(nxt[1]):
-                        held, refused = (nxt, False) if pending else (None, True)
-                        break
-                    pending.add(pool.submit(send_one, client, ep, nxt[0], nxt[1], stop))
-                    sent += 1
-                if not pending:
-                    return sent, refused
-                done, pending = wait(pending, return_when=FIRST_COMPLETED)
-                for f in done:
-                    on_result(f.result())
-        except BaseException:
-            if stop is not None:
-                stop.set()
-            for f in pending:
-                f.cancel()
-            raise
-
-
-# ------------------------------------------------------------------ Batch API
-def submit_job(client, requests: list[dict], *, metadata: dict | None = None) -> str:
-    """Upload the requests as JSONL and create a 24 h batch; returns the remote batch id."""
-    data = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in requests).encode("utf-8")
-    f = client.files.create(file=("planner-judge-requests.jsonl", data), purpose="batch")
-    job = client.batches.create(input_file_id=f.id, endpoint="/v1/chat/completions", completion_window="24h",
-                                metadata=metadata)
-    return job.id
-
-
-def poll_job(client, ep: Endpoint, remote_id: str, *, progress: Callable[[dict], None] | None = None,
-             stop: threading.Event | None = None):
-    """Retrieve the batch until it is completed, failed, expired or cancelled (None when ``stop`` is set).
-
-    The pause starts at 1 s (or ``poll_interval`` if smaller) and doubles up to ``poll_interval``.
-    """
-    pause = min(1.0, ep.poll_interval)
-    while True:
-        job = client.batches.retrieve(remote_id)
-        counts = job.request_counts
-        if progress is not None:
-            progress({"phase": "batch", "remote_id": remote_id, "status": job.status,
-                      "completed": getattr(counts, "completed", 0) or 0, "failed": getattr(counts, "failed", 0) or 0,
-                      "total": getattr(counts, "total", 0) or 0})
-        if job.status in TERMINAL:
-            return job
-        if stop is not None and stop.is_set():
-            return None
-        ep.sleep(pause)
-        pause = min(ep.poll_interval, pause * 2)
-
-
-def file_lines(client, file_id: str | None) -> list[dict]:
-    if not file_id:
-        return []
-    text = client.files.content(file_id).text
-    out = []
-    for n, ln in enumerate(text.splitlines(), 1):
-        if not ln.strip():
-            continue
-        try:
-            obj = json.loads(ln)
-        except ValueError:
-            raise DataError(f"batch file {file_id}:{n}: not valid JSON; expected OpenAI batch output lines") from None
-        if isinstance(obj, dict) and isinstance(obj.get("custom_id"), str):
-            out.append(obj)
-    return out
-
-
-def collect_job(client, job, custom_ids: Iterable[str]) -> list[dict]:
-    """Output and error lines of a finished batch; a failed line for every request in neither."""
-    lines = file_lines(client, job.output_file_id) + file_lines(client, job.error_file_id)
-    seen = {ln["custom_id"] for ln in lines}
-    why = f"batch_{job.status}" if job.status != "completed" else "batch_missing"
-    errors = getattr(getattr(job, "errors", None), "data", None) or []
-    msg = "; ".join(f"{e.code}: {e.message}" for e in errors[:2] if getattr(e, "code", None)) or \
-        f"the batch ended {job.status} without an answer for this request"
-    lines += [error_line(cid, why, msg) for cid in custom_ids if cid not in seen]
-    return lines
+    sent, refused, held, fatal = 0, False, None, None
+    halt, abort = threading.Event(), threading.Event()
+    pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="judge")
+    try:
+        while True:
+            if stop is not None and stop.is_set():
+                halt.set()
+            while len(pending) < concurrency and not refused and not halt.is_set():
+                nxt, held = (held or next(it, None)), None
+                if nxt is None:
+                    break
+                if not admit(nxt[1]):
+                    held, refused = (nxt, False) if pending else (None, True)
+                    break
+                pending.add(pool.submit(send_one, client, ep, nxt[0], nxt[1], halt, abort))
+                sent += 1
+            if not pending:
+                break
+            done, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
+            for f in done:
+                try:
+                    result = f.result()
+                except DataError as exc:
+                    fatal = fatal or exc
+                    halt.set()
+                    continue
+                on_result(result)
+    except BaseException:
+        abort.set()
+        halt.set()
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)
+    if fatal is not None:
+        raise fatal
+    return sent, refused

@@ -18,6 +18,9 @@ from planner.errors import UsageError, parameters_of, quote, shown
 DEFAULT_COMPLETION_TOKENS = 400
 #: characters per prompt token assumed by the estimate: 3 overestimates English (~4 chars/token).
 CHARS_PER_TOKEN = 3.0
+#: the largest token count believed for one answer (context windows are ~10**6-10**7 tokens); a server's
+#: count outside [0, MAX_TOKENS] is treated as absent (the cost is then the estimate)
+MAX_TOKENS = 10 ** 9
 
 
 @dataclass(frozen=True)
@@ -69,14 +72,15 @@ def check_prices(price_in, price_out, max_cost) -> Prices:
 
 
 def usage_tokens(body) -> tuple[int | None, int | None]:
-    """``(prompt_tokens, completion_tokens)`` from a chat completion's ``usage`` (None when absent)."""
+    """``(prompt_tokens, completion_tokens)`` from a chat completion's ``usage``; None when absent or not a
+    whole number in ``[0, MAX_TOKENS]`` (a negative count, 10**30, a string)."""
     usage = body.get("usage") if isinstance(body, dict) else None
     if not isinstance(usage, dict):
         return None, None
 
     def tok(key):
         v = usage.get(key)
-        return v if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else None
+        return v if isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= MAX_TOKENS else None
 
     return tok("prompt_tokens"), tok("completion_tokens")
 

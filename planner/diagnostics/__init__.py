@@ -29,8 +29,9 @@ Submodules (this package re-exports their public names):
 ``records`` (judgment records, position form, winner), ``pairs`` (pair table,
 anchor tests, tie rates), ``bias`` (position, length), ``consistency``
 (circular triads), ``reasons`` (reason shares), ``agreement`` (kappa,
-annotator QC), ``acceptability`` (pass rates) and ``ranking`` (letters, rank
-intervals, comparisons with the leader).
+annotator QC), ``acceptability`` (pass rates), ``letters`` (the compact letter
+display) and ``ranking`` (exact Gaussian separation, rank intervals, comparisons
+with the leader).
 """
 
 from __future__ import annotations
@@ -78,7 +79,23 @@ from planner.diagnostics.pairs import (
     pair_table,
     tie_rates,
 )
-from planner.diagnostics.ranking import RankGroups, compact_letters, rank_groups
+from planner.diagnostics.letters import LETTERS_MAX_SYSTEMS, compact_letters, letter_name
+from planner.diagnostics.ranking import (
+    NEAR_THRESHOLD_SE,
+    RANK_BLOCK,
+    RANK_MC_SD,
+    NearThreshold,
+    RankGroups,
+    gaussian_draws,
+    gaussian_rank_intervals,
+    p_better_fit,
+    p_better_gaussian,
+    pair_z,
+    rank_draws_needed,
+    rank_fit,
+    rank_groups,
+    rank_intervals,
+)
 from planner.diagnostics.reasons import ReasonShare, ReasonShares, SystemReasons, reason_shares, reason_shares_counts
 from planner.diagnostics.records import NON_RANKING_KINDS, JudgmentLike, JudgmentRecord, position_verdict, winner
 # the one Wilson interval lives in planner.stats.proportions; re-exported for callers of planner.diagnostics
@@ -106,6 +123,9 @@ __all__ = [
     "longest_run", "run_probability", "annotator_qc",
     # acceptability
     "SystemAcceptability", "Acceptability", "acceptability",
-    # ranking
-    "RankGroups", "compact_letters", "rank_groups",
+    # letters and ranking
+    "LETTERS_MAX_SYSTEMS", "compact_letters", "letter_name",
+    "NEAR_THRESHOLD_SE", "RANK_BLOCK", "RANK_MC_SD", "NearThreshold", "RankGroups", "gaussian_draws",
+    "gaussian_rank_intervals", "p_better_fit",
+    "p_better_gaussian", "pair_z", "rank_draws_needed", "rank_fit", "rank_groups", "rank_intervals",
 ]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -37,11 +36,6 @@ class CircularTriads:
     n_tied_pairs: int
     n_unobserved_pairs: int
     examples: tuple[tuple[str, str, str], ...]
-
-
-def _triad_circular_probability(e_ij: float, e_jk: float, e_ki: float) -> float:
-    """P(triad i, j, k is circular) given P(i→j), P(j→k), P(k→i) (0, 0.5 or 1)."""
-    return e_ij * e_jk * e_ki + (1 - e_ij) * (1 - e_jk) * (1 - e_ki)
 
 
 def circular_triads(data: Counts | np.ndarray, systems: Sequence[str] | None = None,
@@ -91,19 +85,46 @@ def circular_triads(data: Counts | np.ndarray, systems: Sequence[str] | None = N
     iu = np.triu_indices(m, 1)
     n_unobserved = int((~observed[iu]).sum())
     n_tied = int(((e[iu] == 0.5) & observed[iu]).sum())
-    d = 0.0
-    examples = []
-    for i, j, k in itertools.combinations(range(m), 3):
-        if not (observed[i, j] and observed[j, k] and observed[i, k]):
-            continue
-        pc = _triad_circular_probability(e[i, j], e[j, k], e[k, i])
-        d += pc
-        if pc == 1.0 and len(examples) < max_examples:
-            x, y, z = (i, j, k) if e[i, j] == 1.0 else (i, k, j)
-            examples.append((names[x], names[y], names[z]))
+    d = _expected_circular(np.where(observed, e, 0.0))
+    examples = _first_circular(e, observed, names, max_examples) if d > 0 else ()
     d_max = (m ** 3 - m) / 24.0 if m % 2 else (m ** 3 - 4 * m) / 24.0
     zeta = None if (m < 3 or n_unobserved) else 1.0 - d / d_max
-    return CircularTriads(tuple(names), m, d, d_max, zeta, scores, n_tied, n_unobserved, tuple(examples))
+    return CircularTriads(tuple(names), m, d, d_max, zeta, scores, n_tied, n_unobserved, examples)
+
+
+def _expected_circular(a: np.ndarray) -> float:
+    """``Σ_{i<j<k}`` P(triad circular) over triads whose three pairs are observed, as ``trace(A³) / 3``.
+
+    ``a[i, j] = e[i, j]`` on observed pairs and 0 elsewhere (diagonal 0). Each observed triad appears
+    six times in ``trace(A³) = Σ_ijk a_ij a_jk a_ki``: its three rotations give
+    ``e_ij e_jk e_ki`` and its three reflections ``e_ik e_kj e_ji = (1 - e_ij)(1 - e_jk)(1 - e_ki)``
+    (``e_ji = 1 - e_ij`` on an observed pair), together three times its probability of being circular,
+    ``e_ij e_jk e_ki + (1 - e_ij)(1 - e_jk)(1 - e_ki)``; a triad with an unobserved pair contributes 0. Every
+    entry is 0, ½ or 1, so every partial sum is a multiple of 1/8 and exact in floating point: the
+    same ``d`` as the triad-by-triad sum, in any summation order.
+    """
+    return float(np.einsum("ij,ji->", a @ a, a)) / 3.0
+
+
+def _first_circular(e: np.ndarray, observed: np.ndarray, names, limit: int) -> tuple:
+    """Up to ``limit`` circular triads with three decided pairs, in ``itertools.combinations`` order, as
+    ``(x, y, z)``: x beat y, y beat z, z beat x."""
+    wins = observed & (e == 1.0)
+    losses = observed & (e == 0.0)
+    out: list[tuple[str, str, str]] = []
+    m = e.shape[0]
+    for i in range(m - 2):
+        if len(out) >= limit:
+            break
+        rest = slice(i + 1, m)
+        # triad (i, j, k), i < j < k: i->j->k->i or i<-j<-k<-i, every pair decided
+        cyc = ((wins[i, rest][:, None] & wins[rest, rest] & losses[i, rest][None, :])
+               | (losses[i, rest][:, None] & losses[rest, rest] & wins[i, rest][None, :]))
+        js, ks = np.nonzero(np.triu(cyc, 1))
+        for j, k in zip(js[:limit - len(out)] + i + 1, ks[:limit - len(out)] + i + 1):
+            x, y, z = (i, j, k) if e[i, j] == 1.0 else (i, k, j)
+            out.append((names[x], names[y], names[z]))
+    return tuple(out)
 
 
 def circular_triads_from_scores(scores: Sequence[float]) -> float:

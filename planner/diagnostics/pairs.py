@@ -22,7 +22,9 @@ class PairRow:
     ``a_wins``: judgments ``system_a`` won, in either position; ``b_wins``: won
     by ``system_b``. ``score`` is ``system_a``'s half-tie score (``None`` with
     no usable judgment). ``p_a_better`` is P(``system_a`` better than
-    ``system_b``) from the model when a probability matrix was given.
+    ``system_b``) from the model when a probability matrix was given;
+    ``design_effect`` the variance inflation of their strength difference under
+    clustering (cluster-robust over independent) when given.
     """
 
     system_a: str
@@ -33,6 +35,7 @@ class PairRow:
     invalid: int
     score: float | None
     p_a_better: float | None
+    design_effect: float | None = None
 
 
 @dataclass(frozen=True)
@@ -41,7 +44,8 @@ class PairTable:
     rows: tuple[PairRow, ...]
 
 
-def pair_table(counts: Counts, p_better: np.ndarray | None = None) -> PairTable:
+def pair_table(counts: Counts, p_better: np.ndarray | None = None,
+               design_effects: np.ndarray | None = None) -> PairTable:
     """Per unordered pair with any judgment: A/B/tie/invalid, half-tie score, P(better).
 
     Parameters
@@ -52,6 +56,9 @@ def pair_table(counts: Counts, p_better: np.ndarray | None = None) -> PairTable:
         ``p_better[i, j]`` = posterior P(system i better than system j), from
         the model (the hook for ``planner.model``); rows and columns follow
         ``counts.systems``.
+    design_effects : ndarray (M, M), optional
+        Variance inflation of each strength difference under clustering
+        (:meth:`planner.model.types.Clustering.pair_design_effects`).
 
     Each pair is oriented to system order: ``system_a`` is the one with the
     smaller index in ``counts.systems``.
@@ -67,13 +74,14 @@ def pair_table(counts: Counts, p_better: np.ndarray | None = None) -> PairTable:
         w, l, ti, inv = (int(x) for x in t[i, j])
         if w + l + ti + inv == 0:
             continue
+        deff = None if design_effects is None or not np.isfinite(design_effects[i, j]) else float(design_effects[i, j])
         rows.append(PairRow(counts.systems[i], counts.systems[j], w, l, ti, inv,
                             half_tie_score(w, l, ti),
-                            None if p_better is None else float(p_better[i, j])))
+                            None if p_better is None else float(p_better[i, j]), deff))
     return PairTable(counts.systems, tuple(rows))
 
 
-def p_better_from_draws(draws: np.ndarray) -> np.ndarray:
+def p_better_from_draws(draws: np.ndarray, chunk: int = 64) -> np.ndarray:
     """``P[i, j]`` = share of posterior draws with ``beta_i > beta_j`` (diagonal 0.5).
 
     ``draws`` has shape (n_draws, M), e.g. the model's ``beta_draws``; the
@@ -82,7 +90,10 @@ def p_better_from_draws(draws: np.ndarray) -> np.ndarray:
     d = np.asarray(draws, dtype=float)
     if d.ndim != 2 or d.shape[0] == 0:
         raise UsageError(f"draws shape ({d.shape}) must be (n_draws > 0, M)")
-    p = (d[:, :, None] > d[:, None, :]).mean(axis=0)
+    m = d.shape[1]
+    p = np.empty((m, m))
+    for i in range(0, m, chunk):   # at most n_draws x chunk x M booleans at a time (300 systems: 20 MB)
+        p[i:i + chunk] = (d[:, i:i + chunk, None] > d[:, None, :]).mean(axis=0)
     np.fill_diagonal(p, 0.5)
     return p
 
@@ -96,7 +107,9 @@ class AnchorRow:
     ``"drop"`` tie convention, or ``k = wins + ties/2`` and
     ``n = wins + losses + ties`` under ``"half"``. ``pvalue``: exact two-sided
     binomial test of ``win_rate = 0.5``; under ``"half"`` the test uses ``k``
-    rounded toward ``n/2`` (conservative).
+    rounded toward ``n/2`` (conservative). ``design_effect`` (>= 1): the
+    variance inflation of the win rate under clustering; interval and test
+    then use the effective sample ``n / design_effect`` (Kish 1965).
     """
 
     system: str
@@ -109,6 +122,7 @@ class AnchorRow:
     ci_low: float | None
     ci_high: float | None
     pvalue: float | None
+    design_effect: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -120,7 +134,7 @@ class AnchorTests:
 
 
 def anchor_tests(counts: Counts, anchor: str, ties: str = "drop",
-                 confidence_level: float = 0.95) -> AnchorTests:
+                 confidence_level: float = 0.95, design_effects: dict[str, float] | None = None) -> AnchorTests:
     """Each candidate's win rate against ``anchor`` with binomial test and Wilson interval.
 
     Parameters
@@ -128,6 +142,10 @@ def anchor_tests(counts: Counts, anchor: str, ties: str = "drop",
     ties : {"drop", "half"}
         ``"drop"`` (default): ties leave the denominator; ``"half"``: a tie
         counts half a win.
+    design_effects : dict candidate -> float, optional
+        Variance inflation (>= 1) of each candidate's win rate under clustering
+        (:func:`planner.stats.clusters.pair_design_effect`): the Wilson interval
+        and the test use ``k / deff`` of ``n / deff`` (Kish's effective sample).
     """
     if ties not in ("drop", "half"):
         raise UsageError(f"ties ({ties!r}) must be 'drop' or 'half'")
@@ -148,8 +166,14 @@ def anchor_tests(counts: Counts, anchor: str, ties: str = "drop",
         else:
             k, n = w + 0.5 * ti, w + l + ti
             k_test = math.floor(k) if k > n / 2 else math.ceil(k)
-        lo, hi = wilson_interval(k, n, confidence_level)
-        rows.append(AnchorRow(name, w, l, ti, inv, n, k / n if n else None, lo, hi, _binom_p(k_test, n)))
+        deff = max(1.0, float((design_effects or {}).get(name, 1.0)))
+        lo, hi = wilson_interval(k / deff, n / deff, confidence_level)
+        p = _binom_p(k_test, n)
+        if deff > 1.0 and n:
+            n_eff = max(1, round(n / deff))
+            k_eff = k * n_eff / n
+            p = _binom_p(math.floor(k_eff) if k_eff > n_eff / 2 else math.ceil(k_eff), n_eff)
+        rows.append(AnchorRow(name, w, l, ti, inv, n, k / n if n else None, lo, hi, p, deff))
     return AnchorTests(anchor, ties, confidence_level, tuple(rows))
 
 

@@ -59,18 +59,29 @@ def reason_shares(judgments: Iterable[Any], systems: Sequence[str] | None = None
 
 
 def reason_shares_counts(rows: Iterable[tuple[str, str, str, Any, int]],
-                         systems: Sequence[str] | None = None) -> ReasonShares:
+                         systems: Sequence[str] | None = None,
+                         no_reason: tuple[Sequence[int], Sequence[int]] | None = None) -> ReasonShares:
     """Reason shares from tallied rows ``(a, b, verdict, reason, n)`` — the one definition.
 
     The caller leaves out non-ranking kinds; only ``A``/``B`` verdicts count;
     a blank reason is no reason. Systems in ``systems`` order, then any other
-    in order of first appearance.
+    in order of first appearance. ``no_reason`` (with ``systems``): per system,
+    decisive judgments without a reason won and lost, tallied by the caller
+    (the same as rows ``(winner, loser, "A", None, n)``, without a row per pair).
     """
     wins: dict[str, Counter] = defaultdict(Counter)
     losses: dict[str, Counter] = defaultdict(Counter)
     seen: list[str] = list(systems) if systems is not None else []
     known = set(seen)
     n = without = 0
+    if no_reason is not None:
+        for s, w, lo in zip(seen, *no_reason):
+            if w:
+                wins[s][None] += int(w)
+            if lo:
+                losses[s][None] += int(lo)
+            n += int(w)            # each decisive judgment is one system's win
+            without += int(w)
     for a, b, v, reason, c in rows:
         for s in (a, b):
             if s not in known:

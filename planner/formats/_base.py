@@ -103,8 +103,7 @@ def sniff(path: Path) -> Sniff:
     first_record = header = None
     try:
         if first_char == "{":
-            obj = jsonsafe.loads(stripped.split("\n", 1)[0])
-            first_record = obj if isinstance(obj, dict) else None
+            first_record = _first_line(path, stripped, len(raw) == SNIFF_BYTES)
         elif first_char == "[":
             first_record = _first_element(path, stripped, len(raw) == SNIFF_BYTES)
         elif first_char:
@@ -116,6 +115,20 @@ def sniff(path: Path) -> Sniff:
 
 class BadValue(ValueError):
     """A value in a row is not allowed; ``str(exc)`` is the whole one-line problem (``where: what; expected``)."""
+
+
+def _first_line(path: Path, stripped: str, more: bool) -> dict | None:
+    """The first JSON Lines record, reading up to :data:`FIRST_ELEMENT_BYTES` when the head cuts it (a record
+    with long texts before the keys that tell its format)."""
+    line = stripped.split("\n", 1)[0]
+    if "\n" not in stripped and more:
+        try:
+            with jsonsafe._OPEN(path, "rb") as f:
+                line = f.readline(FIRST_ELEMENT_BYTES).decode("utf-8", errors="replace").lstrip("\ufeff").strip()
+        except OSError:
+            return None
+    obj = jsonsafe.loads(line)
+    return obj if isinstance(obj, dict) else None
 
 
 def _first_element(path: Path, stripped: str, more: bool) -> dict | None:

@@ -14,6 +14,11 @@ Two shapes, both produced by the argilla 2.x SDK (``argilla.records._io``):
   ``"<q>.responses"``, ``"<q>.responses.users"``, ``"<q>.responses.status"``
   (parallel lists, or null when nobody answered).
 
+Either shape may also come as **JSON Lines**, one record per line: the flat
+records are what ``dataset.records.to_datasets()`` holds, and a Hugging Face
+dataset's ``to_json(path)`` writes JSON Lines (as does pandas with
+``lines=True``); the file's first character tells the two containers apart.
+
 Records written by planner have ``id`` = item id and ``metadata.item_id``;
 questions ``verdict`` (left/right/tie/invalid, or pass/fail) and ``reason``.
 One positional record per (record, user): id ``argilla:<record id>:<user
@@ -34,7 +39,10 @@ from planner.formats._base import (
     BadValue,
     Row,
     iter_json_array_indexed,
+    iter_jsonl,
+    sniff,
     text_id,
+    where,
 )
 
 _VERDICTS = ", ".join(POSITION_VERDICTS)
@@ -131,9 +139,18 @@ def _records(rid: str, item: str, by_q: dict, label: str) -> list[dict]:
     return out
 
 
+def _elements(path: Path) -> Iterator[tuple]:
+    """``(line, at, record, problem)`` from a JSON array or, when the file starts with ``{``, JSON Lines."""
+    if sniff(path).first_char != "{":
+        yield from iter_json_array_indexed(path)
+        return
+    for line, rec, problem in iter_jsonl(path):
+        yield line, where(path, line), rec, problem
+
+
 def _read(path: Path, flat: bool) -> Iterator[Row]:
     path = Path(path)
-    for line, at, rec, problem in iter_json_array_indexed(path):
+    for line, at, rec, problem in _elements(path):
         if problem:
             yield line, None, problem
             continue
@@ -154,10 +171,12 @@ def _read(path: Path, flat: bool) -> Iterator[Row]:
 
 
 def read_argilla(path: Path, **_) -> Iterator[Row]:
-    """Argilla v2 ``dataset.records.to_json(path)`` export (see the module docstring)."""
+    """Argilla v2 ``dataset.records.to_json(path)`` export, or the same records one per line (see the module
+    docstring)."""
     return _read(path, flat=False)
 
 
 def read_argilla_flat(path: Path, **_) -> Iterator[Row]:
-    """Argilla v2 ``dataset.records.to_list(flatten=True)`` saved as a JSON array (see the module docstring)."""
+    """Argilla v2 flat records (``to_list(flatten=True)``) as a JSON array or JSON Lines (see the module
+    docstring)."""
     return _read(path, flat=True)

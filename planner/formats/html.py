@@ -110,14 +110,21 @@ def _leaderboard(r) -> str:
                        f"{pct(x.pass_rate, 0)} [{pct(x.pass_low, 0)}, {pct(x.pass_high, 0)}]")
         rows.append(row)
     tied = ", ".join(r.tied_with_leader)
+    cols, note = ((0, 1, 2), (5,)), ""
+    if r.ranking is not None and not r.ranking.letters_shown:   # above 26 systems: no letters column
+        head, rows, cols = head[:1] + head[2:], [x[:1] + x[2:] for x in rows], ((0, 1), (4,))
+        note = _p(r.ranking.letters_note[0].upper() + r.ranking.letters_note[1:] + ".")
     return ('<section id="leaderboard"><h2>Leaderboard</h2>'
             + _p("Elo = 1500 + 173.7 β with its 95% credible interval (the bars share one axis, "
                  f"{lo:.0f} to {hi:.0f}). Systems sharing a letter are not credibly separated; rank is the "
                  "95% interval of the rank over posterior draws; P(lead>x) is the posterior probability that "
-                 "the leader is stronger.")
-            + _table(head, rows, text_cols=(0, 1, 2), raw_cols=(5,), cls="leaderboard",
+                 "the leader is stronger.") + note
+            + _table(head, rows, text_cols=cols[0], raw_cols=cols[1], cls="leaderboard",
                      row_cls=["tied" if x.tied_with_leader else "" for x in r.leaderboard])
-            + f'<p id="tied-with-leader">Tied with the leader (not credibly below it): {esc(tied)}</p></section>')
+            + f'<p id="tied-with-leader">Tied with the leader (not credibly below it): {esc(tied)}</p>'
+            + (f'<p id="clusters">{esc(r.clusters.sentence[0].upper() + r.clusters.sentence[1:])}.</p>'
+               if getattr(r, "clusters", None) is not None else "")
+            + "</section>")
 
 
 def _heatmap(r) -> str:

@@ -7,16 +7,17 @@ the figures are the same bytes on every machine. Every label is escaped
 
 from __future__ import annotations
 
-import html
 import math
 from typing import Sequence
+
+from planner.escape import for_html
 
 __all__ = ["esc", "interval_bar", "heatmap", "rank_slopes"]
 
 
 def esc(value) -> str:
-    """Text for HTML or SVG: ``& < > " '`` escaped (system, annotator and stratum names are untrusted)."""
-    return html.escape(str(value), quote=True)
+    """Text for HTML or SVG (system, annotator and stratum names are untrusted): :func:`planner.escape.for_html`."""
+    return for_html(value)
 
 
 def _f(x: float) -> str:

@@ -18,21 +18,69 @@ line, ready to follow ``file:where:``):
 
 Whole files are read with :func:`read_text`: strict UTF-8 (a BOM is dropped),
 an ``OSError`` or a decoding error becomes a :class:`JSONProblem` naming the
-line, and NUL bytes are refused before any parsing.
+line, and NUL bytes are refused before any parsing. Every reader opens its file
+through :func:`open_input`, which inflates gzip files (``.json.gz``,
+``.jsonl.gz``) transparently.
 """
 
 from __future__ import annotations
 
+import errno
+import gzip
+import io
 import json
 import json.scanner
 import re
+import zlib
 from pathlib import Path
 
 from planner.errors import quote
 
 MAX_INT_DIGITS = 40
 _SURROGATE_ESCAPE = re.compile(r"\\[uU][dD][89a-fA-F]")
-_OPEN = open  # indirection so tests can simulate an I/O error while reading
+GZIP_MAGIC = b"\x1f\x8b"
+#: a gzip file's text is refused beyond this many bytes when a reader needs it whole (a JSON array):
+#: a 10 MB "bomb" can inflate to 10 GB; streamed formats (JSONL, CSV) are read line by line, unbounded
+MAX_INFLATED_BYTES = 4 << 30
+
+
+class _Gunzip(io.RawIOBase):
+    """The inflated bytes of a gzip file; a truncated or damaged stream is an ``OSError`` (EIO) naming it,
+    never ``EOFError``/``zlib.error`` (which no reader expects)."""
+
+    def __init__(self, path):
+        self._gz = gzip.open(path, "rb")
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b) -> int:
+        try:
+            return self._gz.readinto(b)
+        except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
+            raise OSError(errno.EIO, f"the gzip data is truncated or damaged: {exc}") from None
+
+    def close(self) -> None:
+        self._gz.close()
+        super().close()
+
+
+def open_input(path, mode: str = "r", **kwargs):
+    """Open an input file like :func:`open` (``"rb"`` or text mode with ``encoding``/``newline``/``errors``),
+    inflating it when it is gzip-compressed (told by its first two bytes, not its name): ``x.jsonl.gz`` and
+    ``x.json.gz`` read as ``x.jsonl`` and ``x.json`` (alpaca_eval and arena-hard results are often shared so)."""
+    with open(path, "rb") as probe:
+        gz = probe.read(2) == GZIP_MAGIC
+    if not gz:
+        return open(path, mode, **kwargs)
+    raw = io.BufferedReader(_Gunzip(path), buffer_size=1 << 16)
+    if "b" in mode:
+        return raw
+    return io.TextIOWrapper(raw, encoding=kwargs.get("encoding"), errors=kwargs.get("errors"),
+                            newline=kwargs.get("newline"))
+
+
+_OPEN = open_input  # indirection so tests can simulate an I/O error while reading
 
 
 class JSONProblem(ValueError):
@@ -140,9 +188,12 @@ def read_text(path: Path) -> str:
     """
     try:
         with _OPEN(path, "rb") as f:
-            raw = f.read()
+            raw = f.read(MAX_INFLATED_BYTES + 1)
     except OSError as exc:
         raise JSONProblem(f"cannot read the file ({exc.strerror or exc.__class__.__name__})") from None
+    if len(raw) > MAX_INFLATED_BYTES:
+        raise JSONProblem(f"more than {MAX_INFLATED_BYTES >> 30} GiB of text to read whole; expected a smaller file "
+                          "(or the format as JSONL, which is read line by line)")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:

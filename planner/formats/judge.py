@@ -24,6 +24,23 @@ Verdict rules (never guessed; anything else is ``invalid`` and counted):
 When a bracket token and a final ``verdict:`` line both exist and disagree, the
 verdict is invalid. The reason is the code on a ``Reason: <code>`` line
 (lower-cased); two different codes → no reason.
+
+Reasoning models (DeepSeek-R1, QwQ, Qwen3 …) think before they answer, and the
+thinking often weighs both verdict tokens. The rules above read only the text
+**after the last closing reasoning tag** (``</think>``, also ``</thinking>`` and
+``</reasoning>``, any case): a server without a reasoning parser returns
+``<think>…</think>answer`` in ``content`` (or ``…</think>answer`` when the chat
+template opened the tag). A reasoning block opened and never closed (the answer
+was cut off while thinking) has no verdict → invalid. A server with a reasoning
+parser (vLLM ``--reasoning-parser``, DeepSeek's API) puts the thinking in
+``message.reasoning_content`` (newer vLLM: ``message.reasoning``) and the answer
+in ``content``: only ``content`` is read, never the reasoning fields.
+
+The model a verdict is filed under is the one asked for: planner's own output
+lines (``planner judge``) carry ``judge_model``; the model the server says
+answered (``body.model``, e.g. a dated snapshot) is kept as the judgment's source
+identity. Lines without ``judge_model`` (a provider's batch output) are filed
+under ``body.model``.
 """
 
 from __future__ import annotations
@@ -50,7 +67,18 @@ _FINAL_RE = re.compile(
     r"^[\s*_#>`]*(?:final\s+)?verdict[\s*_`]*[:=][\s*_`\"']*(a|b|c|left|right|tie|pass|fail|invalid)"
     r"[\s*_`\"'.!]*$", re.IGNORECASE)
 _BARE_RE = re.compile(r"^[\s*_`\"']*(a|b|c|left|right|tie|pass|fail|invalid)[\s*_`\"'.!]*$", re.IGNORECASE)
+_THINK_CLOSE = re.compile(r"</\s*(?:think|thinking|reasoning)\s*>", re.IGNORECASE)
+_THINK_OPEN = re.compile(r"^\s*<\s*(?:think|thinking|reasoning)\s*>", re.IGNORECASE)
 _REASON_RE = re.compile(r"^[\s*_#>`]*reason(?:\s+code)?[\s*_`]*[:=][\s*_`\"']*([A-Za-z][\w-]*)", re.IGNORECASE)
+
+
+def answer_part(text: str) -> str:
+    """The part of a judge's text the verdict is read from: after the last closing reasoning tag
+    (``</think>``…); empty when a reasoning block is opened and never closed."""
+    closes = list(_THINK_CLOSE.finditer(text))
+    if closes:
+        return text[closes[-1].end():]
+    return "" if _THINK_OPEN.match(text) else text
 
 
 def parse_judge_verdict(text: str | None) -> tuple[str, str | None]:
@@ -68,7 +96,10 @@ def parse_judge_verdict(text: str | None) -> tuple[str, str | None]:
         docstring for the rules); ``reason`` the lower-cased code of a
         ``Reason: <code>`` line, or ``None``.
     """
-    if not isinstance(text, str) or not text.strip():
+    if not isinstance(text, str):
+        return "invalid", None
+    text = answer_part(text)
+    if not text.strip():
         return "invalid", None
     lines = [ln for ln in text.splitlines() if ln.strip()]
     reasons = {m.group(1).lower() for ln in lines for m in [_REASON_RE.match(ln)] if m}
@@ -253,7 +284,10 @@ def read_judge_rows(path: str | os.PathLike, **_) -> Iterator[tuple[int, dict | 
     Yields ``(line, record, problem)``. An answered line is a positional record
     ``{"item", "verdict", "reason", "id": "judge:<custom_id>", "annotator":
     <body.model or None>, "seconds": None, "confidence": None}`` (a refusal,
-    unparseable text or a length cut-off without a verdict → ``invalid``). A
+    unparseable text or a length cut-off without a verdict → ``invalid``);
+    ``annotator`` is the line's ``judge_model`` when planner wrote it (the model
+    asked for), with ``source_annotator`` = ``body.model`` when the server
+    answered under another name. A
     transport failure (error-file line, HTTP status other than 200) is an
     *unanswered* record ``{"item", "unanswered": <error, <= 80 chars>, "id",
     "annotator"}``: the item stays pending for a retry, and a later output
@@ -265,13 +299,19 @@ def read_judge_rows(path: str | os.PathLike, **_) -> Iterator[tuple[int, dict | 
             yield n, None, problem
             continue
         cid = obj["custom_id"].strip()
-        kind, text, model = classify(obj)
+        kind, text, served = classify(obj)
         if kind == "problem":
             yield n, None, f"{p.name}:{n}: {text}"
             continue
+        asked = obj.get("judge_model")
+        if asked is not None and (not isinstance(asked, str) or not asked.strip()):
+            yield n, None, f"{p.name}:{n}: judge_model {quote(asked)}; expected the model name asked for"
+            continue
+        model = asked.strip() if asked is not None else served
+        source = {"source_annotator": served} if asked is not None and served and served != model else {}
         if kind == "unanswered":
             yield n, {"item": cid, "unanswered": text, "id": f"judge:{cid}", "annotator": model}, None
             continue
         verdict, reason = parse_judge_verdict(text) if text is not None else ("invalid", None)
         yield n, {"item": cid, "verdict": verdict, "reason": reason, "id": f"judge:{cid}", "annotator": model,
-                  "seconds": None, "confidence": None}, None
+                  "seconds": None, "confidence": None, **source}, None

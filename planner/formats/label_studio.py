@@ -7,7 +7,10 @@ same ids, so a cumulative re-export in any type dedupes in the store:
 * item = the task's ``data.item_id`` (planner writes it; JSON_MIN and CSV put
   the task data keys at top level, so ``item_id`` is a column there);
 * annotator = the Label Studio identity: the e-mail when the export gives one,
-  else the username, else ``ls-user:<numeric user id>``;
+  else the username, else ``ls-user:<numeric user id>``; an expanded
+  ``completed_by`` (``{"id", "email", ...}``) also gives ``identities``: the
+  user's other identities (``ls-user:2``), so the store knows the UI export's
+  ids and ``pull``'s e-mails as one annotator;
 * ``lead_time`` → seconds; the Choices named ``verdict`` and ``reason``.
 
 What carries no verdict is a *skip* record, counted by the store: a cancelled
@@ -66,6 +69,23 @@ def ls_annotator(v) -> str | None:
     return None
 
 
+def ls_identities(v) -> tuple[str, ...]:
+    """Every identity an expanded ``completed_by`` gives beside :func:`ls_annotator`'s (the username, the
+    numeric id), so an export naming users by id only (the UI's) reads as the same annotators."""
+    if not isinstance(v, dict):
+        return ()
+    first = ls_annotator(v)
+    out = []
+    for key in ("email", "username"):
+        s = v.get(key)
+        if isinstance(s, str) and s.strip() and s.strip() != first:
+            out.append(s.strip())
+    uid = v.get("id")
+    if isinstance(uid, int) and not isinstance(uid, bool) and f"ls-user:{uid}" != first:
+        out.append(f"ls-user:{uid}")
+    return tuple(out)
+
+
 def _ls_id(v) -> str | None:
     """A task or annotation id as text (CSV gives ``17`` or ``17.0``)."""
     if isinstance(v, float) and v.is_integer():
@@ -97,11 +117,21 @@ def _verdict(value, at: str) -> str:
     return v
 
 
-def _item_of(data, tid: str, at: str) -> str:
+NOT_PUSHED = "task planner did not push"   # the skip cause of a task outside ``items``
+
+
+def _item_of(data, tid: str, at: str, items=None) -> str | None:
+    """The task's ``data.item_id``; None for a task outside ``items`` (when given: planner's own items)."""
     item = data.get("item_id") if isinstance(data, dict) else None
-    if not isinstance(item, str) or not item.strip():
-        raise BadValue(f"{at}: data.item_id {quote(item)}; expected tasks written by planner (data.item_id)")
-    return item.strip()
+    if isinstance(item, str) and item.strip() and (items is None or item.strip() in items):
+        return item.strip()
+    if items is not None:
+        return None
+    raise BadValue(f"{at}: data.item_id {quote(item)}; expected tasks written by planner (data.item_id)")
+
+
+def _not_pushed(label: str) -> dict:
+    return {"skip": NOT_PUSHED, "where": label}
 
 
 def _results(ann: dict, at: str) -> dict:
@@ -147,9 +177,13 @@ def _annotation(ann, item: str, tid: str, label: str) -> dict:
     annotator = ls_annotator(completed_by)
     if annotator is None and completed_by is not None:
         raise BadValue(f"{at}: completed_by {quote(completed_by)}; expected a user id or user object")
-    return {"item": item, "verdict": _verdict(choices["verdict"], at), "id": f"ls:{tid}:{aid}",
-            "annotator": annotator, "reason": choices.get("reason"),
-            "seconds": opt_float(ann.get("lead_time"), "lead_time", at), "confidence": None, "where": label}
+    rec = {"item": item, "verdict": _verdict(choices["verdict"], at), "id": f"ls:{tid}:{aid}",
+           "annotator": annotator, "reason": choices.get("reason"),
+           "seconds": opt_float(ann.get("lead_time"), "lead_time", at), "confidence": None, "where": label}
+    also = ls_identities(completed_by)
+    if also:
+        rec["identities"] = also
+    return rec
 
 
 def _json_tasks(path: Path) -> Iterator[tuple]:
@@ -166,19 +200,24 @@ def _json_tasks(path: Path) -> Iterator[tuple]:
         yield line, obj, tid, f"{path.name}:task {tid}"
 
 
-def read_label_studio(path: Path, **_) -> Iterator[Row]:
+def read_label_studio(path: Path, items=None, **_) -> Iterator[Row]:
     """Label Studio full JSON export (a list of tasks; the file the LS UI downloads as "JSON").
 
     Per task: ``data.item_id`` → item; each annotation is one judgment (see
     the module docstring for ids, annotator and skip records). Drafts and
-    predictions are not judgments and are not read.
+    predictions are not judgments and are not read. With ``items`` (the item
+    ids planner issued: ``pull`` passes them), a task that is not one of them
+    (imported by hand into planner's project) is a skip record, not an error.
     """
     for line, task, tid, label in _json_tasks(Path(path)):
         if task is None:
             yield line, None, label
             continue
         try:
-            item = _item_of(task.get("data"), tid, label)
+            item = _item_of(task.get("data"), tid, label, items)
+            if item is None:
+                yield line, _not_pushed(label), None
+                continue
             anns = task.get("annotations", task.get("completions"))
             if anns is not None and not isinstance(anns, list):
                 raise BadValue(f"{label}: annotations {quote(anns)}; expected a list")
@@ -195,9 +234,11 @@ def read_label_studio(path: Path, **_) -> Iterator[Row]:
                 yield line, None, str(exc)
 
 
-def _flat_row(row: dict, label: str, tid: str) -> dict:
+def _flat_row(row: dict, label: str, tid: str, items=None) -> dict:
     """One JSON_MIN / CSV row (task data + annotation columns) → positional or skip record."""
-    item = _item_of(row, tid, label)
+    item = _item_of(row, tid, label, items)
+    if item is None:
+        return _not_pushed(label)
     aid = _ls_id(row.get("annotation_id"))
     if row.get("annotation_id") in (None, "") :
         return {"skip": "task without annotations", "item": item, "where": label}
@@ -216,7 +257,7 @@ def _flat_row(row: dict, label: str, tid: str) -> dict:
             "seconds": opt_float(row.get("lead_time"), "lead_time", at), "confidence": None, "where": label}
 
 
-def read_label_studio_min(path: Path, **_) -> Iterator[Row]:
+def read_label_studio_min(path: Path, items=None, **_) -> Iterator[Row]:
     """Label Studio JSON_MIN export: one object per annotation, task data keys at top level.
 
     Keys used: ``id`` (task id), ``item_id``, ``annotation_id``, ``annotator``
@@ -227,12 +268,12 @@ def read_label_studio_min(path: Path, **_) -> Iterator[Row]:
             yield line, None, label
             continue
         try:
-            yield line, _flat_row(row, label, tid), None
+            yield line, _flat_row(row, label, tid, items), None
         except ValueError as exc:
             yield line, None, str(exc)
 
 
-def read_label_studio_csv(path: Path, **_) -> Iterator[Row]:
+def read_label_studio_csv(path: Path, items=None, **_) -> Iterator[Row]:
     """Label Studio CSV export: same columns as JSON_MIN (``id`` = task id, ``item_id``, ``annotation_id``,
     ``annotator``, ``verdict``, ``reason``, ``lead_time``, ...); rows cited as ``export.csv:row N``."""
     path = Path(path)
@@ -246,6 +287,6 @@ def read_label_studio_csv(path: Path, **_) -> Iterator[Row]:
             yield line, None, f"{label}: task id {quote(row.get('id'))}; expected a Label Studio task id"
             continue
         try:
-            yield line, _flat_row(row, label, tid), None
+            yield line, _flat_row(row, label, tid, items), None
         except ValueError as exc:
             yield line, None, str(exc)

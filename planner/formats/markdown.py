@@ -11,11 +11,12 @@ figure.
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import Any
 
 from planner import text
-from planner.errors import UsageError
+from planner.escape import for_markdown
 from planner.model.bt import ELO_SCALE
 from planner.text import num, pct
 
@@ -25,24 +26,36 @@ __all__ = ["table", "render_markdown", "write_markdown", "write_document", "styl
 FLAGGED = " — **flagged**"   # Markdown mark after a flagged figure's sentence
 
 
+class Raw(str):
+    """A table cell that is Markdown written here (``**re-weighted**``), not text to escape."""
+
+
+def _cell(c) -> str:
+    return c if isinstance(c, Raw) else for_markdown(c)
+
+
 def table(header: list[str], rows: list[list[str]]) -> list[str]:
-    """A Markdown table (header, rule, one line per row) followed by a blank line."""
-    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    out += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
+    """A Markdown table (header, rule, one line per row) followed by a blank line.
+
+    Every cell is text (escaped with :func:`planner.escape.for_markdown`: a name
+    with ``|``, ``<script>`` or an escape byte reads as itself) unless it is :class:`Raw`.
+    """
+    out = ["| " + " | ".join(_cell(c) for c in header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    out += ["| " + " | ".join(_cell(c) for c in r) + " |" for r in rows]
     return out + [""]
 
 
 # ---------------------------------------------------------------- report sections
 def _head(r) -> list[str]:
     m = r.model
-    L: list[str] = [f"# Report: {Path(r.study).name}", ""]
+    L: list[str] = [f"# Report: {for_markdown(Path(r.study).name)}", ""]
     tot = r.totals
     L += [f"Judgments: A {tot['A']:,} / B {tot['B']:,} / tie {tot['tie']:,} / invalid {tot['invalid']:,} "
           f"(ranking kinds; A/B relative to the stored orientation). Engine: {m.engine}"
           + (", per-stratum model re-weighted to stratum weights" if m.by_stratum else "") + f", seed {m.seed}.",
           ""]
     if r.flags:
-        L += ["## Flags", ""] + [f"- {f}" for f in r.flags] + [""]
+        L += ["## Flags", ""] + [f"- {for_markdown(f)}" for f in r.flags] + [""]
     return L
 
 
@@ -55,13 +68,17 @@ def _leaderboard(r) -> list[str]:
          "credibly below the leader (P(lead>x) < 0.95). That is a comparison with the leader only: two "
          "tied systems may still be separated from each other (their letters say so).", ""]
     has_acc = r.acceptability is not None
-    head = ["tied", "letters", "system", "Elo", "Elo 95% CrI", "β", "β 95% CrI", "P(best)", "P(lead>x)", "rank",
+    letters = r.ranking is None or r.ranking.letters_shown
+    if not letters:
+        L += [r.ranking.letters_note[0].upper() + r.ranking.letters_note[1:] + ".", ""]
+    head = ["tied"] + (["letters"] if letters else []) + ["system", "Elo", "Elo 95% CrI", "β", "β 95% CrI",
+                                                          "P(best)", "P(lead>x)", "rank",
             "score", "W/L/T/inv"]
     if has_acc:
         head.append("acceptable")
     rows = []
     for x in r.leaderboard:
-        row = ["tied" if x.tied_with_leader else "", x.letters, x.system, f"{x.elo:.0f}",
+        row = ["tied" if x.tied_with_leader else ""] + ([x.letters] if letters else []) + [x.system, f"{x.elo:.0f}",
                f"[{x.elo_lo:.0f}, {x.elo_hi:.0f}]", f"{x.mean:+.3f}",
                f"[{x.lo:+.3f}, {x.hi:+.3f}]", f"{x.p_best:.3f}",
                "leader" if x.p_leader_better is None else f"{x.p_leader_better:.3f}",
@@ -72,7 +89,9 @@ def _leaderboard(r) -> list[str]:
                        f"{pct(x.pass_rate, 0)} [{pct(x.pass_low, 0)}, {pct(x.pass_high, 0)}] (n={x.pass_n})")
         rows.append(row)
     L += table(head, rows)
-    return L + ["Tied with the leader (not credibly below it): " + ", ".join(r.tied_with_leader), ""]
+    L += ["Tied with the leader (not credibly below it): " + ", ".join(map(for_markdown, r.tied_with_leader)), ""]
+    return L + ([r.clusters.sentence[0].upper() + r.clusters.sentence[1:] + ".", ""]
+                if r.clusters is not None else [])
 
 
 def _pairs_and_anchor(r) -> list[str]:
@@ -82,7 +101,7 @@ def _pairs_and_anchor(r) -> list[str]:
                  num(p.p_a_better)] for p in r.pairs.rows])
     if r.anchor_tests is not None:
         at = r.anchor_tests
-        L += [f"## Against the anchor ({at.anchor})", "",
+        L += [f"## Against the anchor ({for_markdown(at.anchor)})", "",
               f"Win rate (ties: {at.ties}) with Wilson 95% interval and the exact two-sided binomial test of 50%.",
               ""]
         L += table(["system", "wins", "losses", "ties", "invalid", "win rate", "95% CI", "p"],
@@ -98,7 +117,7 @@ def _diagnostics(r) -> list[str]:
          "- " + text.position_sentence(r.position, m.gamma, FLAGGED if r.position.flagged else "")]
     if r.length is not None:
         L.append("- " + text.length_sentence(r.length, FLAGGED if r.length.flagged else ""))
-    L += ["- " + text.triads_sentence(r.triads), "- " + text.reasons_sentence(rs), ""]
+    L += ["- " + for_markdown(text.triads_sentence(r.triads)), "- " + text.reasons_sentence(rs), ""]
     if any(x.win_reasons and any(s.reason for s in x.win_reasons) for x in rs.rows):
         L += ["### Reasons (share of each system's wins / losses)", ""]
         L += table(["system", "wins", "win reasons", "losses", "loss reasons"],
@@ -128,12 +147,12 @@ def _strata(r) -> list[str]:
     if len(st.rows) <= 1:
         return []
     L = ["## Strata", "",
-         f"Half-tie score of each system per stratum; weights from {st.weights_source}. The last row is the "
-         "population figure re-weighted to the stratum weights.", ""]
+         f"Half-tie score of each system per stratum; weights from {for_markdown(st.weights_source)}. The last row "
+         "is the population figure re-weighted to the stratum weights.", ""]
     head = ["stratum", "weight", "judgments", "tie rate"] + list(st.systems)
     rows = [[s.stratum, f"{s.weight:.3f}", s.judgments, pct(s.tie_rate)] + [num(v) for v in s.scores]
             for s in st.rows]
-    rows.append(["**re-weighted**", "1.000", sum(s.judgments for s in st.rows), ""]
+    rows.append([Raw("**re-weighted**"), "1.000", sum(s.judgments for s in st.rows), ""]
                 + [num(v) for v in st.weighted_scores])
     L += table(head, rows)
     if st.rows[0].mean is not None:
@@ -147,7 +166,8 @@ def _acceptability(r) -> list[str]:
     if r.acceptability is None:
         return []
     a = r.acceptability
-    L = ["## Acceptability", "", f"Pass rates (source: {r.acceptability_source}) with Wilson 95% intervals, in "
+    L = ["## Acceptability", "", f"Pass rates (source: {for_markdown(r.acceptability_source)}) with Wilson 95% "
+         "intervals, in "
          "ranking order. Pairwise order is silent about level.", ""]
     return L + table(["system", "pass", "fail", "invalid", "pass rate", "95% CI"],
                      [[x.system, x.passed, x.failed, x.invalid, pct(x.pass_rate),
@@ -183,7 +203,7 @@ def _judges_and_notes(r) -> list[str]:
                    [[j["model"], f"{j['answers']:,}", f"{j['prompt_tokens']:,}", f"{j['completion_tokens']:,}",
                      "—" if j.get("cost_usd") is None else f"{j['cost_usd']:.4f}"] for j in r.judges])
     if r.notes:
-        L += ["## Notes", ""] + [f"- {n}" for n in r.notes] + [""]
+        L += ["## Notes", ""] + [f"- {for_markdown(n)}" for n in r.notes] + [""]
     return L
 
 
@@ -209,18 +229,22 @@ def write_markdown(report: Any, path) -> str:
 def write_document(content: str, path, parameter: str) -> str:
     """Write a report document (Markdown, HTML) to ``path`` through a temporary file; returns the path.
 
-    Raises :class:`UsageError` naming ``parameter`` when the file cannot be written.
+    Raises :class:`UsageError` naming ``parameter`` when the file cannot be written there, a
+    :class:`DataError` when the disk is full (:func:`planner.formats.staging.write_failure`).
     """
     p = Path(path)
+    tmp = p.with_name(p.name + ".tmp")
     try:
         if p.parent and not p.parent.exists():
             p.parent.mkdir(parents=True, exist_ok=True)
-        tmp = p.with_name(p.name + ".tmp")
         tmp.write_text(content, encoding="utf-8")
         tmp.replace(p)
     except OSError as exc:
-        raise UsageError(f"`{parameter}` ({path}) cannot be written: {exc.strerror or exc}",
-                         parameters=(parameter,)) from None
+        from planner.formats.staging import write_failure
+
+        with contextlib.suppress(OSError):   # no half-written temporary left behind
+            tmp.unlink()
+        raise write_failure(parameter, path, exc) from None
     return str(p)
 
 
@@ -232,7 +256,7 @@ def style_section(sc: Any) -> list[str]:
         L += [f"Bradley–Terry–Davidson with style covariates (length, headers, list items, bold; Chatbot Arena's "
               f"style control), engine {sc.engine}, {sc.n_used:,} judgments"
               + (f" ({sc.n_excluded:,} without both response texts left out)" if sc.n_excluded else "") + ".",
-              "", sc.sentence, ""]
+              "", for_markdown(sc.sentence), ""]
         L += table(["system", "raw rank", "raw β [95% CrI]", "controlled rank", "controlled β [95% CrI]",
                     "controlled rank 95%", "P(best)"],
                    [[r.system, r.raw_rank, f"{r.raw_mean:+.3f} [{r.raw_lo:+.3f}, {r.raw_hi:+.3f}]", r.rank,
@@ -245,7 +269,7 @@ def style_section(sc: Any) -> list[str]:
         L += [f"Controlled model: position γ = {sc.position.mean:.3f} [{sc.position.lo:.3f}, {sc.position.hi:.3f}], "
               f"ν = {sc.nu.mean:.3f} [{sc.nu.lo:.3f}, {sc.nu.hi:.3f}]; strengths' prior sd fixed at 3 logits.", ""]
     if sc.lc:
-        L += [f"### Length-controlled win rate against {sc.lc_anchor} (AlpacaEval LC GLM)", ""]
+        L += [f"### Length-controlled win rate against {for_markdown(sc.lc_anchor)} (AlpacaEval LC GLM)", ""]
         L += table(["system", "n", "raw win rate", "LC win rate", "95% CI", "tanh-length weight"],
                    [[r.system, r.n, f"{100 * r.win_rate:.1f}%", f"{100 * r.lc_win_rate:.1f}%",
                      f"[{100 * r.lc_lo:.1f}%, {100 * r.lc_hi:.1f}%]", f"{r.weights['tanh_length']:+.3f}"]

@@ -51,7 +51,7 @@ def write_plots(report: Any, directory) -> tuple[str, ...]:
             col = colours(0) if x.tied_with_leader else colours(7)
             ax.plot([x.elo_lo, x.elo_hi], [yi, yi], color=col, lw=2)
             ax.plot([x.elo], [yi], "o", color=col)
-        ax.set_yticks(y, [f"{x.system} [{x.letters}] rank {x.rank_low}"
+        ax.set_yticks(y, [f"{x.system}{f' [{x.letters}]' if x.letters else ''} rank {x.rank_low}"
                           + ("" if x.rank_low == x.rank_high else f"–{x.rank_high}") for x in rows])
         ax.axvline(1500, color="grey", lw=0.8, ls="--")
         ax.set_xlabel("strength, Elo scale (1500 + 173.7 β); bars = 95% credible interval\n"
@@ -83,7 +83,14 @@ def write_plots(report: Any, directory) -> tuple[str, ...]:
 
 
 def _save(fig, stem: Path) -> list[str]:
-    png, svg = stem.with_suffix(".png"), stem.with_suffix(".svg")
-    fig.savefig(png, dpi=120, metadata={"Software": None})
-    fig.savefig(svg, metadata={"Date": None})
-    return [str(png), str(svg)]
+    """Render both files in memory, then write them atomically (a full disk is one error, no half file)."""
+    import io
+
+    from planner.formats.staging import write_atomically
+
+    png, svg = io.BytesIO(), io.BytesIO()
+    fig.savefig(png, format="png", dpi=120, metadata={"Software": None})
+    fig.savefig(svg, format="svg", metadata={"Date": None})
+    paths = [stem.with_suffix(".png"), stem.with_suffix(".svg")]
+    write_atomically(list(zip(paths, (png.getvalue(), svg.getvalue()))), force=True, option="plot")
+    return [str(p) for p in paths]

@@ -26,7 +26,11 @@ store contract):
 *positional* (verdicts on items of a planner batch)::
 
     {"item": str, "verdict": "left"|"right"|"tie"|"invalid"|"pass"|"fail",
-     "id"?, "annotator"?, "reason"?, "seconds"?, "confidence"?}
+     "id"?, "annotator"?, "identities"?, "reason"?, "seconds"?, "confidence"?}
+
+  ``identities``: other identities of the same user as ``annotator`` when the
+  file names them (Label Studio's expanded ``completed_by``: the e-mail is the
+  annotator, ``ls-user:<id>`` another identity of the same person).
 
 *skip* -- a row that carries no verdict (blank CSV verdict, cancelled Label
 Studio annotation, task without annotation, draft Argilla response)::
@@ -288,11 +292,19 @@ def _array_keys(s: Sniff, *keys: str) -> bool:
 
 
 def _is_argilla_flat(s: Sniff) -> bool:
-    if s.first_char != "[":
+    """Flat Argilla records: a JSON array or JSON Lines whose first record has ``<question>.responses``."""
+    if s.first_char not in ("[", "{"):
         return False
     if s.first_record is not None:
         return any(k.endswith(".responses") for k in s.keys)
-    return '.responses"' in s.head
+    return s.first_char == "[" and '.responses"' in s.head
+
+
+def _is_argilla(s: Sniff) -> bool:
+    """Nested Argilla records (``to_json``): a JSON array, or JSON Lines, of ``{"fields", "responses", ...}``."""
+    if s.first_char == "{":
+        return {"fields", "responses"} <= s.keys
+    return _array_keys(s, "fields", "responses")
 
 
 register(Reader("label-studio", read_label_studio, lambda s: _array_keys(s, "annotations", "data"),
@@ -303,10 +315,10 @@ register(Reader("label-studio-min", read_label_studio_min,
 register(Reader("label-studio-csv", read_label_studio_csv,
                 lambda s: s.header is not None and {"item_id", "annotation_id", "annotator"} <= set(s.header),
                 "Label Studio CSV export"))
-register(Reader("argilla", read_argilla, lambda s: _array_keys(s, "fields", "responses"),
-                "Argilla v2 dataset.records.to_json(path) export"))
+register(Reader("argilla", read_argilla, _is_argilla,
+                "Argilla v2 dataset.records.to_json(path) export (JSON array or JSON Lines)"))
 register(Reader("argilla-flat", read_argilla_flat, _is_argilla_flat,
-                "Argilla v2 dataset.records.to_list(flatten=True) saved as JSON"))
+                "Argilla v2 flat records (to_list(flatten=True), to_datasets().to_json()): JSON array or JSON Lines"))
 register(Reader("alpaca-eval", read_alpaca_eval, lambda s: _array_keys(s, "preference", "generator_1"),
                 "alpaca_eval annotations (JSON array)"))
 register(Reader("mt-bench", read_mt_bench, lambda s: {"g1_winner", "model_1"} <= s.keys,

@@ -145,6 +145,23 @@ def _fsync_dir(directory: Path) -> None:
             os.close(fd)
 
 
+#: errors that say the path cannot be written where it is (the option's fault: exit 2); anything else
+#: (a full disk, a quota, an I/O error) is the environment's (exit 1)
+_PATH_ERRNOS = {errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOENT, errno.ENOTDIR, errno.EISDIR,
+                errno.ENAMETOOLONG, errno.EINVAL, errno.EXDEV}
+
+
+def write_failure(option: str, path, exc: OSError, then: str = "nothing was written") -> DataError | UsageError:
+    """The one-line error for an output that could not be written: the path, the system's reason, the
+    errno name (``ENOSPC``); a :class:`UsageError` when the path cannot be written there, else a
+    :class:`DataError` (a full disk is not a bad option)."""
+    reason = exc.strerror or str(exc) or type(exc).__name__
+    code = errno.errorcode.get(exc.errno or -1)
+    cls = UsageError if exc.errno in _PATH_ERRNOS else DataError
+    return cls(f"{shown(option)}: {quote(str(path))} could not be written ({reason}"
+               + (f", {code}" if code else "") + f"); {then}", parameters=parameters_of(option))
+
+
 def new_token() -> str:
     """A name for one staging run: process id and clock (not a random choice)."""
     return f"{os.getpid():x}{time.time_ns():x}"
@@ -206,9 +223,10 @@ def stage(files: Sequence[tuple[Path, bytes]], *, force: bool = False, journal_d
                 "sha256": sha256(data)} for p, data in zip(paths, (d for _, d in files))]
     journal, lock_fd = None, None
     staged = Staged(token, None, entries)
+    at: Path | None = None   # what was being written when it failed
     try:
         if journal_dir is not None:
-            journal = Path(journal_dir) / f"{JOURNAL_PREFIX}{token}.json"
+            journal = at = Path(journal_dir) / f"{JOURNAL_PREFIX}{token}.json"
             lock_fd = os.open(journal, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o666)
             staged.journal, staged._lock_fd = journal, lock_fd
             if fcntl is not None:
@@ -217,9 +235,12 @@ def stage(files: Sequence[tuple[Path, bytes]], *, force: bool = False, journal_d
             os.fsync(lock_fd)
             _fsync_dir(Path(journal_dir))
         for e, (_, data) in zip(entries, files):
+            at = Path(e["target"])
             _write_new(Path(e["tmp"]), data)
-    except BaseException:
+    except BaseException as exc:
         staged.abort()
+        if isinstance(exc, OSError):
+            raise write_failure(option, at, exc) from None
         raise
     return staged
 
@@ -230,8 +251,10 @@ def write_atomically(files: Sequence[tuple[Path, bytes]], *, force: bool = False
     try:
         staged.commit()
         return [Path(p) for p, _ in files]
-    except BaseException:
+    except BaseException as exc:
         staged.abort()
+        if isinstance(exc, OSError):
+            raise write_failure(option, exc.filename or files[0][0], exc) from None
         raise
 
 

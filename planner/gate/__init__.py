@@ -6,8 +6,9 @@ rather than a ranking: *does X regress against Y on any stratum?* Per stratum
 
 * the candidate's **win rate** against the baseline — the half-tie score
   ``(wins + ties/2) / (wins + losses + ties)`` over their direct comparisons,
-  both positions pooled — with a trinomial score interval (ties' sampling
-  error included; Wilson when there are no ties);
+  both positions pooled — with Tango's score interval (ties' sampling error
+  included; Wilson's with continuity correction when there are no ties),
+  widened by the stratum's design effect when verdicts are clustered;
 * two one-sided tests, Holm–Bonferroni across strata: *pass* rejects
   ``H0: win rate <= theta_pass`` and *regress* rejects
   ``H0: win rate >= theta_regress``, where ``theta_regress = 0.5 - margin`` and
@@ -24,12 +25,14 @@ verdict with an exit code (0 pass, 3 regress, 4 undecided) and one sentence.
 
 Each judgment scores 1 (win), 1/2 (tie) or 0 (loss); the counts are a
 trinomial and the half-tie win rate ``S = pW + pT/2`` is its mean score. Tests
-and intervals are **score** procedures for that mean with the tie share as a
-nuisance parameter estimated under the null
+and intervals are Tango's (1998) paired **score** procedures for that mean with
+the tie share as a nuisance parameter estimated under the null
 (:func:`planner.stats.proportions.half_tie_score_z`,
-:func:`planner.stats.proportions.half_tie_interval`): ``z = (S_hat - theta) /
-sqrt(V(theta)/N)``, ``V`` the score variance at the restricted MLE. With no
-ties they are exactly the Wilson score test and interval. Earlier versions
+:func:`planner.stats.proportions.half_tie_interval`): ``z = (|W + T/2 - N theta|
+- 1/2) / sqrt(deff N V(theta))`` with its sign, ``V`` the score variance at the
+restricted MLE, Yates' half keeping the exact size at most 0.027 per side at the
+nominal 0.025, ``deff`` the stratum's design effect. With no ties and no
+clustering they are Wilson's score test and interval with continuity correction. Earlier versions
 conditioned on the observed tie share (``t/2 + (1-t)·Wilson(W, W+L)``): the
 interval collapsed onto the estimate (1–0–1 gave 75.0% (35.3–75.0)) and the
 non-inferiority test was liberal when ties were common. A test at one look

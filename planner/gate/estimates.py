@@ -28,12 +28,13 @@ def position_shares(counts: Counts, ci: int, bi: int) -> list[tuple[str, float, 
     return out
 
 
-def score_interval(w: int, l: int, t: int, confidence_level: float):
-    """Half-tie score, tie share and the trinomial score interval (ties' sampling error included)."""
+def score_interval(w: int, l: int, t: int, confidence_level: float, design_effect: float = 1.0):
+    """Half-tie score, tie share and the trinomial score interval (ties' sampling error included;
+    widened by ``design_effect`` for clustered judgments)."""
     n = w + l + t
     if n == 0:
         return None, None, None, None
-    lo, hi = half_tie_interval(w, l, t, confidence_level)
+    lo, hi = half_tie_interval(w, l, t, confidence_level, design_effect)
     return (w + t / 2) / n, t / n, lo, hi
 
 
@@ -45,23 +46,29 @@ def finite(z: float) -> float:
 def pooled_row(rows: list[StratumDecision], confidence_level: float, post: tuple) -> StratumDecision:
     """Stratified estimate ``sum w_h S_h`` over strata with data (weights renormalised).
 
-    Variance ``sum w_h^2 V_h / N_h`` with ``V_h = pW + pT/4 - S_h²`` the
-    plug-in variance of one judgment's score (ties' sampling error included);
-    Wilson interval with the effective sample size ``S (1 - S) / Var`` (Korn &
-    Graubard 1998), capped at the number of usable judgments.
+    With one stratum carrying data (and weight) the pooled row *is* that stratum's estimate and
+    interval. Otherwise: variance ``sum w_h^2 deff_h V_h / N_h`` with ``V_h = pW + pT/4 - S_h²`` the
+    plug-in variance of one judgment's score (ties' sampling error included) and ``deff_h`` the
+    stratum's design effect; Wilson interval with the effective sample size ``S (1 - S) / Var``
+    (Korn & Graubard 1998), capped at the number of usable judgments.
     """
     have = [r for r in rows if r.n > 0]
     tot = [int(sum(getattr(r, f) for r in rows)) for f in ("wins", "losses", "ties", "invalid")]
     n_all = tot[0] + tot[1] + tot[2]
     s = lo = hi = tie = None
     wsum = sum(r.weight for r in have)
-    if have and wsum > 0:
+    weighted = [r for r in have if r.weight > 0]
+    if len(weighted) == 1:
+        one = weighted[0]
+        s, lo, hi = one.win_rate, one.ci_low, one.ci_high
+        tie = tot[2] / n_all
+    elif have and wsum > 0:
         w = [r.weight / wsum for r in have]
         s = float(sum(wi * r.win_rate for wi, r in zip(w, have)))
         var = 0.0
         for wi, r in zip(w, have):
             v = (r.wins + r.ties / 4) / r.n - r.win_rate ** 2
-            var += wi * wi * max(v, 0.0) / r.n
+            var += wi * wi * max(v, 0.0) * r.design_effect / r.n
         n_eff = n_all if var <= 0 else min(n_all, s * (1 - s) / var)
         lo, hi = wilson_interval(s * n_eff, n_eff, confidence_level) if n_eff > 0 else (None, None)
         tie = tot[2] / n_all

@@ -7,6 +7,7 @@ Holm first step's Bonferroni level; rule and rationale: docs/methods.md,
 
 from __future__ import annotations
 
+import math
 from functools import lru_cache
 
 #: power of the sample-size rule behind ``more_comparisons``
@@ -52,7 +53,7 @@ def needed_judgments(delta: float, tie_rate: float, invalid_rate: float, alpha: 
 
 
 def plan_more(n, inv, tie, s, margin, theta_pass, theta_reg, pooled_tie, pooled_inv, alpha_each,
-              looks, boundary, candidate, baseline):
+              looks, boundary, candidate, baseline, design_effect: float = 1.0):
     """(more_comparisons, needed_total, note) for an undecided stratum.
 
     Planning distance = the margin (the distance between "equal" and the
@@ -60,16 +61,21 @@ def plan_more(n, inv, tie, s, margin, theta_pass, theta_reg, pooled_tie, pooled_
     nearer threshold; judgments needed for it from :func:`needed_judgments`, minus
     the judgments collected (invalid included). When the stratum already has that
     many, re-plan for the (smaller) observed distance; None when even that is
-    met or below :data:`MIN_PLANNING_EFFECT`. Rule and rationale:
+    met or below :data:`MIN_PLANNING_EFFECT`. With clustered judgments every figure is
+    multiplied by the stratum's ``design_effect`` (as ``size --icc`` plans). Rule and rationale:
     docs/methods.md, "Release gates".
     """
+    def needed_for(distance):
+        got = needed_judgments(distance, t, r, alpha_each, looks, boundary)
+        return None if got is None else int(math.ceil(got * design_effect - 1e-9))
+
     t = tie if n > 0 else pooled_tie
     r = inv / (n + inv) if n + inv > 0 else pooled_inv
     have = n + inv
     dist = None if s is None else min(abs(s - theta_pass), abs(s - theta_reg))
     plan = margin if dist is None else max(margin, dist)
     level = f"power {PLANNING_POWER:g}, two-sided Bonferroni level {alpha_each:.3g}"
-    needed = needed_judgments(plan, t, r, alpha_each, looks, boundary) if plan > 0 else None
+    needed = needed_for(plan) if plan > 0 else None
     if needed is not None and needed > have:
         basis = (f"the margin {margin:g} (a true win rate of 50%)" if dist is None or dist <= margin
                  else f"the observed distance {dist:.3f} from the threshold")
@@ -78,7 +84,7 @@ def plan_more(n, inv, tie, s, margin, theta_pass, theta_reg, pooled_tie, pooled_
         return None, None, (f"no comparisons between {candidate} and {baseline} in this stratum, and margin 0 "
                             "leaves no distance to plan for")
     if dist < plan:  # already past the margin's size: the win rate sits closer to the threshold
-        again = needed_judgments(dist, t, r, alpha_each, looks, boundary)
+        again = needed_for(dist)
         if again is not None and again > have:
             return again - have, again, (f"{again:,} judgments to detect the observed distance {dist:.3f} from the "
                                          f"threshold (less than the margin), {level}; {have:,} collected")

@@ -26,6 +26,7 @@ from planner.gate.results import BOUNDARIES, ENGINES, EXIT_CODES, MODES, Decisio
 from planner.gate.text import decision_notes, decision_sentence, multiplicity_note
 from planner.stats import distributions as stats  # stats.norm without importing scipy.stats (issue 13)
 from planner.stats.multiplicity import holm, holm_adjusted
+from planner.stats.clusters import ClusterCells, applied_design_effect
 from planner.stats.proportions import half_tie_score_z
 from planner.stats.sequential import check_look
 
@@ -92,7 +93,8 @@ def decide_counts(counts: Counts, candidate: str, baseline: str, *,
                   margin: float = 0.05, mode: str = "non-inferiority", confidence_level: float = 0.95,
                   min_pass_rate: float | None = None, engine: str = "laplace",
                   look: int | None = None, looks: int = 1, boundary: str = "obrien-fleming",
-                  seed: int = 0, fit=None) -> Decision:
+                  seed: int = 0, fit=None, design_effects: dict[str, float] | None = None,
+                  clusters: ClusterCells | None = None) -> Decision:
     """The release gate on aggregated counts (no study needed).
 
     Parameters
@@ -123,6 +125,12 @@ def decide_counts(counts: Counts, candidate: str, baseline: str, *,
         Seeds the posterior draws.
     fit : planner.model.Fit, optional
         A ready by-stratum fit of ``counts`` (tests; skips fitting).
+    design_effects : dict stratum -> float, optional
+        Variance inflation of the candidate's win rate in each stratum under clustering
+        (:func:`planner.stats.clusters.pair_design_effect`; applied as at least 1): the tests, the
+        intervals, the pooled row and "more comparisons" use it. Default: judgments independent.
+    clusters : planner.stats.clusters.ClusterCells, optional
+        The study's judgments tallied per cluster: the posterior columns are cluster-robust.
 
     Returns
     -------
@@ -141,8 +149,9 @@ def decide_counts(counts: Counts, candidate: str, baseline: str, *,
     pooled_tie = pair_total[2] / pair_n if pair_n else 0.0
     pooled_inv = pair_total[3] / (pair_n + pair_total[3]) if pair_n + pair_total[3] else 0.0
 
-    post_rows, post_pool, model_notes = _model_columns(counts, fit, engine, strata, weights, seed, q)
-    rows = _stratum_rows(q, strata, weights, tally, post_rows, pooled_tie, pooled_inv)
+    deffs = [applied_design_effect((design_effects or {}).get(s)) for s in strata]
+    post_rows, post_pool, model_notes = _model_columns(counts, fit, engine, strata, weights, seed, q, clusters)
+    rows = _stratum_rows(q, strata, weights, tally, post_rows, pooled_tie, pooled_inv, deffs)
     pooled = pooled_row(rows, confidence_level, post_pool)
     gate = acceptability_gate(acceptability, q.ci, q.bi, min_pass_rate, confidence_level, candidate, baseline)
     verdict = _overall(rows, gate)
@@ -199,7 +208,7 @@ def _normalised_weights(stratum_weights: dict[str, float] | None, strata: tuple[
 
 
 def _model_columns(counts: Counts, fit, engine: str, strata: tuple[str, ...], weights: np.ndarray, seed: int,
-                   q: _Question) -> tuple[list, tuple, list[str]]:
+                   q: _Question, clusters: ClusterCells | None = None) -> tuple[list, tuple, list[str]]:
     """Posterior rows per stratum, the pooled posterior and the model's notes (fits when ``fit`` is None)."""
     K = len(strata)
     notes: list[str] = []
@@ -209,7 +218,7 @@ def _model_columns(counts: Counts, fit, engine: str, strata: tuple[str, ...], we
         from planner.model import fit as fit_model
 
         fit = fit_model(counts, engine=engine, by_stratum=True,
-                        stratum_weights={s: float(w) for s, w in zip(strata, weights)}, seed=seed)
+                        stratum_weights={s: float(w) for s, w in zip(strata, weights)}, seed=seed, clusters=clusters)
     if fit is not None:
         post_rows, post_pool = posterior_columns(fit, q.ci, q.bi, weights, q.theta_pass, q.confidence)
         notes.extend(f"model: {w}" for w in fit.diagnostics.warnings)
@@ -218,17 +227,17 @@ def _model_columns(counts: Counts, fit, engine: str, strata: tuple[str, ...], we
     return post_rows, post_pool, notes
 
 
-def _score_tests(tally: np.ndarray, q: _Question):
+def _score_tests(tally: np.ndarray, q: _Question, deffs: list[float]):
     """Per stratum: (W, L, T, invalid, score, tie share, interval) and the two one-sided z and p."""
     z_p, z_r, p_p, p_r, basics = [], [], [], [], []
     for k in range(len(tally)):
         w, l, t, inv = (int(v) for v in tally[k])
-        s, tie, lo, hi = score_interval(w, l, t, q.confidence)
+        s, tie, lo, hi = score_interval(w, l, t, q.confidence, deffs[k])
         basics.append((w, l, t, inv, s, tie, lo, hi))
         zp = zr = None
         if w + l + t > 0:   # trinomial score tests: the tie share is estimated under H0, not taken as known
-            zp = finite(half_tie_score_z(w, l, t, q.theta_pass))
-            zr = finite(-half_tie_score_z(w, l, t, q.theta_reg))
+            zp = finite(half_tie_score_z(w, l, t, q.theta_pass, deffs[k]))
+            zr = finite(-half_tie_score_z(w, l, t, q.theta_reg, deffs[k]))
         z_p.append(zp)
         z_r.append(zr)
         p_p.append(None if zp is None else float(stats.norm.sf(zp)))
@@ -237,10 +246,10 @@ def _score_tests(tally: np.ndarray, q: _Question):
 
 
 def _stratum_rows(q: _Question, strata: tuple[str, ...], weights: np.ndarray, tally: np.ndarray,
-                  post_rows: list, pooled_tie: float, pooled_inv: float) -> list[StratumDecision]:
+                  post_rows: list, pooled_tie: float, pooled_inv: float, deffs: list[float]) -> list[StratumDecision]:
     """One gated row per stratum: the tests, Holm across strata, the verdict and what an undecided one needs."""
     K = len(strata)
-    basics, z_p, z_r, p_p, p_r = _score_tests(tally, q)
+    basics, z_p, z_r, p_p, p_r = _score_tests(tally, q, deffs)
     pass_rej, crit_p = holm(z_p, q.critical)
     reg_rej, crit_r = holm(z_r, q.critical)
     single = q.looks == 1
@@ -265,7 +274,8 @@ def _stratum_rows(q: _Question, strata: tuple[str, ...], weights: np.ndarray, ta
         else:
             verdict = "undecided"
             more, needed, note = plan_more(n, inv, tie, s, q.margin, theta_pass, theta_reg, pooled_tie,
-                                           pooled_inv, alpha_each, q.looks, q.boundary, q.candidate, q.baseline)
+                                           pooled_inv, alpha_each, q.looks, q.boundary, q.candidate, q.baseline,
+                                           deffs[k])
             for zz, cc, side in ((z_r[k], crit_r[k], "below"), (z_p[k], crit_p[k], "above")):
                 if K > 1 and zz is not None and zz >= q.critical(1):
                     stop = ", Holm stopped at an earlier step" if zz >= cc else ""
@@ -277,7 +287,7 @@ def _stratum_rows(q: _Question, strata: tuple[str, ...], weights: np.ndarray, ta
             z_pass=z_p[k], z_regress=z_r[k], p_pass=p_p[k], p_regress=p_r[k],
             p_pass_holm=p_p_holm[k], p_regress_holm=p_r_holm[k], crit_pass=crit_p[k], crit_regress=crit_r[k],
             posterior_mean=pm[0], posterior_low=pm[1], posterior_high=pm[2], p_posterior=pm[3],
-            verdict=verdict, more_comparisons=more, needed_total=needed, note=note))
+            verdict=verdict, more_comparisons=more, needed_total=needed, note=note, design_effect=deffs[k]))
     return rows
 
 

@@ -60,6 +60,9 @@ class StratumDecision:
         The total those figures come from (judgments, invalid included).
     note : str
         Plain-English explanation of the verdict or figure.
+    design_effect : float
+        Variance inflation applied to the tests and interval for clustered judgments (>= 1;
+        1 when the judgments are treated as independent).
     """
 
     stratum: str
@@ -89,6 +92,7 @@ class StratumDecision:
     more_comparisons: int | None = None
     needed_total: int | None = None
     note: str = ""
+    design_effect: float = 1.0
 
 
 @dataclass(frozen=True)

@@ -110,3 +110,16 @@ def decision_notes(first: list[str], *, look: int, looks: int, boundary: str, st
     if not weighted:
         out.append("strata weighted equally (no stratum weights given)")
     return out
+
+
+def clustering_note(cluster: str, strata) -> str:
+    """How clustered verdicts entered the gate: the design effects the tests and intervals used."""
+    if cluster == "none":
+        return "judgments treated as independent (--cluster none)"
+    used = [r.design_effect for r in strata if r.n > 0]
+    if not used or max(used) <= 1.0:
+        return (f"clustered by {cluster}: verdicts agree no more than chance, so tests and intervals are those of "
+                "independent judgments")
+    span = f"{min(used):.2f}" if max(used) - min(used) < 0.005 else f"{min(used):.2f}–{max(used):.2f}"
+    return (f"clustered by {cluster}: verdicts on the same prompt agree beyond chance, so each stratum's tests and "
+            f"interval use its design effect ({span}; intervals widened up to {max(used) ** 0.5:.2f}×)")

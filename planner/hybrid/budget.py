@@ -200,16 +200,21 @@ class HybridPlan:
         return self.human_cost_total - self.cost
 
     @property
+    def rho_used(self) -> float:
+        """The ρ the plan uses: max(ρ, 0) (PPI++ clips λ to [0, 1]: a negative ρ helps no more than 0)."""
+        return max(self.rho, 0.0)
+
+    @property
     def cost_ratio_limit(self) -> float:
-        """(√(1 − ρ²) + ρ√γ)²: the hybrid's cost per human-only item at the continuous optimum."""
-        r = max(self.rho, 0.0)
+        """(√(1 − ρ²) + ρ√γ)²: the hybrid's cost per human-only item at the continuous optimum (ρ = ``rho_used``)."""
+        r = self.rho_used
         return (math.sqrt(1 - r * r) + r * math.sqrt(self.judge_cost / self.human_cost)) ** 2
 
     def to_dict(self) -> dict:
         def split(s):
             return None if s is None else {"n": s.n, "N": s.N, "items": s.items, "cost": s.cost,
                                            "effective_n": s.effective_n, "capped": s.capped}
-        return {"target": self.target, "target_text": self.target_text, "rho": self.rho,
+        return {"target": self.target, "target_text": self.target_text, "rho": self.rho, "rho_used": self.rho_used,
                 "human_cost": self.human_cost, "judge_cost": self.judge_cost, "n0": self.n0,
                 "human_only": {"n": self.human_n, "cost": self.human_cost_total / self.pairs,
                                "n_exact": self.human_n_exact},

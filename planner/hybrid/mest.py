@@ -183,13 +183,15 @@ def ppi(model: str, x_l, s_l, sh_l, x_u, sh_u, lam: float | None):
     return phi, inv_h @ ((n / m if m else 0.0) * var_u + var) @ inv_h / n, float(lam)
 
 
-def ipw(model: str, x, s, sh, labelled, pi, weights, lam: float | None):
+def ipw(model: str, x, s, sh, labelled, pi, weights, lam: float | None, clusters=None):
     """Active-inference (IPW) PPI over all N items (Zrnic & Candès 2024, ICML).
 
     Minimises (1/N) Σ_i c_i [λ ℓ(φ; ŷ_i) + ξ_i/π_i (ℓ(φ; y_i) − λ ℓ(φ; ŷ_i))], ξ_i = labelled,
     π_i its inclusion probability, c_i a population weight (1 = every item alike). Sandwich
     covariance H⁻¹ Ĉov(g_i) H⁻¹ / N over the N per-item gradients g_i; λ tuned to minimise the
     trace of its strength block (g_i = B_i + λ C_i, B_i = c ξ/π ∇ℓ(y), C_i = c (1 − ξ/π) ∇ℓ(ŷ)).
+    ``clusters`` (N,) integer ids: items sharing a cluster (a prompt) are correlated, so the meat sums
+    their centred gradients first — ``G/(G−1) Σ_c (Σ_{i∈c} g_i − n_c ḡ)(…)ᵀ / N`` (Liang & Zeger 1986).
     Returns ``(phi, sigma, lam)``.
     """
     n_all = len(x)
@@ -231,4 +233,11 @@ def ipw(model: str, x, s, sh, labelled, pi, weights, lam: float | None):
         phi, big_b, big_c, inv_h = fit(lam)
     g = big_b + lam * big_c
     gc = g - g.mean(0)
+    if clusters is not None:
+        ids = np.unique(np.asarray(clusters), return_inverse=True)[1].ravel()
+        k = int(ids.max()) + 1
+        sums = np.zeros((k, gc.shape[1]))
+        np.add.at(sums, ids, gc)
+        meat = sums.T @ sums / n_all * (k / (k - 1.0) if k > 1 else 1.0)
+        return phi, inv_h @ meat @ inv_h / n_all, float(lam)
     return phi, inv_h @ (gc.T @ gc / n_all) @ inv_h / n_all, float(lam)

@@ -343,7 +343,7 @@ def ppi_davidson(names, pairs_labelled, y_labelled, yhat_labelled, pairs_unlabel
 
 
 def ipw_bradley_terry(names, pairs, y, yhat, labelled, pi, *, model: str = "logistic", weights=None,
-                      confidence_level: float = 0.9, lam: float | None = None) -> BTInterval:
+                      confidence_level: float = 0.9, lam: float | None = None, clusters=None) -> BTInterval:
     """Active-inference PPI (inverse-probability weighted) over *all* items.
 
     ``pairs`` (N, 2); ``labelled`` (N,) bool: the items that carry human votes; ``pi`` (N,) each
@@ -351,7 +351,8 @@ def ipw_bradley_terry(names, pairs, y, yhat, labelled, pi, *, model: str = "logi
     (scores, or (N, 3) shares for ``model="davidson"``; ignored where unlabelled); ``yhat`` the
     judge's predictions in the same form. ``weights`` (N,) optional population weights c_i (e.g.
     stratum weight ÷ stratum share of items): the target becomes the c-weighted population fit.
-    ``lam=0``: the Horvitz–Thompson human-only estimate; ``lam=None`` tunes λ.
+    ``lam=0``: the Horvitz–Thompson human-only estimate; ``lam=None`` tunes λ. ``clusters`` (N,)
+    optional integer ids (the items' prompts): the covariance is cluster-robust over them.
     """
     from planner.hybrid import mest as me
 
@@ -381,7 +382,7 @@ def ipw_bradley_terry(names, pairs, y, yhat, labelled, pi, *, model: str = "logi
         raise UsageError(f"need at least {k} human-labelled items for {k} systems; got {int(labelled.sum())}")
     if lam is not None and not 0 <= lam <= 1:
         raise UsageError(f"lam must be in [0, 1] or None (tuned); got {lam!r:.80}")
-    phi, sigma, lam = me.ipw(model, x, s, sh, labelled, np.where(labelled, pi, 1.0), c, lam)
+    phi, sigma, lam = me.ipw(model, x, s, sh, labelled, np.where(labelled, pi, 1.0), c, lam, clusters)
     tag = "ipw-ppi" if lam else "ipw human only"
     return _finish(tag + (" davidson" if model == "davidson" else ""), names, model, phi, sigma, lam,
                    int(labelled.sum()), int(n_all - labelled.sum()), confidence_level)

@@ -9,9 +9,10 @@ from __future__ import annotations
 import numpy as np
 
 from planner.counts import Counts
-from planner.errors import UsageError
+from planner.errors import DataError, UsageError
 from planner.model.laplace import fit_laplace
 from planner.model.types import Fit, Prior
+from planner.stats.clusters import ClusterCells
 from planner.vocabulary import ENGINES
 
 
@@ -38,7 +39,7 @@ def _stratum_weights(counts: Counts, stratum_weights: dict | None) -> np.ndarray
 def fit(counts: Counts, *, engine: str = "laplace", by_stratum: bool = False,
         stratum_weights: dict | None = None, prior: Prior | None = None, seed: int = 0,
         draws: int = 1000, tune: int = 1000, chains: int = 2, cores: int | None = None,
-        progressbar: bool = False) -> Fit:
+        progressbar: bool = False, clusters: ClusterCells | None = None) -> Fit:
     """Fit the Bradley–Terry–Davidson model with a position effect.
 
     Parameters
@@ -67,6 +68,10 @@ def fit(counts: Counts, *, engine: str = "laplace", by_stratum: bool = False,
     progressbar : bool or callable
         NUTS progress: True for pymc's bar on stderr; a callable ``report(done, total)``
         called every 50 draws (all chains, tuning included) instead.
+    clusters : planner.stats.clusters.ClusterCells, optional
+        The same judgments tallied per cluster (:func:`planner.stats.clusters.cluster_cells`):
+        the intervals are then cluster-robust (:mod:`planner.model.robust`) and
+        :attr:`Fit.clustering` says by how much they widened. None: judgments independent.
 
     Returns
     -------
@@ -90,12 +95,31 @@ def fit(counts: Counts, *, engine: str = "laplace", by_stratum: bool = False,
         weights = _stratum_weights(counts, stratum_weights)
     else:
         counts = counts.pooled() if len(counts.strata) > 1 else counts
+        if clusters is not None and clusters.stratum.any():
+            clusters = clusters.pooled()
+    if clusters is not None:
+        _check_clusters(counts, clusters)
     if engine == "laplace":
-        return fit_laplace(counts, strata, by_stratum, prior, weights, seed, draws)
+        return fit_laplace(counts, strata, by_stratum, prior, weights, seed, draws, clusters)
     from planner.model.nuts import fit_nuts
 
     return fit_nuts(counts, strata, by_stratum=by_stratum, prior=prior, weights=weights, seed=seed,
-                    draws=draws, tune=tune, chains=chains, cores=cores, progressbar=progressbar)
+                    draws=draws, tune=tune, chains=chains, cores=cores, progressbar=progressbar, clusters=clusters)
+
+
+def _check_clusters(counts: Counts, clusters: ClusterCells) -> None:
+    """DataError unless ``clusters`` tally exactly the usable judgments of ``counts``, cell by cell."""
+    m, k = len(counts.systems), len(counts.strata)
+    if clusters.n_clusters and (max(int(clusters.a.max()), int(clusters.b.max())) >= m
+                                or int(clusters.stratum.max()) >= k):
+        raise DataError("the clusters name systems or strata the counts do not have")
+    table = clusters.cell_totals(m, k)
+    key = (counts.a * m + counts.b) * k + counts.stratum
+    want = np.zeros_like(table)
+    want[key] = np.stack([counts.a_wins, counts.b_wins, counts.ties], axis=1)
+    if not np.array_equal(table, want):
+        raise DataError("the clusters do not tally the same judgments as the counts "
+                        f"({int(table.sum())} vs {int(want.sum())} usable judgments)")
 
 
 __all__ = ["fit"]

@@ -18,7 +18,9 @@ from scipy import linalg, sparse
 
 from planner.counts import Counts
 from planner.model import bt
-from planner.model.types import Z95, Diagnostics, Fit, Prior, Summary
+from planner.model.robust import RobustCovariance, gaussian_draws, robust_covariance
+from planner.model.types import Z95, Clustering, Diagnostics, Fit, Prior, Summary
+from planner.stats.clusters import ClusterCells
 from planner.stats.optim import minimize_scalar_bounded, nelder_mead_bounded
 
 
@@ -45,20 +47,24 @@ class Problem:
         m, k = self.m, self.k
         self.p = m + k * m + 2
         self.ig, self.il = self.p - 2, self.p - 1
-        nc = a.size
-        rows = [np.arange(nc)] * 3
-        cols = [a, b, np.full(nc, self.ig)]
-        vals = [np.ones(nc), -np.ones(nc), np.ones(nc)]
-        if by_stratum:
-            rows += [np.arange(nc)] * 2
-            cols += [m + st * m + a, m + st * m + b]
-            vals += [np.ones(nc), -np.ones(nc)]
-        self.x = sparse.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
-                                   shape=(nc, self.p))
+        self.x = self.design(a, b, st)
         self.xt = self.x.T.tocsr()
         self.mu = np.zeros(self.p)
         self.mu[self.ig] = prior.gamma_mean
         self.mu[self.il] = prior.log_nu_mean
+
+    def design(self, a: np.ndarray, b: np.ndarray, st: np.ndarray) -> sparse.csr_matrix:
+        """The design rows of judgments with ``a`` shown first, ``b`` second, in stratum ``st``."""
+        m, nc = self.m, a.size
+        rows = [np.arange(nc)] * 3
+        cols = [a, b, np.full(nc, self.ig)]
+        vals = [np.ones(nc), -np.ones(nc), np.ones(nc)]
+        if self.by_stratum:
+            rows += [np.arange(nc)] * 2
+            cols += [m + st * m + a, m + st * m + b]
+            vals += [np.ones(nc), -np.ones(nc)]
+        return sparse.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
+                                 shape=(nc, self.p))
 
     def precision(self, sigma: float, tau: float | None) -> np.ndarray:
         prec = np.empty(self.p)
@@ -250,50 +256,85 @@ def _mode(prob: Problem, prior: Prior, by_stratum: bool):
     return hyper, theta, c, state["iters"], state["ok"]
 
 
-def _strengths(prob: Problem, theta, cov_full, theta_draws, weights):
-    """Reported strengths from the mode: linear maps of ``theta`` projected to sum-to-zero.
-
-    Returns ``(mean, cov, beta_draws, stratum_mean, stratum_sd, stratum_draws)``; the population
-    strengths ``sum_k w_k beta_stratum[k]`` with ``by_stratum``, else the pooled strengths (and
-    ``None`` for the three stratum arrays).
-    """
+def strength_maps(prob: Problem, weights) -> tuple[np.ndarray, list[np.ndarray] | None]:
+    """``(population map, per-stratum maps)``: the (M, P) linear maps from ``theta`` to the reported
+    strengths, projected to sum-to-zero — the pooled strengths (no stratum maps) or, ``by_stratum``,
+    ``sum_k w_k beta_stratum[k]`` and each stratum's ``beta_stratum[k]``."""
     m, k = prob.m, prob.k
     proj = np.eye(m) - 1.0 / m if m else np.zeros((0, 0))
-
-    def block(maps):
-        mean = maps @ theta
-        cov = maps @ cov_full @ maps.T
-        return mean, 0.5 * (cov + cov.T), theta_draws @ maps.T
-
     base = np.zeros((m, prob.p))
     base[:, :m] = proj
     if not prob.by_stratum:
-        return (*block(base), None, None, None)
+        return base, None
     maps_k = []
     for j in range(k):
         a_k = base.copy()
         a_k[:, m + j * m: m + (j + 1) * m] = proj
         maps_k.append(a_k)
+    return sum(w * a_k for w, a_k in zip(weights, maps_k)), maps_k
+
+
+def _strengths(prob: Problem, theta, cov_full, theta_draws, weights):
+    """Reported strengths from the mode: linear maps of ``theta`` (:func:`strength_maps`).
+
+    Returns ``(mean, cov, beta_draws, stratum_mean, stratum_sd, stratum_draws)``; the population
+    strengths ``sum_k w_k beta_stratum[k]`` with ``by_stratum``, else the pooled strengths (and
+    ``None`` for the three stratum arrays).
+    """
+    def block(maps):
+        mean = maps @ theta
+        cov = maps @ cov_full @ maps.T
+        return mean, 0.5 * (cov + cov.T), theta_draws @ maps.T
+
+    pop, maps_k = strength_maps(prob, weights)
+    if maps_k is None:
+        return (*block(pop), None, None, None)
     sm, sd, sdr = [], [], []
     for a_k in maps_k:
         mu_k, cov_k, dr_k = block(a_k)
         sm.append(mu_k)
         sd.append(np.sqrt(np.clip(np.diag(cov_k), 0, None)))
         sdr.append(dr_k)
-    pop = sum(w * a_k for w, a_k in zip(weights, maps_k))
     return (*block(pop), np.array(sm), np.array(sd), np.stack(sdr, axis=1))
 
 
+def robust_at_mode(counts: Counts, by_stratum: bool, prior: Prior, clusters: ClusterCells):
+    """``(prob, hyper, theta, robust covariance, iterations, converged)``: the Laplace mode of checked inputs
+    and its cluster-robust covariance (:func:`planner.model.robust.robust_covariance`)."""
+    prob = Problem(counts, by_stratum, prior)
+    hyper, theta, _, iters, ok = _mode(prob, prior, by_stratum)
+    prec = prob.precision(math.exp(hyper[0]), math.exp(hyper[1]) if by_stratum else None)
+    return prob, hyper, theta, robust_covariance(prob, theta, prec, clusters), iters, ok
+
+
+def clustering_summary(prob: Problem, weights, by: str, rc: RobustCovariance) -> Clustering:
+    """The reported strengths' model and robust covariances and the design effects, as :class:`Clustering`."""
+    pop = strength_maps(prob, weights)[0]
+
+    def sym(c):
+        c = pop @ c @ pop.T
+        return 0.5 * (c + c.T)
+
+    return Clustering(by, rc.n_clusters, sym(rc.model), sym(rc.robust), rc.design_effects)
+
+
 def fit_laplace(counts: Counts, strata: tuple[str, ...], by_stratum: bool, prior: Prior, weights: np.ndarray | None,
-                seed: int, draws: int) -> Fit:
+                seed: int, draws: int, clusters: ClusterCells | None = None) -> Fit:
     """The Laplace fit of checked inputs (see :func:`planner.model.fit`, which checks and pools them).
 
     ``counts`` are pooled unless ``by_stratum``; ``strata`` are the study's strata as reported in
-    :attr:`Fit.strata`; ``weights`` the normalised stratum weights (``by_stratum`` only).
+    :attr:`Fit.strata`; ``weights`` the normalised stratum weights (``by_stratum`` only);
+    ``clusters`` (tallied like ``counts``): the cluster-robust posterior (:mod:`planner.model.robust`).
     """
-    prob = Problem(counts, by_stratum, prior)
-    hyper, theta, c, iters, ok = _mode(prob, prior, by_stratum)
-    cov_full, theta_draws = gaussian_at_mode(theta, c, seed, draws)
+    clustering = None
+    if clusters is None:
+        prob = Problem(counts, by_stratum, prior)
+        hyper, theta, c, iters, ok = _mode(prob, prior, by_stratum)
+        cov_full, theta_draws = gaussian_at_mode(theta, c, seed, draws)
+    else:
+        prob, hyper, theta, rc, iters, ok = robust_at_mode(counts, by_stratum, prior, clusters)
+        cov_full, theta_draws = rc.robust, gaussian_draws(theta, rc.robust, seed, draws)
+        clustering = clustering_summary(prob, weights, clusters.by, rc)
     mean, cov, beta_draws, stratum_mean, stratum_sd, stratum_draws = _strengths(prob, theta, cov_full,
                                                                                 theta_draws, weights)
     nan = float("nan")
@@ -311,7 +352,7 @@ def fit_laplace(counts: Counts, strata: tuple[str, ...], by_stratum: bool, prior
     return Fit(tuple(counts.systems), strata, "laplace", post, beta_draws,
                gamma, nu, sigma, tau, stratum_mean, stratum_sd, stratum_draws,
                weights_dict(counts.strata, weights) if by_stratum else None,
-               int(counts.usable.sum()), int(counts.invalid.sum()), diag, prior, seed)
+               int(counts.usable.sum()), int(counts.invalid.sum()), diag, prior, seed, clustering=clustering)
 
 
 def joint_laplace(counts: Counts, prior: Prior | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -340,5 +381,6 @@ def weights_dict(strata, weights) -> dict[str, float]:
     return {s: float(w) for s, w in zip(strata, weights)}
 
 
-__all__ = ["LOG_SIGMA_BOUNDS", "Problem", "fit_laplace", "gaussian_at_mode", "half_normal_log_scale", "joint_laplace",
-           "laplace_log_marginal", "lognormal_summary", "newton", "normal_summary", "type2_log_sigma", "weights_dict"]
+__all__ = ["LOG_SIGMA_BOUNDS", "Problem", "clustering_summary", "fit_laplace", "gaussian_at_mode",
+           "half_normal_log_scale", "joint_laplace", "laplace_log_marginal", "lognormal_summary", "newton",
+           "normal_summary", "robust_at_mode", "strength_maps", "type2_log_sigma", "weights_dict"]

@@ -31,7 +31,9 @@ import numpy as np
 
 from planner.counts import Counts
 from planner.model import bt
-from planner.model.laplace import fit_laplace, weights_dict
+from planner.model.laplace import clustering_summary, fit_laplace, robust_at_mode, strength_maps, weights_dict
+from planner.model.robust import inflate_draws
+from planner.stats.clusters import ClusterCells
 from planner.model.types import Diagnostics, Fit, Prior, Summary
 
 R_HAT_MAX = 1.01      # Vehtari et al. (2021): use the sample only if r-hat < 1.01
@@ -255,8 +257,11 @@ def sample_model(model, seed, draws, tune, chains, cores, progressbar):
 
 def fit_nuts(counts: Counts, strata: tuple[str, ...], *, by_stratum: bool, prior: Prior,
              weights, seed: int, draws: int, tune: int, chains: int, cores: int | None,
-             progressbar: bool) -> Fit:
-    """Sample the model with NUTS; see :func:`planner.model.fit` for the arguments."""
+             progressbar: bool, clusters: ClusterCells | None = None) -> Fit:
+    """Sample the model with NUTS; see :func:`planner.model.fit` for the arguments.
+
+    With ``clusters`` the draws are convolved with the variance the independent-judgment model
+    misses (:func:`_cluster_noise`)."""
     with warnings.catch_warnings():
         # pip-installed pytensor warns that it found no BLAS: a speed note, not about the result
         warnings.filterwarnings("ignore", message=".*could not link to a BLAS.*")
@@ -267,23 +272,50 @@ def fit_nuts(counts: Counts, strata: tuple[str, ...], *, by_stratum: bool, prior
     diag = diagnose(idata, var_names, chains)
     systems = tuple(counts.systems)
     stratum_mean = stratum_sd = stratum_draws = None
+    gamma_draws, log_nu_draws = _flat(idata, "gamma"), _flat(idata, "log_nu")
     if by_stratum:
         stratum_draws = _flat(idata, "beta_stratum")
-        stratum_mean = stratum_draws.mean(axis=0)
-        stratum_sd = stratum_draws.std(axis=0, ddof=1)
         beta_draws = np.einsum("k,skm->sm", weights, stratum_draws)
     else:
         beta_draws = _flat(idata, "beta")
+    clustering = None
+    if clusters is not None:
+        clustering, noise = _cluster_noise(counts, by_stratum, prior, weights, clusters, seed, beta_draws.shape[0])
+        beta_draws = beta_draws + noise["beta"]
+        gamma_draws, log_nu_draws = gamma_draws + noise["gamma"], log_nu_draws + noise["log_nu"]
+        if by_stratum:
+            stratum_draws = stratum_draws + noise["stratum"]
+    if by_stratum:
+        stratum_mean = stratum_draws.mean(axis=0)
+        stratum_sd = stratum_draws.std(axis=0, ddof=1)
     beta_draws = beta_draws - beta_draws.mean(axis=1, keepdims=True)  # exact sum-to-zero
     mean = beta_draws.mean(axis=0)
     cov = np.atleast_2d(np.cov(beta_draws, rowvar=False))
-    gamma = _summary(_flat(idata, "gamma"))
-    nu = _summary(_flat(idata, "nu"))
+    gamma = _summary(gamma_draws)
+    nu = _summary(np.exp(log_nu_draws) if clusters is not None else _flat(idata, "nu"))
     post = bt.GaussianPosterior(systems, mean, cov, gamma=gamma.mean, nu=nu.mean)
     return Fit(systems, strata, "nuts", post, beta_draws, gamma, nu, _summary(_flat(idata, "sigma")),
                _summary(_flat(idata, "tau")) if by_stratum else None,
                stratum_mean, stratum_sd, stratum_draws, weights_dict(strata, weights) if by_stratum else None,
-               int(counts.usable.sum()), int(counts.invalid.sum()), diag, prior, seed, idata=idata)
+               int(counts.usable.sum()), int(counts.invalid.sum()), diag, prior, seed, idata=idata,
+               clustering=clustering)
+
+
+def _cluster_noise(counts, by_stratum, prior, weights, clusters, seed, n_draws):
+    """``(Clustering, noise)``: the Laplace robust and model covariances at the mode, and per reported
+    quantity the draws of N(0, C_robust - C_model) (:func:`planner.model.robust.inflate_draws`) mapped like
+    the strengths: ``beta`` (S, M), ``stratum`` (S, K, M) with ``by_stratum``, ``gamma`` and ``log_nu`` (S,).
+
+    A draw of a sampled posterior plus independent noise of the missing variance has, for a Gaussian
+    posterior, exactly the robust covariance; the sampled shape is kept where the data are thin."""
+    prob, _, _, rc, _, _ = robust_at_mode(counts, by_stratum, prior, clusters)
+    eps = inflate_draws(np.zeros((n_draws, prob.p)), rc.robust - rc.model, seed)
+    pop, maps_k = strength_maps(prob, weights)
+    noise = {"beta": eps @ pop.T, "gamma": eps[:, prob.ig], "log_nu": eps[:, prob.il]}
+    if maps_k is not None:
+        noise["stratum"] = np.stack([eps @ a_k.T for a_k in maps_k], axis=1)
+    clustering = clustering_summary(prob, weights, clusters.by, rc)
+    return clustering, noise
 
 
 __all__ = ["build_model", "choose_centred", "choose_centred_by_stratum", "diagnose", "fit_nuts", "sample_model"]

@@ -27,6 +27,13 @@ hub; here the fit is plain maximum likelihood with an optional weak Gaussian
 prior (``prior_sd``, default 10 logits, which only matters when one side wins
 every judgment) and the difficulty is the study's own ``prompts.difficulty``
 when every prompt involved has one.
+
+The interval is the delta method on a **cluster-robust (sandwich) covariance** of the weights,
+``H^-1 B H^-1`` with ``B = G/(G-1) sum_c g_c g_c^T`` over clusters ``c`` of judgments (the same prompt:
+both orders, several annotators; Liang & Zeger 1986), ``g_c`` their summed scores ``x (y - p)``. The
+model-based inverse information treats every outcome as Bernoulli with variance ``p (1 - p)``; a half
+tie (``y = 1/2``) varies less, and verdicts on one prompt agree, so neither is right. Clustering never
+narrows the interval below the judgment-by-judgment sandwich (clusters of one judgment).
 """
 
 from __future__ import annotations
@@ -60,7 +67,7 @@ class LCResult:
         favours the longer answer: the covariate is anchor minus system) and
         ``difficulty`` when used.
     weight_sd : dict
-        Their standard errors (inverse observed information).
+        Their standard errors (cluster-robust sandwich, :func:`sandwich`).
     """
 
     system: str
@@ -129,8 +136,29 @@ def fit_fractional_logit(x, y, prior_sd: float | None = LC_PRIOR_SD, tol: float 
     return w, np.linalg.inv(h)
 
 
+def sandwich(x, y, w, clusters=None, prior_sd: float | None = LC_PRIOR_SD) -> np.ndarray:
+    """Cluster-robust covariance ``H^-1 B H^-1`` of the fractional-logit weights ``w`` (module docstring).
+
+    ``H`` is the penalised fit's observed information, ``B = G/(G-1) sum_c g_c g_c^T`` with ``g_c`` the
+    summed likelihood scores ``x_i (y_i - p_i)`` of cluster ``c``; ``clusters=None``: every judgment its
+    own cluster (a heteroskedasticity-robust sandwich).
+    """
+    x = np.asarray(x, float)
+    p = 1.0 / (1.0 + np.exp(-(x @ w)))
+    prec = 0.0 if prior_sd is None else 1.0 / prior_sd**2
+    h = (x * (p * (1 - p))[:, None]).T @ x + prec * np.eye(x.shape[1])
+    scores = x * (np.asarray(y, float) - p)[:, None]
+    ids = np.arange(len(p)) if clusters is None else np.unique(np.asarray(clusters), return_inverse=True)[1].ravel()
+    g = int(ids.max()) + 1 if ids.size else 0
+    sums = np.zeros((g, x.shape[1]))
+    np.add.at(sums, ids, scores)
+    meat = sums.T @ sums * (g / (g - 1.0) if g > 1 else 1.0)
+    hinv = np.linalg.inv(h)
+    return hinv @ meat @ hinv
+
+
 def lc_win_rate(system: str, y, len_anchor, len_system, difficulty=None,
-                prior_sd: float | None = LC_PRIOR_SD) -> LCResult:
+                prior_sd: float | None = LC_PRIOR_SD, clusters=None) -> LCResult:
     """AlpacaEval's length-controlled win rate of ``system`` against the anchor.
 
     Parameters
@@ -143,6 +171,9 @@ def lc_win_rate(system: str, y, len_anchor, len_system, difficulty=None,
         Instruction difficulty per judgment (upstream's ``instruction_difficulty``).
     prior_sd : float or None
         Weak Gaussian prior sd on every weight; None for plain maximum likelihood.
+    clusters : array (n,), optional
+        Cluster of each judgment (its prompt): the interval's covariance is cluster-robust; None:
+        judgment by judgment. Either way a sandwich (:func:`sandwich`), never below the judgment-by-judgment one.
     """
     from planner.model.types import Z95
 
@@ -152,13 +183,15 @@ def lc_win_rate(system: str, y, len_anchor, len_system, difficulty=None,
     if np.any((y < 0) | (y > 1)):
         raise UsageError("length-controlled win rate: preferences must be in [0, 1]")
     x = _design(len_anchor, len_system, difficulty)
-    w, cov = fit_fractional_logit(x, y, prior_sd)
+    w, _ = fit_fractional_logit(x, y, prior_sd)
+    alone = sandwich(x, y, w, None, prior_sd)
+    cov = alone if clusters is None else sandwich(x, y, w, clusters, prior_sd)
     x0 = x.copy()
     x0[:, 1] = 0.0                         # the length term set to 0
     p0 = 1.0 / (1.0 + np.exp(-(x0 @ w)))
     lc = float(p0.mean())
     grad = (x0 * (p0 * (1 - p0))[:, None]).mean(axis=0)
-    se = math.sqrt(max(float(grad @ cov @ grad), 0.0))
+    se = math.sqrt(max(float(grad @ cov @ grad), float(grad @ alone @ grad), 0.0))
     names = ["intercept", "tanh_length"] + (["difficulty"] if difficulty is not None else [])
     sds = np.sqrt(np.clip(np.diag(cov), 0, None))
     return LCResult(system, int(y.size), float(y.mean()), lc, max(0.0, lc - Z95 * se), min(1.0, lc + Z95 * se),

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from planner.equality import array_eq
 from planner.errors import UsageError
 from planner.model import bt
 
@@ -105,6 +106,50 @@ class Diagnostics:
     warnings: tuple[str, ...] = ()
 
 
+@array_eq
+@dataclass(frozen=True)
+class Clustering:
+    """How clustered verdicts widened a fit's intervals (:mod:`planner.model.robust`).
+
+    Attributes
+    ----------
+    by : str
+        The clustering (:data:`planner.vocabulary.CLUSTER_BY`).
+    n_clusters : int
+        Clusters with a usable judgment.
+    model_cov, robust_cov : ndarray (M, M)
+        The reported strengths' covariance treating judgments as independent, and the
+        cluster-robust one the fit reports (``Fit.posterior.cov``).
+    eigen_design_effects : ndarray
+        The design effects of the data along the whitened meat's eigenvectors, descending,
+        before the floor at 1.
+    """
+
+    by: str
+    n_clusters: int
+    model_cov: np.ndarray
+    robust_cov: np.ndarray
+    eigen_design_effects: np.ndarray
+
+    @property
+    def design_effect(self) -> float:
+        """Overall variance inflation of the strengths: ``tr(robust) / tr(model)`` (1 without data)."""
+        den = float(np.trace(self.model_cov))
+        return float(np.trace(self.robust_cov)) / den if den > 0 else 1.0
+
+    def pair_design_effects(self) -> np.ndarray:
+        """``(M, M)`` variance inflation of every strength difference ``beta_i - beta_j`` (NaN on the diagonal)."""
+        def diff_var(c):
+            v = np.diag(c)
+            return v[:, None] + v[None, :] - 2.0 * c
+
+        den = diff_var(self.model_cov)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            out = np.where(den > 0, diff_var(self.robust_cov) / den, np.nan)
+        np.fill_diagonal(out, np.nan)
+        return out
+
+
 @dataclass(frozen=True, eq=False)
 class Fit:
     """A fitted Bradley–Terry–Davidson posterior.
@@ -139,6 +184,9 @@ class Fit:
     seed : int
     idata : arviz.InferenceData or None
         NUTS only; not part of repr or comparisons. Save with :meth:`to_netcdf`.
+    clustering : Clustering or None
+        When the fit was given clusters: the intervals are cluster-robust and this says by how
+        much they widened; None when the judgments were treated as independent.
     """
 
     systems: tuple[str, ...]
@@ -160,6 +208,7 @@ class Fit:
     prior: Prior
     seed: int
     idata: Any = field(default=None, repr=False, compare=False)
+    clustering: Clustering | None = field(default=None, repr=False)
 
     # ---------------------------------------------------------- helpers
     @property
@@ -249,4 +298,4 @@ class Fit:
         }
         return out
 
-__all__ = ["Z95", "Diagnostics", "Fit", "Prior", "Summary"]
+__all__ = ["Z95", "Clustering", "Diagnostics", "Fit", "Prior", "Summary"]

@@ -199,55 +199,63 @@ def icc_oneway(values, groups) -> IccEstimate:
     """
     y = np.asarray(values, dtype=float).ravel()
     g = dense_codes(np.asarray(groups, dtype=np.int64).ravel())
-    n_tot = y.size
-    k = int(g.max()) + 1 if n_tot else 0
+    k = int(g.max()) + 1 if y.size else 0
     if k == 0:
         return IccEstimate(None, 0, 0, 0.0, 0.0, 1.0)
-    sizes = np.bincount(g, minlength=k).astype(float)
-    means = np.bincount(g, weights=y, minlength=k) / sizes
+    sums = np.bincount(g, weights=y, minlength=k)
+    means = sums / np.bincount(g, minlength=k)
+    return _icc(np.bincount(g, minlength=k).astype(float), sums, float(((y - means[g]) ** 2).sum()))
+
+
+def _icc(sizes: np.ndarray, sums: np.ndarray, within: float) -> IccEstimate:
+    """Donner's ANOVA ICC from the clusters' sizes and sums and the within-cluster sum of squares."""
+    k = sizes.size
+    n_tot = float(sizes.sum())
     kish = float((sizes * sizes).sum() / n_tot)
     icc = None
     if k >= 2 and n_tot > k:
-        grand = y.mean()
-        msb = float((sizes * (means - grand) ** 2).sum()) / (k - 1)
-        msw = float(((y - means[g]) ** 2).sum()) / (n_tot - k)
+        grand = float(sums.sum()) / n_tot
+        msb = float((sizes * (sums / sizes - grand) ** 2).sum()) / (k - 1)
+        msw = within / (n_tot - k)
         n0 = (n_tot - (sizes * sizes).sum() / n_tot) / (k - 1)
         den = msb + (n0 - 1.0) * msw
         if den > 0:
             icc = (msb - msw) / den
     deff = 1.0 if icc is None else 1.0 + (kish - 1.0) * icc
-    return IccEstimate(icc, k, n_tot, n_tot / k, kish, float(deff))
+    return IccEstimate(icc, k, int(n_tot), n_tot / k, kish, float(deff))
 
 
-def oriented_scores(arrays: JudgmentArrays) -> tuple[np.ndarray, np.ndarray]:
-    """``(score, keep)``: each usable verdict as +1 / 0 / -1 for the pair's first system (lower index).
-
-    ``keep`` marks the usable judgments (invalid ones carry no verdict); ``score``
-    has one entry per kept judgment.
-    """
-    keep = arrays.outcome < 3
-    left, right, outcome = arrays.left[keep], arrays.right[keep], arrays.outcome[keep]
-    sign = np.array([1.0, -1.0, 0.0])[outcome]          # +1 when the left one won
-    return np.where(left < right, sign, -sign), keep
-
-
-def verdict_icc(arrays: JudgmentArrays) -> IccEstimate:
+def verdict_icc(arrays: JudgmentArrays, cells: "ClusterCells | None" = None) -> IccEstimate:
     """The ICC of verdicts on the same (prompt, unordered pair): how far they agree beyond chance.
 
     Each usable verdict scores +1 / 0 / -1 for the pair's first system, centred
     within (pair, shown order) so that a pair's strength gap and the judge's
     position preference are not read as agreement; then :func:`icc_oneway` over
     the (prompt, pair) clusters. This is the ``rho`` of ``size --per-prompt K
-    --icc rho`` (design effect ``1 + (K - 1) rho``).
+    --icc rho`` (design effect ``1 + (K - 1) rho``). ``cells``: the same judgments'
+    item tallies (:func:`cluster_cells` by ``item``) when at hand; the sums are then
+    read from them (linear in the tallies, not the judgments).
     """
-    score, keep = oriented_scores(arrays)
-    if score.size == 0:
+    if cells is None or cells.by != "item":
+        cells = cluster_cells(arrays, "item")
+    if cells.cluster.size == 0:
         return IccEstimate(None, 0, 0, 0.0, 0.0, 1.0)
-    pair = arrays.pair_key()[keep]
-    first = (arrays.left < arrays.right)[keep]
-    cell = dense_codes(pair, first)
-    centred = score - (np.bincount(cell, weights=score) / np.bincount(cell))[cell]
-    return icc_oneway(centred, dense_codes(arrays.prompt[keep], pair))
+    m = len(arrays.systems)
+    first = cells.a < cells.b
+    s_a = np.where(first, 1.0, -1.0)                      # the pair's first system's score when the left one wins
+    n_a, n_b, n_t = (v.astype(float) for v in (cells.a_wins, cells.b_wins, cells.ties))
+    n = n_a + n_b + n_t
+    cell = (np.minimum(cells.a, cells.b) * m + np.maximum(cells.a, cells.b)) * 2 + first
+    size = int(2 * m * m)
+    mean = (np.bincount(cell, weights=(n_a - n_b) * s_a, minlength=size)
+            / np.maximum(np.bincount(cell, weights=n, minlength=size), 1.0))[cell]
+    row_sum = (n_a - n_b) * s_a - n * mean
+    row_sq = n_a * (s_a - mean) ** 2 + n_b * (s_a + mean) ** 2 + n_t * mean ** 2
+    k = cells.n_clusters
+    sizes = np.bincount(cells.cluster, weights=n, minlength=k)
+    sums = np.bincount(cells.cluster, weights=row_sum, minlength=k)
+    within = float(row_sq.sum() - (sums * sums / sizes).sum())
+    return _icc(sizes, sums, max(within, 0.0))
 
 
 # -------------------------------------------------------- design effects
@@ -272,6 +280,52 @@ def mean_design_effect(scores, clusters) -> float | None:
         return None
     sums = np.bincount(g, weights=e, minlength=k)
     return float((sums * sums).sum()) * k / (k - 1) / within
+
+
+def pair_scores(arrays: JudgmentArrays, i: int, j: int, ties: str = "half") -> tuple[np.ndarray, np.ndarray]:
+    """``(score, index)``: system ``i``'s score against ``j`` in each of their judgments, either position.
+
+    ``ties="half"``: 1 win, 1/2 tie, 0 loss over the usable judgments; ``"drop"``: 1 / 0 over the
+    decisive ones. ``index`` are the judgments' places in ``arrays`` (for their clusters and strata).
+    """
+    if ties not in ("half", "drop"):
+        raise UsageError(f"`ties` ({ties!r}) must be 'half' or 'drop'", parameters=("ties",))
+    first = (arrays.left == i) & (arrays.right == j)
+    second = (arrays.left == j) & (arrays.right == i)
+    ok = arrays.outcome < (2 if ties == "drop" else 3)
+    index = np.flatnonzero((first | second) & ok)
+    won = np.where(first[index], arrays.outcome[index] == 0, arrays.outcome[index] == 1)
+    return np.where(arrays.outcome[index] == 2, 0.5, won.astype(float)), index
+
+
+def pair_design_effect(arrays: JudgmentArrays, ids: np.ndarray, i: int, j: int, ties: str = "half",
+                       mask: np.ndarray | None = None) -> float | None:
+    """:func:`mean_design_effect` of ``i``'s score against ``j`` (:func:`pair_scores`) with clusters ``ids``;
+    ``mask`` (per judgment) keeps a subset, e.g. one stratum."""
+    score, index = pair_scores(arrays, i, j, ties)
+    if mask is not None:
+        keep = mask[index]
+        score, index = score[keep], index[keep]
+    return mean_design_effect(score, ids[index])
+
+
+def design_effects_against(arrays: JudgmentArrays, ids: np.ndarray, k: int,
+                           ties: str = "half") -> dict[int, float | None]:
+    """``{i: pair_design_effect(arrays, ids, i, k, ties)}`` for every system ``i != k`` (the judgments
+    involving ``k`` selected once: linear in the judgments, not in systems x judgments)."""
+    sel = np.flatnonzero((arrays.left == k) | (arrays.right == k))
+    sub = JudgmentArrays(arrays.systems, arrays.strata, *(getattr(arrays, f)[sel] for f in _FIELDS))
+    other = np.where(sub.left == k, sub.right, sub.left)
+    order = np.argsort(other, kind="stable")
+    bounds = np.searchsorted(other[order], np.arange(len(arrays.systems) + 1))
+    out: dict[int, float | None] = {}
+    for i in range(len(arrays.systems)):
+        if i == k:
+            continue
+        rows = order[bounds[i]:bounds[i + 1]]
+        part = JudgmentArrays(arrays.systems, arrays.strata, *(getattr(sub, f)[rows] for f in _FIELDS))
+        out[i] = pair_design_effect(part, ids[sel][rows], i, k, ties)
+    return out
 
 
 def applied_design_effect(raw: float | None) -> float:
@@ -364,5 +418,5 @@ def cluster_cells(arrays: JudgmentArrays, by: str = "item") -> ClusterCells:
 
 
 __all__ = ["MIN_APPLIED_DESIGN_EFFECT", "ClusterCells", "IccEstimate", "JudgmentArrays", "applied_design_effect",
-           "check_cluster_by", "cluster_cells", "cluster_ids", "dense_codes", "icc_oneway", "mean_design_effect",
-           "oriented_scores", "verdict_icc"]
+           "check_cluster_by", "cluster_cells", "cluster_ids", "dense_codes", "design_effects_against",
+           "icc_oneway", "mean_design_effect", "pair_design_effect", "pair_scores", "verdict_icc"]

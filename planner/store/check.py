@@ -155,6 +155,22 @@ def name_problem(value) -> str | None:
     return None
 
 
+#: what an annotator identity read from a file may be (an e-mail, ``ls-user:2``, a judge model, a person's name)
+IDENTITY_RULE = "one printable line of at most 1,000 characters (no control characters)"
+
+
+def identity_problem(value) -> str | None:
+    """Why ``value`` cannot be an annotator identity read from a file (None when it can).
+
+    Identities reach the terminal, Markdown reports and ``--surrogate`` lookups;
+    control characters (terminal escapes), line breaks and lone surrogates are refused, and
+    what is allowed is escaped on output.
+    """
+    if not isinstance(value, str):
+        return f"is a {type(value).__name__}"
+    return id_problem(value)
+
+
 def text_problem(value) -> str | None:
     """Why a text field (prompt, response) cannot be stored: lone UTF-16 surrogates."""
     if isinstance(value, str):

@@ -9,6 +9,7 @@ fully updated or untouched (a SIGKILL mid-ingest leaves it exactly as before).
 from __future__ import annotations
 
 import datetime as _dt
+import os
 import sqlite3
 import time
 from contextlib import contextmanager
@@ -32,6 +33,50 @@ def db_path(path) -> Path:
     return Path(path) / DB_NAME
 
 
+FULL_BELOW = 1 << 16   # bytes free under which the disk holding a study counts as full
+
+
+def _disk_full(db: Path | None) -> bool:
+    if db is None:
+        return False
+    try:
+        st = os.statvfs(Path(db).absolute().parent)
+    except (OSError, AttributeError):   # AttributeError: no statvfs (Windows)
+        return False
+    return st.f_bavail * st.f_frsize < FULL_BELOW
+
+
+def database_error(exc: sqlite3.Error, db: Path | None = None) -> DataError:
+    """What an SQLite error means for the user, naming the real cause.
+
+    Only real damage (a malformed page, not a database) says "restore from a
+    backup": a full disk, a read-only or unopenable file, an integer overflow in
+    a sum and an I/O error each say what they are (the study is intact: the
+    command's write transaction was rolled back).
+    """
+    name = getattr(exc, "sqlite_errorname", "") or ""
+    text = str(exc)[:120]
+    where = f"{db}: " if db is not None else ""
+    if name.startswith("SQLITE_FULL") or "disk is full" in text or (
+            name.startswith("SQLITE_IOERR") or "disk I/O error" in text) and _disk_full(db):
+        return DataError(f"{where}the disk holding the study is full ({text}); the study is intact and this "
+                         "command stored nothing: free some space and run it again")
+    if name.startswith(("SQLITE_READONLY", "SQLITE_CANTOPEN", "SQLITE_PERM")) or "readonly" in text \
+            or "unable to open" in text:
+        return DataError(f"{where}the study database cannot be written or opened ({text}); check the "
+                         "permissions of the study directory")
+    if "integer overflow" in text:
+        return DataError(f"{where}a number stored in the study is too large to add up in SQLite's 64-bit "
+                         f"integers ({text}); the database itself is not damaged")
+    if name.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB")) or "malformed" in text or "not a database" in text:
+        return DataError(f"{where}the study database is damaged or unreadable ({text}); restore study.sqlite "
+                         "from a backup")
+    if name.startswith("SQLITE_IOERR") or "disk I/O error" in text:
+        return DataError(f"{where}the study database could not be read or written ({text}); check the disk "
+                         "holding the study")
+    return DataError(f"{where}the study database reported an error ({text})")
+
+
 def connect(db: Path) -> sqlite3.Connection:
     """Open an existing study database (never creates one: ``mode=rw``)."""
     try:
@@ -45,7 +90,7 @@ def connect(db: Path) -> sqlite3.Connection:
         con.execute("PRAGMA synchronous = NORMAL")
     except sqlite3.DatabaseError as exc:
         con.close()
-        raise DataError(f"{db}: not a planner study database ({exc})") from None
+        raise database_error(exc, db) from None
     return con
 
 

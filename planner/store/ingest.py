@@ -25,10 +25,12 @@ with exactly the content of an earlier one is a no-op.
 
 Annotator identity: a source's own identity (a Label Studio user's email or
 ``ls-user:<id>``) is mapped to the study's annotator names (``--annotators``) by
-the ``annotator_aliases`` table: explicit (``annotator_map``), by name (the
-identity equals a planned name or its e-mail local part), or learned from the
-plan (an identity whose new judgments in a file are all on items planned for one
-annotator). The raw identity is kept in ``source_annotator``.
+the ``annotator_aliases`` table: explicit (``annotator_map``, also relabelling
+what is stored), by name (the identity carries a planned name), learned from the
+plan (its judgments in a file are all on items planned for one annotator) — a
+learned mapping only when no other identity claims or already holds the name —
+or as another identity of one user (see :mod:`planner.store.identity`). The raw
+identity is kept in ``source_annotator``.
 """
 
 from __future__ import annotations
@@ -41,7 +43,9 @@ from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
 from planner.errors import DataError, UsageError, quote
+from planner.formats.jsonsafe import GZIP_MAGIC
 from planner.store.db import now, write
+from planner.store.identity import apply_explicit
 from planner.store.ingest_rows import Change, Validator, classify, inserts
 from planner.store.queries import Study
 
@@ -123,15 +127,16 @@ class IngestResult:
 
 def _hash_file(path: Path) -> tuple[str, int]:
     h = hashlib.sha256()
-    lines = 0
+    lines, gz = 0, None
     try:
         with open(path, "rb") as f:
             while chunk := f.read(1 << 20):
                 h.update(chunk)
                 lines += chunk.count(b"\n")
+                gz = chunk[:2] == GZIP_MAGIC if gz is None else gz
     except OSError as exc:
         raise DataError(f"{path}: cannot be read ({exc.strerror or exc})") from None
-    return h.hexdigest(), lines
+    return h.hexdigest(), 0 if gz else lines   # a gzip file's lines are not known until it is inflated
 
 
 class _Problems(list):
@@ -291,36 +296,8 @@ def _changes_problem(st: _FileState) -> str:
             "(every replacement is kept in the audit trail)")
 
 
-def _learn_aliases(con, val: Validator, st: _FileState, seq0: int) -> list[str]:
-    """Map raw identities of this file's new rows to planned names; returns "identity -> name" lines."""
-    out = []
-    for identity, (name, how) in val.new_aliases.items():
-        con.execute("INSERT OR IGNORE INTO annotator_aliases (source, name, how, at) VALUES (?, ?, ?, ?)",
-                    (identity, name, how, now()))
-        out.append(f"{identity} -> {name}")
-    for identity, names in sorted(val.to_learn.items()):
-        if identity in val.aliases:
-            continue
-        if len(names) != 1:
-            st.notes.append(f"{identity} judged items planned for {', '.join(sorted(names))}: kept as "
-                            f"{quote(identity)} (map it with --annotator-map IDENTITY=NAME)")
-            continue
-        (name,) = names
-        try:
-            con.execute("UPDATE judgments SET annotator = ?, source_annotator = ? WHERE file = ? AND seq > ? "
-                        "AND annotator = ?", (name, identity, st.file_id, seq0, identity))
-        except sqlite3.IntegrityError:
-            st.problems.append(f"{st.name}: {quote(identity)} maps to annotator {quote(name)}, who already "
-                               "judged some of the same items; expected one judgment per annotator and item")
-            continue
-        con.execute("INSERT INTO annotator_aliases (source, name, how, at) VALUES (?, ?, 'plan', ?)",
-                    (identity, name, now()))
-        out.append(f"{identity} -> {name}")
-    return out
-
-
 def _ingest_file(con, sys_id, path: Path, reader, k: int, dry_run: bool, progress, options,
-                 accept_changes: bool) -> FileIngest:
+                 accept_changes: bool, amap: dict[str, str]) -> FileIngest:
     sha, total_lines = _hash_file(path)
     counts = {"A": 0, "B": 0, "tie": 0, "invalid": 0, "pass": 0, "fail": 0}
     with write(con, commit=not dry_run):
@@ -337,10 +314,11 @@ def _ingest_file(con, sys_id, path: Path, reader, k: int, dry_run: bool, progres
                               (sha, path.name, reader.name, now())).lastrowid
         con.execute(f"PRAGMA cache_size = {int(INGEST_CACHE)}")  # the id index stays in memory
         seq0 = con.execute("SELECT coalesce(max(seq), 0) FROM judgments").fetchone()[0]
-        val = Validator(con, sys_id)
+        val = Validator(con, sys_id, amap)
         st = _FileState(path.name, file_id)
         _read_rows(con, val, reader, path, options, st, progress, k, total_lines)
-        aliases = _learn_aliases(con, val, st, seq0)
+        aliases, alias_notes = val.identities.learn()
+        st.notes.extend(alias_notes)
         if _hash_file(path)[0] != sha:
             st.problems.append(f"{path.name}: the file changed while it was being read; nothing stored "
                                "(ingest it again once the tool has finished writing it)")
@@ -377,11 +355,23 @@ class _Refused(Exception):
 
 
 def _check_map(annotator_map: Mapping[str, str] | None) -> dict[str, str]:
+    """``annotator_map`` as {identity: name}: identities as ingest reads them, names as `annotators` names."""
+    from planner.batch import annotator_name_problem
+    from planner.store.check import IDENTITY_RULE, identity_problem
+
     out = {}
     for k, v in (annotator_map or {}).items():
         if not isinstance(k, str) or not k.strip() or not isinstance(v, str) or not v.strip():
-            raise UsageError(f"annotator_map entry {quote(k)}={quote(v)}; expected IDENTITY=NAME, both non-empty")
-        out[k.strip()] = v.strip()
+            raise UsageError(f"`annotator_map` entry {quote(k)}={quote(v)}; expected IDENTITY=NAME, both non-empty",
+                             parameters=("annotator_map",))
+        k, v = k.strip(), v.strip()
+        if identity_problem(k):
+            raise UsageError(f"`annotator_map`: identity {quote(k)} {identity_problem(k)}; expected {IDENTITY_RULE}",
+                             parameters=("annotator_map",))
+        if annotator_name_problem(v):
+            raise UsageError(f"`annotator_map`: name {quote(v)} {annotator_name_problem(v)}",
+                             parameters=("annotator_map",))
+        out[k] = v
     return out
 
 
@@ -441,11 +431,11 @@ def ingest(path, files: Sequence, format: str | None = None, dry_run: bool = Fal
         con = study._con
         if amap and not dry_run:
             with write(con) as c:
-                c.executemany("INSERT OR REPLACE INTO annotator_aliases (source, name, how, at) "
-                              "VALUES (?, ?, 'explicit', ?)", [(k, v, now()) for k, v in amap.items()])
+                apply_explicit(c, amap)
         for k, (p, reader) in enumerate(zip(paths, readers)):
             try:
-                res = _ingest_file(con, study._sys_id, p, reader, k, dry_run, progress, options, accept_changes)
+                res = _ingest_file(con, study._sys_id, p, reader, k, dry_run, progress, options, accept_changes,
+                                   amap)
             except _Refused as exc:
                 res = exc.result
                 total = exc.problems.total if isinstance(exc.problems, _Problems) else len(exc.problems)

@@ -13,6 +13,8 @@ import sqlite3
 from dataclasses import dataclass
 
 from planner.errors import quote
+from planner.store.check import IDENTITY_RULE, identity_problem
+from planner.store.identity import Identities
 
 # ------------------------------------------------------------------ validation
 FULL = 13   # id, item, prompt, a, b, verdict, a_position, kind, annotator, reason, seconds, confidence, source
@@ -29,26 +31,26 @@ def inserts(file_id: int) -> dict[int, str]:
                     f"VALUES (?, ?, ?, ?, ?, ?, ?, 'external', {fid})")}
 
 
-def _local(identity: str) -> str:
-    return identity.split("@", 1)[0] if "@" in identity else identity
-
-
 class Validator:
-    """Turns reader records into judgment rows for one file, collecting problems."""
+    """Turns reader records into judgment rows for one file, collecting problems.
+
+    Annotator identities go through :class:`planner.store.identity.Identities`
+    (``self.identities``): mapped ones take their name at once, new ones are
+    stored under the identity until :meth:`Identities.learn` at the end of the file.
+    """
 
     _POS = {"left": "A", "right": "B", "tie": "tie", "invalid": "invalid", "pass": "pass", "fail": "fail"}
 
-    def __init__(self, con: sqlite3.Connection, sys_id: dict[str, int]):
+    def __init__(self, con: sqlite3.Connection, sys_id: dict[str, int], annotator_map: dict | None = None):
         self.sys_id = sys_id
         self.prompt_ids = {r[0] for r in con.execute("SELECT id FROM prompts")}
         self.prompt_by_text: dict[str, str] = {}
         self._con = con
         self._items: dict[str, tuple | None] = {}
         self.systems_txt = ", ".join(sys_id)
-        self.aliases = dict(con.execute("SELECT source, name FROM annotator_aliases"))
-        self.planned = {r[0] for r in con.execute("SELECT DISTINCT annotator FROM items WHERE annotator IS NOT NULL")}
-        self.to_learn: dict[str, set] = {}   # raw identity -> planned names of the items it judged (new rows)
-        self.new_aliases: dict[str, tuple[str, str]] = {}
+        planned = {r[0] for r in con.execute("SELECT DISTINCT annotator FROM items WHERE annotator IS NOT NULL")}
+        self.identities = Identities(con, planned, annotator_map)
+        self._good_ids: set = set()
 
     def prompt_of_text(self, text):
         if not self.prompt_by_text:
@@ -61,20 +63,25 @@ class Validator:
                 "SELECT prompt, left_sys, right_sys, kind, annotator FROM items WHERE id = ?", (item_id,)).fetchone()
         return self._items[item_id]
 
-    def annotator(self, identity: str | None, assigned: str | None) -> tuple[str | None, str | None]:
-        """(stored annotator name, raw source identity) for a positional row."""
+    def annotator(self, rec: dict, assigned: str | None, where: str) -> tuple[str | None, str | None] | str:
+        """(stored annotator name, raw source identity) for a positional row, or a problem string."""
+        identity = rec.get("annotator")
         if identity is None:
             return assigned, None
-        if identity in self.aliases:
-            return self.aliases[identity], identity
-        if identity in self.planned or _local(identity) in self.planned:
-            name = identity if identity in self.planned else _local(identity)
-            self.aliases[identity] = name
-            self.new_aliases[identity] = (name, "name")
-            return name, (identity if name != identity else None)
-        if assigned is not None:
-            self.to_learn.setdefault(identity, set()).add(assigned)
-        return identity, identity
+        also = tuple(rec.get("identities") or ())
+        for i in (identity, *also):
+            problem = None if i in self._good_ids else self.identity_problem(i, where)
+            if problem:
+                return problem
+        return self.identities.resolve(identity, also, assigned)
+
+    def identity_problem(self, identity, where: str) -> str | None:
+        """A problem naming ``where`` when ``identity`` cannot be stored (checked once per identity)."""
+        why = identity_problem(identity)
+        if why:
+            return f"{where}: annotator {quote(identity)} {why}; expected {IDENTITY_RULE}"
+        self._good_ids.add(identity)
+        return None
 
     def positional(self, rec: dict, where: str):
         it = self.item(rec["item"])
@@ -85,7 +92,11 @@ class Validator:
         if (kind == "acceptability") != (v in ("pass", "fail")) and v != "invalid":
             allowed = "pass, fail, invalid" if kind == "acceptability" else "left, right, tie, invalid"
             return f"{where}: verdict {quote(v)} for {kind} item {quote(rec['item'])}; expected one of {allowed}"
-        annotator, source = self.annotator(rec.get("annotator"), assigned)
+        who = self.annotator(rec, assigned, where)
+        if isinstance(who, str):
+            return who
+        annotator, source = who
+        source = rec.get("source_annotator") or source  # a judge answering under another name than asked
         jid = rec.get("id") or (f"{rec['item']}@{annotator}" if annotator else rec["item"])
         return (jid, rec["item"], prompt, left, right, self._POS[v], "left", kind, annotator,
                 rec.get("reason"), rec.get("seconds"), rec.get("confidence"), source)
@@ -105,6 +116,11 @@ class Validator:
             prompt = self.prompt_of_text(rec["prompt_text"]) or prompt
         if self.prompt_ids and prompt not in self.prompt_ids:
             return f"{where}: unknown prompt {quote(prompt)}; expected a prompt id of this study"
+        annotator = rec.get("annotator")
+        if annotator is not None and annotator not in self._good_ids:
+            problem = self.identity_problem(annotator, where)
+            if problem:
+                return problem
         reason, seconds, conf = rec.get("reason"), rec.get("seconds"), rec.get("confidence")
         if reason is None and seconds is None and conf is None:  # short row: fewer bound NULLs, faster
             return (rec["id"], prompt, a, b, rec["verdict"], rec.get("a_position"), rec.get("annotator"))

@@ -7,7 +7,8 @@ code; the strata come from the prompts. The result is the core's
 made, so intervals and clusters always describe the same judgments.
 
 Codes: a prompt the study holds is its ``ord``; a prompt it does not hold (judgments imported
-without their prompt) gets ``-2 - seq`` of its first judgment, so each such prompt is its own code.
+without their prompt) gets ``-2 - k`` for the k-th such prompt in storage order, so each is its own
+code (read by a second query only when the scan met one).
 An annotator is the ``seq`` of its first judgment; -1 when the judgment names none.
 """
 
@@ -19,12 +20,10 @@ from typing import Sequence
 import numpy as np
 
 from planner.counts import DEFAULT_STRATUM
+from planner.errors import DataError
 from planner.stats.clusters import JudgmentArrays, dense_codes
 from planner.store import scans
 
-#: prompts the study does not hold: the ``seq`` of each one's first judgment
-_UNKNOWN_PROMPTS = ("LEFT JOIN (SELECT prompt AS pid, min(seq) AS code FROM judgments "
-                    "WHERE prompt NOT IN (SELECT id FROM prompts) GROUP BY prompt) up ON up.pid = j.prompt")
 #: annotators: the ``seq`` of each one's first judgment
 _ANNOTATORS = ("LEFT JOIN (SELECT annotator AS name, min(seq) AS code FROM judgments "
                "WHERE annotator IS NOT NULL GROUP BY annotator) an ON an.name = j.annotator")
@@ -48,15 +47,14 @@ def judgment_arrays(con: sqlite3.Connection, systems: tuple[str, ...], strata: t
     ``annotators``: read annotator codes (otherwise every judgment has -1).
     """
     span, index = scans.system_index(con)
-    unknown = con.execute("SELECT 1 FROM judgments WHERE prompt NOT IN (SELECT id FROM prompts) "
-                          "LIMIT 1").fetchone() is not None
-    prompt = "coalesce(p.ord, -2 - up.code)" if unknown else "coalesce(p.ord, -1)"
-    extra, join = [prompt], "LEFT JOIN prompts p ON p.id = j.prompt" + (" " + _UNKNOWN_PROMPTS if unknown else "")
+    extra, join = ["coalesce(p.ord, -1)"], "LEFT JOIN prompts p ON p.id = j.prompt"
     if annotators:
         extra.append("coalesce(an.code, -1)")
         join += " " + _ANNOTATORS
     cols = scans.judged_columns(con, kinds, index, span, extra, join)
     left, right, outcome, prompt_code = cols[:4]
+    if (prompt_code < 0).any():
+        prompt_code = unknown_prompt_codes(con, kinds, prompt_code)
     if len(strata) > 1:
         lut = stratum_lut(con, {s: i for i, s in enumerate(strata)})
         stratum = lut[np.maximum(prompt_code, -1) + 1]
@@ -67,4 +65,20 @@ def judgment_arrays(con: sqlite3.Connection, systems: tuple[str, ...], strata: t
                                 annotator=annotator, strata=strata)
 
 
-__all__ = ["judgment_arrays", "stratum_lut"]
+def unknown_prompt_codes(con: sqlite3.Connection, kinds: Sequence[str], code: np.ndarray) -> np.ndarray:
+    """``code`` with each prompt the study does not hold (-1) given its own code ``-2 - k`` (k-th distinct
+    such prompt): those judgments' prompts are read in the scan's (rowid) order, only when there are any."""
+    marks = ",".join("?" * len(kinds))
+    names = [r[0] for r in con.execute(
+        f"SELECT j.prompt FROM judgments j WHERE j.b IS NOT NULL AND j.kind IN ({marks}) "
+        "AND j.prompt NOT IN (SELECT id FROM prompts) ORDER BY j.rowid", tuple(kinds))]
+    at = np.flatnonzero(code < 0)
+    if len(names) != at.size:          # the scans disagree: the table changed between them
+        raise DataError("the judgments changed while they were read; run the command again")
+    ids = {n: k for k, n in enumerate(dict.fromkeys(names))}
+    out = code.copy()
+    out[at] = -2 - np.array([ids[n] for n in names], dtype=np.int64)
+    return out
+
+
+__all__ = ["judgment_arrays", "stratum_lut", "unknown_prompt_codes"]

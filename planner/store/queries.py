@@ -22,7 +22,7 @@ from planner.errors import DataError
 from planner.stats.clusters import JudgmentArrays
 from planner.store import check as study_check
 from planner.store import scans, schema
-from planner.store.db import CONFIG_NAME, DB_NAME, connect, db_path, now, write
+from planner.store.db import CONFIG_NAME, DB_NAME, connect, database_error, db_path, now, write
 from planner.store.judged import judgment_arrays, stratum_lut
 from planner.store.records import (COUNTED_KINDS, ITEM_KINDS, PENDING_KINDS, AcceptabilityCounts, BatchInfo,
                                    BatchItem, Judgment, Prompt, Response)
@@ -68,7 +68,11 @@ class Study:
         try:
             version = int(con.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0])
             study_check.check_tables(con, db)
-        except (sqlite3.DatabaseError, TypeError, ValueError) as exc:
+        except sqlite3.DatabaseError as exc:
+            con.close()
+            raise (DataError(f"{db}: not a planner study database ({exc})") if "no such table" in str(exc)
+                   else database_error(exc, db)) from None
+        except (TypeError, ValueError) as exc:
             con.close()
             raise DataError(f"{db}: not a planner study database ({exc})") from None
         except DataError:
@@ -87,8 +91,10 @@ class Study:
     def __enter__(self) -> "Study":
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, exc_type, exc, tb) -> None:
         self.close()
+        if isinstance(exc, sqlite3.DatabaseError):   # named for what it is (a full disk is not damage)
+            raise database_error(exc, db_path(self.path)) from None
 
     # ------------------------------------------------------------ prompts etc.
     def strata(self) -> tuple[str, ...]:
@@ -119,6 +125,13 @@ class Study:
     def responses(self) -> list[Response]:
         """All responses, by prompt order then system order."""
         return self._responses()
+
+    def acceptability_labels(self) -> list[tuple[str, bool]]:
+        """``(system, acceptable)`` of the responses labelled in the responses file, in :meth:`responses`
+        order, without reading the texts."""
+        return [(self._sys_name[r[0]], bool(r[1])) for r in self._con.execute(
+            "SELECT r.system, r.acceptable FROM responses r JOIN prompts p ON p.id = r.prompt "
+            "WHERE r.acceptable IS NOT NULL ORDER BY p.ord, r.system")]
 
     def response_keys(self) -> list[tuple[str, str]]:
         """``(prompt, system)`` of every response in :meth:`responses` order, without reading the texts.
@@ -157,12 +170,12 @@ class Study:
         strata = self.strata() if by_stratum else (DEFAULT_STRATUM,)
         return strata, {s: i for i, s in enumerate(strata)}
 
-    def grouped_judgments(self) -> list[tuple]:
-        """The report's grouped scan of the judgments (:func:`planner.store.grouped.grouped_judgments`), on its
-        own connection: safe to run in a worker thread while this study's connection reads the counts."""
-        from planner.store.grouped import grouped_judgments
+    def report_scan(self):
+        """Counts by stratum and the report's judgment-level figures from one scan of the judgments
+        (:func:`planner.store.report_scan.report_scan`)."""
+        from planner.store.report_scan import report_scan
 
-        return grouped_judgments(db_path(self.path))
+        return report_scan(self._con, self.systems)
 
     def counts(self, by_stratum: bool = False, kinds: Sequence[str] = COUNTED_KINDS) -> Counts:
         """Aggregated pairwise counts, cell ``a`` = system shown left/first, ``b`` = right.

@@ -17,12 +17,17 @@ misalign the columns): wrap nullable columns in ``coalesce``.
 from __future__ import annotations
 
 import sqlite3
+from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 
+from planner.counts import DEFAULT_STRATUM, Counts
+
 #: rowids per ``group_concat`` string: about 16 MB of text for a 15-digit key
 CHUNK_ROWS = 1 << 20
+#: judgments (rowid span) from which :func:`split_scan` reads the table in two halves at once
+SPLIT_ROWS = 100_000
 
 
 def int_columns(con: sqlite3.Connection, table: str, alias: str, exprs: Sequence[str], join: str = "",
@@ -85,11 +90,18 @@ def judged_columns(con: sqlite3.Connection, kinds: Sequence[str], index: np.ndar
     marks = ",".join("?" * len(kinds))
     cols = int_columns(con, "judgments", "j", exprs, join, f"j.b IS NOT NULL AND j.kind IN ({marks})", tuple(kinds))
     ab, low = np.divmod(cols[0], 8)
+    return [*shown_cells(index, span, ab, low >= 4, low % 4), *cols[1:]]
+
+
+def shown_cells(index: np.ndarray, span: int, ab: np.ndarray, right: np.ndarray,
+                verdict: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(left, right, outcome)`` as shown, from stored ``ab = a_id * span + b_id``, ``right`` (the stored
+    ``a`` was shown on the right) and ``verdict`` 0 A, 1 B, 2 tie, 3 invalid relative to ``(a, b)``;
+    systems as places (``index``), outcome 0 left won, 1 right won, 2 tie, 3 invalid."""
     a, b = np.divmod(ab, span)
-    right, verdict = low >= 4, low % 4
     a, b = index[a], index[b]
     outcome = np.where(verdict == 0, right, np.where(verdict == 1, ~right, verdict)).astype(np.int64)
-    return [np.where(right, b, a), np.where(right, a, b), outcome, *cols[1:]]
+    return np.where(right, b, a), np.where(right, a, b), outcome
 
 
 def pair_prompt_codes(con: sqlite3.Connection, span: int, q: int) -> np.ndarray:
@@ -127,3 +139,64 @@ def distinct_pair_codes(codes: np.ndarray, span: int, q: int) -> np.ndarray:
     a, b = np.divmod(ab, span)
     keys = np.sort((np.minimum(a, b) * span + np.maximum(a, b)) * q + code)
     return keys[np.r_[True, keys[1:] != keys[:-1]]] if keys.size else keys
+
+
+def split_scan(con: sqlite3.Connection, expr: str, join: str = "LEFT JOIN prompts p ON p.id = j.prompt") -> np.ndarray:
+    """``expr`` over every judgment (alias ``j``, after ``join``) in rowid order; a large table in two halves.
+
+    SQLite releases the GIL while it scans, so the upper half runs in a worker thread on
+    its own connection while this thread reads the lower half; the halves are joined in
+    rowid order, so the result is the one scan's. (The study is read with no snapshot
+    across statements either way: one statement per chunk of rowids, as
+    :func:`int_columns` does.)
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
+    from planner.store.db import connect
+
+    args = ("judgments", "j", [expr], join)
+    lo, hi = con.execute("SELECT min(rowid), max(rowid) FROM judgments").fetchone()
+    file = next((r[2] for r in con.execute("PRAGMA database_list") if r[1] == "main"), "")
+    if lo is None or hi - lo < SPLIT_ROWS or not file:
+        return int_columns(con, *args)[0]
+    mid = lo + (hi - lo) // 2
+
+    def upper() -> np.ndarray:
+        other = connect(Path(file))
+        try:
+            return int_columns(other, *args, rowids=(mid + 1, hi))[0]
+        finally:
+            other.close()
+
+    with ThreadPoolExecutor(1) as pool:
+        job = pool.submit(upper)
+        low = int_columns(con, *args, rowids=(lo, mid))[0]
+        return np.concatenate([low, job.result()])
+
+
+def strata_of(con: sqlite3.Connection, unheld: bool) -> tuple[str, ...]:
+    """:meth:`Study.strata`, told whether a judgment is on a prompt the study does not hold."""
+    out = [r[0] for r in con.execute(
+        "SELECT coalesce(stratum, ?) FROM prompts GROUP BY 1 ORDER BY min(ord)", (DEFAULT_STRATUM,)).fetchall()]
+    if DEFAULT_STRATUM not in out and (not out or unheld):
+        out.append(DEFAULT_STRATUM)
+    return tuple(out)
+
+
+def prompt_span(con: sqlite3.Connection) -> int:
+    """Largest prompt ``ord`` + 2: the number of prompt codes ``ord + 1`` (0: a prompt the study does not hold)."""
+    return int(con.execute("SELECT coalesce(max(ord), -1) + 2 FROM prompts").fetchone()[0])
+
+
+def judged_counts(systems, strata: tuple[str, ...], lut: np.ndarray, index: np.ndarray, span: int, ab: np.ndarray,
+                  code: np.ndarray, right: np.ndarray, verdict: np.ndarray) -> Counts:
+    """:meth:`Study.counts` ``(by_stratum=True)`` from pairwise rows cut from a scan key.
+
+    ``ab``, ``right``, ``verdict`` as :func:`shown_cells`; ``code = ord + 1`` (0: a prompt the
+    study does not hold); ``lut[code]`` the stratum place
+    (:func:`planner.store.judged.stratum_lut`).
+    """
+    if not ab.size:
+        return Counts.empty(systems, strata)
+    left, right_sys, outcome = shown_cells(index, span, ab, right, verdict)
+    return Counts.from_arrays(systems, left, right_sys, outcome, lut[code], strata)

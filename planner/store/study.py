@@ -17,7 +17,8 @@ keeps working while each idea has one home:
 * :mod:`planner.store.queries` — :class:`Study` (``Study.open(path)``) and its queries;
 * :mod:`planner.store.create` — :func:`init_study`;
 * :mod:`planner.store.ingest`, :mod:`planner.store.status` — :func:`ingest`, :func:`status`;
-* :mod:`planner.store.grouped` — the report's grouped scan.
+* :mod:`planner.store.plan_scan`, :mod:`planner.store.report_scan` — next-batch's and the report's one scan
+  of the judgments.
 
 Accounting rules (never bend):
 
@@ -34,9 +35,9 @@ from __future__ import annotations
 from planner.counts import DEFAULT_STRATUM, Counts, half_tie_score
 from planner.store.create import CONFIG_VERSION, DEFAULT_QC, DEFAULT_REASONS, init_study
 from planner.store.db import BUSY_TIMEOUT_S, CONFIG_NAME, DB_NAME, WRITE_RETRIES
-from planner.store.grouped import grouped_judgments
 from planner.store.ingest import IngestResult, ingest
 from planner.store.queries import Study
+from planner.store.report_scan import ReportScan, report_scan
 from planner.store.records import (COUNTED_KINDS, ITEM_KINDS, JUDGMENT_KINDS, PENDING_KINDS, AcceptabilityCounts,
                                    BatchInfo, BatchItem, Judgment, Prompt, Response, StudyInfo)
 from planner.store.schema import MIGRATIONS, SCHEMA_VERSION
@@ -46,6 +47,6 @@ __all__ = [
     "BUSY_TIMEOUT_S", "CONFIG_NAME", "CONFIG_VERSION", "COUNTED_KINDS", "DB_NAME", "DEFAULT_QC", "DEFAULT_REASONS",
     "DEFAULT_STRATUM", "ITEM_KINDS", "JUDGMENT_KINDS", "MIGRATIONS", "PENDING_KINDS", "SCHEMA_VERSION",
     "WRITE_RETRIES", "AcceptabilityCounts", "BatchInfo", "BatchItem", "Counts", "IngestResult", "Judgment",
-    "Prompt", "Response", "StatusResult", "Study", "StudyInfo", "grouped_judgments", "half_tie_score",
-    "ingest", "init_study", "status",
+    "Prompt", "ReportScan", "Response", "StatusResult", "Study", "StudyInfo", "half_tie_score",
+    "ingest", "init_study", "report_scan", "status",
 ]

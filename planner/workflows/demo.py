@@ -132,6 +132,7 @@ def run_demo(directory, *, n_systems: int = 6, n_prompts: int = 40, rounds: int 
     ``progress(message)`` is called as the demo goes.
     """
     from planner.model import fit
+    from planner.stats.blas import one_blas_thread
     from planner.workflows.next_batch import Output, QualityControl, Selection, next_batch
     from planner.simulation import Judge, Truth
     from planner.store.study import Study, ingest, init_study
@@ -177,7 +178,8 @@ def run_demo(directory, *, n_systems: int = 6, n_prompts: int = 40, rounds: int 
     with Study.open(study) as st:
         counts = st.counts()
         n = len(list(st.judgments()))
-    f = fit(counts, seed=seed)
+    with one_blas_thread():   # the one BLAS policy (planner.stats.blas)
+        f = fit(counts, seed=seed)
     from scipy.stats import kendalltau
 
     lo, hi = f.interval()

@@ -20,11 +20,12 @@ byte-identical CSV/JSONL files.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from planner.errors import UsageError, quote
+from planner.errors import PlannerError, UsageError, quote
 from planner.formats.tables import ENCODERS
 
 FORMATS = ("csv", "jsonl", "parquet")
@@ -68,8 +69,10 @@ def _pair_rows(study) -> list[tuple]:
 def _posterior(study, engine: str, seed: int, draws: int):
     from planner.model import bt
     from planner.model import fit
+    from planner.stats.blas import blas_policy
 
-    f = fit(study.counts(by_stratum=False), engine=engine, seed=seed, draws=draws)
+    with blas_policy(engine):
+        f = fit(study.counts(by_stratum=False), engine=engine, seed=seed, draws=draws)
     lo, hi = f.interval(0.95)
     elo, elo_lo, elo_hi = bt.to_elo(f.mean), bt.to_elo(lo), bt.to_elo(hi)
     pb = f.prob_best()
@@ -102,7 +105,9 @@ def export_study(path, out, *, format: str = "csv", engine: str | None = "laplac
         Unknown format/engine, parquet without pyarrow, bad seed/draws, an
         output path that is not a writable directory, existing files without ``force``.
     """
+    from planner.formats.staging import write_failure
     from planner.formats.writers import write_files
+    from planner.limits import check_output_dir
     from planner.store.study import Study
 
     if format not in FORMATS:
@@ -123,6 +128,7 @@ def export_study(path, out, *, format: str = "csv", engine: str | None = "laplac
         raise UsageError(f"`out` ({quote(str(out))}) is a file; expected a directory", parameters=('out',))
     if not out.parent.is_dir():
         raise UsageError(f"`out` ({quote(str(out))}): its parent directory does not exist", parameters=('out',))
+    check_output_dir("out", out)   # before the fit: a directory files can be created in (not /proc, not read-only)
     enc = ENCODERS[format]
     with Study.open(path) as study:
         rows = list(study.judgment_table())
@@ -140,6 +146,16 @@ def export_study(path, out, *, format: str = "csv", engine: str | None = "laplac
                 d = f.beta_draws
                 files.append((out / f"draws.{format}", enc(("draw", "system", "strength"), (
                     (i, f.systems[k], float(d[i, k])) for i in range(d.shape[0]) for k in range(d.shape[1])))))
-    out.mkdir(exist_ok=True)
-    written = write_files(files, force=force)
+    created = not out.exists()
+    try:
+        out.mkdir(exist_ok=True)
+    except OSError as exc:
+        raise write_failure("out", out, exc) from None
+    try:
+        written = write_files(files, force=force)
+    except PlannerError:
+        if created:   # leave no empty directory behind a refused export
+            with contextlib.suppress(OSError):
+                out.rmdir()
+        raise
     return ExportResult(tuple(str(p) for p in written), len(rows), len(pairs), engine if pairs else None)

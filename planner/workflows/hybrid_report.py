@@ -20,9 +20,11 @@ from pathlib import Path
 
 import numpy as np
 
-from planner.errors import DataError, UsageError
+from planner.errors import DataError, UsageError, quote
+from planner.stats.clusters import check_cluster_by
 from planner.hybrid.ppi import HybridComparison, compare_hybrid, human_only_bradley_terry, judge_only_bradley_terry
 from planner.equality import array_eq
+from planner.stats.blas import one_blas_thread
 
 __all__ = ["HybridItems", "HybridReport", "items_from_verdicts", "hybrid_report", "recorded_design", "TARGETS", "TIES"]
 
@@ -124,8 +126,9 @@ def _collect(study, study_path, surrogate: str):
         rows.append((j.prompt, j.a, j.b, j.verdict, j.annotator))
     if surrogate not in annotators:
         known = ", ".join(sorted(a for a in annotators if a)) or "none"
-        raise DataError(f"`surrogate`: no judgments by {str(surrogate)[:80]!r} in {study_path}; "
-                        f"annotators: {known[:200]}", parameters=('surrogate',))
+        # an option naming nobody in the study is a usage error (exit 2), as `lc_anchor` naming no system is
+        raise UsageError(f"`surrogate`: no judgments by {quote(surrogate)} in {study_path}; "
+                         f"annotators: {known[:200]}", parameters=('surrogate',))
     return items_from_verdicts(tuple(study.systems), rows, surrogate), annotators, other_judges
 
 
@@ -196,17 +199,25 @@ def plan_for_humans(study, *, surrogate: str | None, size: int, rng, floor: floa
     return planned, sel, design, notes
 
 
-def _compare(names, items: HybridItems, lab, ties: str, confidence_level: float, pi=None) -> HybridComparison:
-    """PPI (PPI++ for a uniform sample, IPW with ``pi``), target-only and judge-only fits, one model."""
+def _compare(names, items: HybridItems, lab, ties: str, confidence_level: float, pi=None,
+             clusters=None) -> HybridComparison:
+    """PPI (PPI++ for a uniform sample, IPW with ``pi`` or ``clusters``), target-only and judge-only fits.
+
+    ``clusters`` (one id per item, its prompt): the IPW engine's cluster-robust covariance, with the
+    labelled items a uniform sample (π = n/N) when no probabilities are recorded.
+    """
     from planner.hybrid.ppi import ipw_bradley_terry, ppi_davidson
 
     dav = ties == "davidson"
     y, yh = (items.y3, items.yhat3) if dav else (items.y, items.yhat)
     model = "davidson" if dav else "logistic"
+    if clusters is not None and pi is None:
+        pi = np.full(len(lab), lab.sum() / len(lab))
     if pi is not None:
-        ppi = ipw_bradley_terry(names, items.pairs, y, yh, lab, pi, model=model, confidence_level=confidence_level)
+        ppi = ipw_bradley_terry(names, items.pairs, y, yh, lab, pi, model=model, confidence_level=confidence_level,
+                                clusters=clusters)
         human = ipw_bradley_terry(names, items.pairs, y, yh, lab, pi, model=model,
-                                  confidence_level=confidence_level, lam=0.0)
+                                  confidence_level=confidence_level, lam=0.0, clusters=clusters)
     elif dav and (~lab).sum() >= 2:
         ppi = ppi_davidson(names, items.pairs[lab], y[lab], yh[lab], items.pairs[~lab], yh[~lab],
                            confidence_level=confidence_level)
@@ -271,11 +282,14 @@ def recorded_design(study, items: HybridItems):
     return pi, notes
 
 
-def _population(study, names, items: HybridItems, lab, ties: str, confidence_level: float, pi):
+def _population(study, names, items: HybridItems, lab, ties: str, confidence_level: float, pi, pooled,
+                clusters=None):
     """Population-weighted strengths: items weighted by stratum weight ÷ stratum share of the items.
 
     Stratum weights by the one rule (:func:`planner.strata.stratum_weights`). Without recorded
-    probabilities the labels are taken as uniform within each stratum (π_i = n_h / N_h).
+    probabilities the labels are taken as uniform within each stratum (π_i = n_h / N_h). When the
+    weights equal the strata's shares of the items (c ≡ 1) the population target is the pooled one:
+    the pooled fit ``pooled`` is returned as it, and ``same_as_pooled`` is true.
     """
     from planner.hybrid.ppi import ipw_bradley_terry
     from planner.strata import stratum_of, stratum_weights
@@ -296,20 +310,24 @@ def _population(study, names, items: HybridItems, lab, ties: str, confidence_lev
     if empty:
         raise DataError(f"population estimate: stratum {empty[0][:40]!r} has population weight but no "
                         "human-labelled item; label some of its items")
+    same = bool(np.allclose(c, 1.0, rtol=0.0, atol=1e-12))
     dav = ties == "davidson"
     y, yh = (items.y3, items.yhat3) if dav else (items.y, items.yhat)
-    pop = ipw_bradley_terry(names, items.pairs, y, yh, lab, pi_h if pi is None else pi, weights=c,
-                            model="davidson" if dav else "logistic", confidence_level=confidence_level)
-    same = bool(np.allclose(c, 1.0))
+    pop = pooled if same else ipw_bradley_terry(
+        names, items.pairs, y, yh, lab, pi_h if pi is None else pi, weights=c,
+        model="davidson" if dav else "logistic", confidence_level=confidence_level, clusters=clusters)
     return pop, {"weights": {h: round(sw.weights[h], 6) for h in strata}, "source": sw.source, "note": sw.note,
                  "same_as_pooled": same}
 
 
 def hybrid_report(study_path, surrogate: str, target: str = "humans", confidence_level: float = 0.9,
-                  ties: str = "half") -> HybridReport:
+                  ties: str = "half", cluster: str = "item") -> HybridReport:
     """PPI++ Bradley–Terry for the target (humans) with ``surrogate``'s verdicts as predictions.
 
     ``ties``: ``"half"`` (a tie is half a win, logistic) or ``"davidson"`` (win/tie/loss likelihood).
+    ``cluster``: ``"item"`` (the default) and ``"none"`` — the unit is the item (prompt, pair) already,
+    its votes averaged into one outcome; ``"prompt"``: items on one prompt are correlated, the
+    covariance is cluster-robust over prompts (through the IPW engine, π = n/N when none is recorded).
     When ``next-batch --for humans`` rounds are recorded, the labelled items are weighted by their
     inclusion probabilities (IPW-PPI); when the prompts fall in several strata, a population
     estimate with the stratum weights is added (``population``).
@@ -322,6 +340,10 @@ def hybrid_report(study_path, surrogate: str, target: str = "humans", confidence
     if ties not in TIES:
         raise UsageError(f"`ties`: {str(ties)[:80]!r} is not supported; allowed: {', '.join(TIES)}",
                          parameters=('ties',))
+    check_cluster_by(cluster)
+    if cluster == "annotator":
+        raise UsageError("`cluster` annotator does not apply to the hybrid (surrogate) report: its unit is the item "
+                         "(prompt and pair), whose votes are averaged; use item or prompt", parameters=("cluster",))
     study = Study.open(study_path)
     names = tuple(study.systems)
     items, annotators, other_judges = _collect(study, study_path, surrogate)
@@ -336,8 +358,14 @@ def hybrid_report(study_path, surrogate: str, target: str = "humans", confidence
     notes.extend(design_notes)
     if (~lab).sum() < 2:
         notes.append(f"every item has target votes, so {surrogate} adds nothing: the PPI fit is the human-only fit")
-    comp = _compare(names, items, lab, ties, confidence_level, pi)
-    population, strata = _population(study, names, items, lab, ties, confidence_level, pi)
+    clusters = np.unique(np.array(items.prompts), return_inverse=True)[1].ravel() if cluster == "prompt" else None
+    with one_blas_thread():   # the one BLAS policy (planner.stats.blas)
+        comp = _compare(names, items, lab, ties, confidence_level, pi, clusters)
+        population, strata = _population(study, names, items, lab, ties, confidence_level, pi, comp.ppi, clusters)
+    notes.append("clustered by prompt: the covariance sums each prompt's item gradients (cluster-robust)"
+                 if clusters is not None else
+                 "the unit is the item (prompt and pair): its votes are averaged into one outcome, so verdicts on "
+                 "the same prompt and pair count once")
     if strata and strata["same_as_pooled"]:
         notes.append("the stratum weights equal the strata's shares of the items: the population estimate is the "
                      "pooled one (give prompts weights to change that)")

@@ -16,8 +16,6 @@ cached: the next run asks again and a late answer lands normally.
 
 from __future__ import annotations
 
-import datetime as _dt
-import hashlib
 import json
 import math
 import threading
@@ -104,13 +102,11 @@ class JudgeResult:
         return d
 
 
-def _now() -> str:
-    return _dt.datetime.now(_dt.UTC).replace(microsecond=0).isoformat()
-
-
 def check_options(o: JudgeOptions):
     """Validate the options (one-line :class:`UsageError`); returns the :class:`Prices`."""
+    from planner.connectors.guard import check_url
     from planner.connectors.pricing import check_prices
+    from planner.limits import check_seed
 
     if not isinstance(o.model, str) or not o.model.strip():
         raise UsageError("`model` is required (the judge's model name, e.g. gpt-4o)", parameters=('model',))
@@ -124,9 +120,9 @@ def check_options(o: JudgeOptions):
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
             raise UsageError(f"{shown(flag)} ({quote(v)}) must be a number of seconds > 0",
                              parameters=parameters_of(flag))
-    if o.base_url is not None and not str(o.base_url).startswith(("http://", "https://")):
-        raise UsageError(f"`base_url` ({quote(o.base_url)}) must start with http:// or https://",
-                         parameters=('base_url',))
+    if o.base_url is not None:
+        check_url(o.base_url, "base_url")
+    check_seed("seed", o.seed)
     if not isinstance(o.api_key_env, str) or not o.api_key_env.strip():
         raise UsageError("`api_key_env` must name an environment variable", parameters=('api_key_env',))
     return check_prices(o.price_in, o.price_out, o.max_cost)
@@ -208,138 +204,6 @@ def _judged_items(study, batch_id: int) -> set[str]:
     return {j.item for j in study.judgments() if j.batch == batch_id and j.id.startswith("judge:")}
 
 
-# ------------------------------------------------------------------ sending
-class _Spend:
-    """Running spend for the cost cap (used from the calling thread only).
-
-    A request is admitted when the spend so far, plus the estimates of the
-    requests in flight, plus its own estimate stay within the cap.
-    """
-
-    def __init__(self, prices, cap: float | None, spent_before: float):
-        self.prices, self.cap, self.spent = prices, cap, spent_before
-        self.max_completion: int | None = None
-        self.in_flight: dict[str, float] = {}
-        self.refused = False
-
-    def admit(self, request: dict) -> bool:
-        if self.cap is None:
-            return True
-        est = self.prices.estimate(request["body"], self.max_completion)
-        if self.spent + sum(self.in_flight.values()) + est > self.cap + 1e-12:
-            return False
-        self.in_flight[request["custom_id"]] = est
-        return True
-
-    def settle(self, custom_id: str, cost: float | None, completion: int | None) -> None:
-        self.in_flight.pop(custom_id, None)
-        if completion is not None:
-            self.max_completion = max(self.max_completion or 0, completion)
-        self.spent += cost or 0.0
-
-
-@dataclass
-class _Tally:
-    answered: int = 0
-    failed: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cost: float = 0.0
-
-
-def _record(ledger, spend: _Spend, tally: _Tally, line: dict, *, key: str, batch: int,
-            base_url: str, model: str, transport: str, answered: bool, on_answer) -> None:
-    """Cache an answer the moment it arrives (own commit); count tokens and cost."""
-    from planner.connectors.pricing import usage_tokens
-
-    if not answered:
-        tally.failed += 1
-        spend.settle(line["custom_id"], 0.0, None)
-        return
-    p, c = usage_tokens(line["response"]["body"])
-    cost = spend.prices.cost(p, c)
-    ledger.put(key, line, batch=batch, base_url=base_url, model=model, transport=transport, prompt_tokens=p,
-               completion_tokens=c, cost_usd=cost, at=_now())
-    tally.answered += 1
-    tally.prompt_tokens += p or 0
-    tally.completion_tokens += c or 0
-    tally.cost += cost or 0.0
-    spend.settle(line["custom_id"], cost, c)
-    if on_answer is not None:
-        on_answer(line)
-
-
-def _send_direct(client, ep, todo, keys, lines, ctx, o: JudgeOptions, progress, stop, on_answer) -> int:
-    from planner.connectors.openai_judge import send_direct
-
-    done = [0]
-
-    def on_result(sent):
-        lines[sent.custom_id] = sent.line
-        _record(ctx["ledger"], ctx["spend"], ctx["tally"], sent.line, key=keys[sent.custom_id],
-                answered=sent.answered, transport="direct", on_answer=on_answer,
-                **ctx["where"])
-        done[0] += 1
-        if progress is not None:
-            progress({"phase": "direct", "done": done[0], "total": len(todo), "spent": ctx["spend"].spent,
-                      "answered": ctx["tally"].answered, "failed": ctx["tally"].failed})
-
-    sent, refused = send_direct(client, ep, todo, concurrency=o.concurrency, admit=ctx["spend"].admit,
-                                on_result=on_result, stop=stop)
-    ctx["spend"].refused = refused
-    return sent
-
-
-def _send_batch(client, ep, todo, keys, lines, ctx, progress, stop, on_answer) -> tuple[int, list[str]]:
-    """Submit (or resume) a Batch API job; returns ``(sent, notes)``. Nothing is collected when ``stop`` is set."""
-    from planner.connectors.openai_judge import (
-        collect_job,
-        file_lines,
-        is_answer,
-        poll_job,
-        submit_job,
-    )
-
-    ledger, where, notes = ctx["ledger"], ctx["where"], []
-    jobs = ledger.open_jobs(batch=where["batch"], base_url=where["base_url"], model=where["model"])
-    bodies = {r["custom_id"]: r["body"] for _, r in todo}
-    sent, asked = 0, None
-    if jobs:
-        notes.append(f"resumed Batch API job {jobs[0]} (submitted by an earlier run; not paid again)")
-        remote = jobs[0]
-    else:
-        admitted = []
-        for _, r in todo:
-            if not ctx["spend"].admit(r):
-                ctx["spend"].refused = True
-                break
-            admitted.append(r)
-        if not admitted:
-            return 0, notes
-        data = "".join(json.dumps(r, sort_keys=True) for r in admitted).encode()
-        remote = submit_job(client, admitted, metadata={"planner_batch": str(where["batch"])})
-        ledger.add_job(remote, batch=where["batch"], base_url=where["base_url"], model=where["model"],
-                       input_sha256=hashlib.sha256(data).hexdigest(), requests=len(admitted), at=_now())
-        sent, asked = len(admitted), [r["custom_id"] for r in admitted]
-    job = poll_job(client, ep, remote, progress=progress, stop=stop)
-    if job is None:
-        notes.append(f"stopped while Batch API job {remote} runs; rerun to collect it (it is not sent again)")
-        return sent, notes
-    if asked is None:  # a resumed job: the requests it holds are in its input file
-        asked = [ln["custom_id"] for ln in file_lines(client, job.input_file_id)]
-    for line in collect_job(client, job, [cid for cid in asked if cid not in lines]):
-        cid = line["custom_id"]
-        if cid not in bodies or cid in lines:
-            continue
-        lines[cid] = line
-        _record(ledger, ctx["spend"], ctx["tally"], line, key=keys[cid], answered=is_answer(line),
-                transport="batch", on_answer=on_answer, **where)
-    ledger.finish_job(remote, job.status, _now())
-    if job.status != "completed":
-        notes.append(f"Batch API job {remote} ended {job.status}; its unanswered requests are asked again on rerun")
-    return sent, notes
-
-
 # ------------------------------------------------------------------ the workflow
 def _output_path(study_path, batch_id: int, model: str) -> Path:
     import re
@@ -351,17 +215,29 @@ def _output_path(study_path, batch_id: int, model: str) -> Path:
 def _write_output(path: Path, lines: list[dict]) -> None:
     from planner.formats.staging import write_atomically
 
-    path.parent.mkdir(exist_ok=True)
-    data = "".join(json.dumps(ln, ensure_ascii=False, sort_keys=True) + "\n" for ln in lines).encode("utf-8")
-    write_atomically([(path, data)], force=True)
+    try:
+        path.parent.mkdir(exist_ok=True)
+        data = "".join(json.dumps(ln, ensure_ascii=False, sort_keys=True) + "\n" for ln in lines).encode("utf-8")
+        write_atomically([(path, data)], force=True)
+    except OSError as exc:
+        raise DataError(f"the judge's answers are cached in the study, but writing {path.name} failed "
+                        f"({exc.strerror or exc.__class__.__name__}); free space or fix the permissions and run "
+                        "the same command again (nothing is paid again)") from None
 
 
-def _prepare(study_path, o: JudgeOptions, batch):
-    """``(info, requests, judged_before)`` from the study (read only)."""
+def _batch_id(study_path, batch: int | None) -> int:
     from planner.store.study import Study
 
     with Study.open(study_path) as study:  # applies the v3 migration before the ledger opens
-        info = pick_batch(study, batch)
+        return pick_batch(study, batch).id
+
+
+def _prepare(study_path, o: JudgeOptions, batch_id: int):
+    """``(info, requests, judged_before)`` from the study (read only)."""
+    from planner.store.study import Study
+
+    with Study.open(study_path) as study:
+        info = pick_batch(study, batch_id)
         if o.both_orders:
             check_both_orders(study, info.id)
         reqs = batch_requests(study, info, o.model.strip())
@@ -377,53 +253,101 @@ def judge_batch(study_path, options: JudgeOptions, *, batch: int | None = None,
     ``progress(event)`` receives dicts (``phase`` ``direct`` or ``batch``);
     ``stop`` (set on Ctrl-C) sends nothing more, lets requests in flight
     finish, and still caches and ingests what arrived; ``on_answer(line)`` runs
-    after each answer is cached (tests use it to simulate a crash).
+    after each answer is cached (tests use it to simulate a crash). The batch
+    is locked for the whole call (:func:`planner.store.locks.hold`): a second
+    process judging it at the same time is refused, naming this one.
     """
+    from planner.store.locks import hold, holder_note
+
+    check_options(options)
+    batch_id = _batch_id(study_path, batch)
+    if options.dry_run:
+        return _judge(study_path, options, batch_id, progress, stop, on_answer, ())
+    with hold(study_path, f"judge-batch-{batch_id}", f"batch {batch_id}") as held:
+        note = holder_note(held, f"batch {batch_id}")
+        return _judge(study_path, options, batch_id, progress, stop, on_answer, (note,) if note else ())
+
+
+def _judge(study_path, options: JudgeOptions, batch_id: int, progress, stop, on_answer, notes0) -> JudgeResult:
     from planner.connectors.cache import Ledger, request_key
-    from planner.connectors.openai_judge import make_client
+    from planner.workflows.judge_send import Context, Spend, Tally
 
     prices = check_options(options)
     ep = _endpoint(options)
     model = options.model.strip()
-    info, reqs, judged = _prepare(study_path, options, batch)
-    base_url = ep.url
-    keys = {r["custom_id"]: request_key(base_url, r["custom_id"], r["body"]) for r in reqs}
-    notes: list[str] = []
+    info, reqs, judged = _prepare(study_path, options, batch_id)
+    keys = {r["custom_id"]: request_key(ep.url, r["custom_id"], r["body"]) for r in reqs}
     with Ledger(study_path) as ledger:
         open_reqs = [r for r in reqs if r["custom_id"] not in judged]
         cached = ledger.lookup(keys[r["custom_id"]] for r in open_reqs)
-        lines = {r["custom_id"]: cached[keys[r["custom_id"]]] for r in open_reqs if keys[r["custom_id"]] in cached}
-        todo = [(k, r) for k, r in enumerate(reqs) if r["custom_id"] not in judged and r["custom_id"] not in lines]
-        spend = _Spend(prices, options.max_cost, ledger.spent(model))
-        spend.max_completion = ledger.max_completion(model)
+        ctx = Context(ledger, Spend(prices, options.max_cost, ledger.spent(model)), Tally(), info.id, ep.url, model,
+                      {r["custom_id"]: r for r in reqs}, keys, notes=list(notes0))
+        ctx.lines.update({r["custom_id"]: cached[keys[r["custom_id"]]] for r in open_reqs
+                          if keys[r["custom_id"]] in cached})
+        todo = [(k, r) for k, r in enumerate(reqs) if r["custom_id"] not in judged and r["custom_id"] not in ctx.lines]
+        ctx.spend.max_completion = ledger.max_completion(model)
         est = sum(prices.estimate(r["body"]) for _, r in todo) if prices.known else None
-        tally, sent = _Tally(), 0
-        where = {"batch": info.id, "base_url": base_url, "model": model}
-        ctx = {"ledger": ledger, "spend": spend, "tally": tally, "where": where}
+        sent, fatal = 0, None
         if todo and not options.dry_run:
-            client = make_client(ep)
-            if options.transport == "direct":
-                sent = _send_direct(client, ep, todo, keys, lines, ctx, options, progress, stop, on_answer)
-            else:
-                sent, more = _send_batch(client, ep, todo, keys, lines, ctx, progress, stop, on_answer)
-                notes.extend(more)
+            sent, fatal = _send(study_path, ep, todo, ctx, options, progress, stop, on_answer)
         spent = ledger.spent(model) if prices.known else None
+    return _finish(study_path, options, info, reqs, judged, cached, ctx, todo, sent, spent, est, stop, fatal)
+
+
+def _send(study_path, ep, todo, ctx, options: JudgeOptions, progress, stop, on_answer):
+    """``(sent, fatal error or None)``: the room check, then one transport; answers are cached as they come."""
+    import sqlite3
+
+    from planner.connectors.openai_judge import make_client
+    from planner.workflows.judge_send import check_room, send_batch_job, send_direct_all
+
+    check_room(study_path, ctx.ledger, len(todo))
+    client = make_client(ep)
+    try:
+        if options.transport == "direct":
+            return send_direct_all(client, ep, todo, ctx, options.concurrency, progress, stop, on_answer), None
+        return send_batch_job(client, ep, todo, ctx, progress, stop, on_answer), None
+    except DataError as exc:  # fatal: what arrived is cached; store it before saying so
+        return ctx.tally.answered + ctx.tally.failed, exc
+    except sqlite3.OperationalError as exc:
+        raise DataError(f"the study stopped taking answers ({exc}); {ctx.tally.answered} answer(s) were "
+                        "stored, the one that failed is lost — free space or fix the study, then run the same "
+                        "command again") from None
+    finally:
+        client.close()
+
+
+def _finish(study_path, options, info, reqs, judged, cached, ctx, todo, sent, spent, est, stop, fatal):
+    """Write the output file, ingest it, and say what happened (then raise a fatal error, if one stopped it)."""
+    prices, tally = ctx.spend.prices, ctx.tally
+    notes = ctx.notes
     interrupted = bool(stop is not None and stop.is_set())
     not_sent = len(todo) - sent if not options.dry_run else len(todo)
-    if spend.refused:
+    if ctx.spend.refused:
         notes.append(f"--max-cost: {not_sent} request(s) not sent; the cap (${options.max_cost:.4f}) would be "
-                     f"exceeded (spent ${spend.spent:.4f})")
+                     f"exceeded (spent ${ctx.spend.spent:.4f})")
+    if tally.estimated:
+        cost = f"; their cost is counted at planner's estimate, ${tally.estimated_cost:.4f}" if prices.known else ""
+        notes.append(f"{tally.estimated} answer(s) came without usable token counts (usage absent, negative or "
+                     f"implausible){cost}")
+    if tally.served:
+        notes.append(f"the endpoint answered as {', '.join(sorted(tally.served))}; the verdicts are filed under "
+                     f"the model asked for, {ctx.model} (the served name is kept as each judgment's source)")
     out, new, unanswered, summary = None, 0, 0, ""
-    if lines and not options.dry_run:
-        out = _output_path(study_path, info.id, model)
-        ordered = [lines[r["custom_id"]] for r in reqs if r["custom_id"] in lines]
-        _write_output(out, ordered)
+    if ctx.lines and not options.dry_run:
+        from planner.workflows.judge_send import output_lines
+
+        out = _output_path(study_path, info.id, ctx.model)
+        _write_output(out, output_lines(ctx, [r["custom_id"] for r in reqs]))
         res = _ingest(study_path, out)
         new, unanswered, summary = res.rows, res.unanswered, res.summary()
-    return JudgeResult(info.id, model, base_url, options.transport, len(reqs), len(judged & set(keys)),
-                       len(cached), sent, tally.answered, tally.failed, not_sent, tally.prompt_tokens,
-                       tally.completion_tokens, tally.cost if prices.known else None, spent, est,
-                       spend.refused, interrupted, options.dry_run, None if out is None else str(out), new,
+    if fatal is not None:
+        stored = f"{tally.answered} answer(s) that arrived were stored" if tally.answered else "nothing was answered"
+        raise DataError(f"{fatal.message} ({stored})", fatal.problems, parameters=fatal.parameters)
+    return JudgeResult(info.id, ctx.model, ctx.base_url, options.transport, len(reqs),
+                       len(judged & set(ctx.keys)), len(cached), sent, tally.answered, tally.failed, not_sent,
+                       tally.prompt_tokens, tally.completion_tokens, tally.cost if prices.known else None, spent,
+                       est, ctx.spend.refused, interrupted, options.dry_run, None if out is None else str(out), new,
                        unanswered, summary, tuple(notes))
 
 

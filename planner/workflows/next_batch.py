@@ -51,6 +51,7 @@ from pathlib import Path
 import numpy as np
 
 from planner.errors import DataError, UsageError, quote
+from planner.limits import check_optional_int
 from planner.workflows.next_batch_options import (DEFAULT_SIZE, HumansDesign, NextBatchResult, Output, QualityControl,
                                                   Selection, TextOptions, _options, options_from)
 from planner.workflows.next_batch_plan import _target_shares, plan_next_batch  # noqa: F401 (re-exported)
@@ -130,11 +131,17 @@ def _annotator_names(annotators) -> list[str] | None:
             raise UsageError(f"`annotators` ({n}) must be >= 1 or a comma-separated list of names",
                              parameters=('annotators',))
         return [f"a{i + 1}" for i in range(n)]
-    names = [a.strip() for a in (annotators.split(",") if isinstance(annotators, str) else annotators)]
+    from planner.batch import annotator_name_problem
+
+    names = [a.strip() if isinstance(a, str) else a
+             for a in (annotators.split(",") if isinstance(annotators, str) else annotators)]
     names = [a for a in names if a]
     if not names:
         raise UsageError("`annotators` must be a number or a comma-separated list of names",
                          parameters=('annotators',))
+    for a in names:   # before any path is built from a name ('../../evil' would leave the output folder)
+        if annotator_name_problem(a):
+            raise UsageError(f"`annotators`: {quote(a)} {annotator_name_problem(a)}", parameters=('annotators',))
     return names
 
 
@@ -236,6 +243,7 @@ def next_batch(study_path, selection: Selection | None = None, *, qc: QualityCon
     if humans.for_ != "humans" and humans.surrogate is not None:
         raise UsageError("`surrogate` is used only with `for` humans", parameters=('surrogate', 'for'))
     _check_tie_margin(sel.tie_margin)
+    check_optional_int("max_words", text.max_words, 1)   # before the fit: 0 or -3 is a usage error, not "no item"
     if humans.for_ == "humans":   # options of the ranked selection were silently ignored: the design uses no strengths
         for name in ("style_control", "tie_margin"):
             if getattr(sel, name):

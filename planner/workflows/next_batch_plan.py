@@ -10,7 +10,6 @@ Every random choice comes from the caller's ``rng``, in a fixed order.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from contextlib import nullcontext
 from typing import Sequence
 
 import numpy as np
@@ -233,18 +232,17 @@ def plan_next_batch(study, selection, *, seed: int, rng: np.random.Generator, ma
     """
     from planner.acquisition import select_pairs
     from planner.prompt_choice import check_mode
-    from planner.stats.blas import one_blas_thread
+    from planner.stats.blas import blas_policy
 
     sel = selection
     check_mode(getattr(sel, "prompts_by", "uniform"))   # before the fit: a bad value costs nothing
     systems = tuple(study.systems)
     notes: list[str] = []
-    # the Laplace fit's and the selection's dense algebra on one BLAS thread (planner.stats.blas);
+    # the Laplace fit's and the selection's dense algebra on one BLAS thread (planner.stats.blas_policy);
     # NUTS keeps BLAS's own threads (its sampler runs as before)
-    blas = one_blas_thread if sel.engine != "nuts" else nullcontext
     # counts by stratum, pending and the pairs' used prompts: one scan of the judgments (Study.plan_counts)
     judged_s, pending_s, usage_codes = study.plan_counts()
-    with blas():
+    with blas_policy(sel.engine):
         judged, pending, fit = _fit(judged_s, pending_s, study, sel, seed, notes)
     prompts = list(study.prompts())
     pp = _pair_prompts(study, usage_codes, systems, sel.reuse_prompts, max_words, notes)
@@ -255,7 +253,7 @@ def plan_next_batch(study, selection, *, seed: int, rng: np.random.Generator, ma
             raise UsageError("`strategy`/`objective` anchor needs an anchor system; the study has none "
                              "(set one with planner init `anchor`)", parameters=('strategy', 'objective', 'anchor'))
     draws = fit.beta_draws if sel.engine == "nuts" else None
-    with blas():
+    with blas_policy(sel.engine):
         result = select_pairs(fit.posterior, sel.size, strategy=sel.strategy, objective=sel.objective,
                               top_k=sel.top_k, anchor=anchor, judged=judged, pending=pending, rng=rng,
                               draws=draws, allowed=allowed, capacity=pp.capacities(),

@@ -113,6 +113,12 @@ def rewrite_batch(study_path, batch_id: int, *, out=None, force: bool = False):
         check_output(out, "out", exists_ok=True)
     with Study.open(study_path) as study:
         notes = recover_interrupted(study)
+        info = _batch_info(study, batch_id, "rewrite")
+        if info.voided:   # its items no longer count as pending: re-issuing it would send out work nobody awaits
+            why = f" ({quote(info.void_reason)})" if info.void_reason else ""
+            raise UsageError(f"`rewrite` ({batch_id}): batch {batch_id} was voided at {info.voided}{why}; its items "
+                             "no longer count as pending, so it is not written again (restore it first with "
+                             "planner void's undo)", parameters=("rewrite",))
         files, info = render_recorded(study, batch_id, out)
         items = rebuild_items(study, info, study.items(batch_id))
     issued = info.manifest.get("files_sha256")

@@ -25,17 +25,23 @@ Conventions
   ``None`` without a usable judgment; invalid judgments are counted and shown,
   never part of a score or of the likelihood.
 * Systems that are not credibly separated share a letter and separated ones
-  never do (:func:`planner.diagnostics.rank_groups`); each system has a 95%
+  never do (:func:`planner.diagnostics.rank_fit`); each system has a 95%
   rank interval and P(leader better); "tied with the leader" = not credibly
   below the top. Nothing chains: no displayed grouping holds two systems
-  whose 95% difference interval excludes 0.
+  whose 95% difference interval excludes 0. Under Laplace the separation,
+  P(leader > x) and the pairs' P(a > b) are exact (the posterior mean and
+  covariance, no seed); rank intervals and P(best) come from enough Gaussian
+  draws that a tail share's Monte Carlo sd is at most 0.001. Above 26
+  systems the letters are left out (a note says why).
 
 Scale: the model is fitted on aggregated cells, and the judgment-level figures
-(A/B totals, length bias, reason shares) come from one grouped SQL scan of the
-store, so memory and Python work do not follow the number of judgments; only
-the store scans do, and the grouped scan runs in a worker thread (its own
-connection) while :meth:`Study.counts` runs and arviz is imported, so their
-cost overlaps (bench/bench_report.py). Annotator quality control needs
+(A/B totals, kinds, length bias, reason shares) come with the counts from one
+scan of the store (:meth:`Study.report_scan`, read in two halves at once), so
+memory and Python work do not follow the number of judgments; the letters, rank
+intervals and circular triads are array operations whose cost follows the
+number of systems (bench/bench_report_arena.py: 300 systems, 1,000,000
+judgments). The dense algebra runs on one BLAS thread
+(:func:`planner.stats.blas.blas_policy`). Annotator quality control needs
 judgments one by one and uses at most the latest :data:`ANNOTATOR_QC_MAX`
 judgments that name an annotator (the report says so when it caps).
 
@@ -46,16 +52,20 @@ Formulas and references: docs/methods.md, sections "Report diagnostics" and
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from planner import diagnostics as dg
 from planner import text
-from planner.counts import Counts, half_tie_score
+from planner.counts import Counts, half_tie_score, half_tie_scores
 from planner.errors import UsageError, check_range
 from planner.model.bt import to_elo
-from planner.report_results import LeaderRow, ModelReport, Report, StrataReport, StratumRow
+from planner.report_results import (ClusterReport, LeaderRow, ModelReport, RankingReading, Report, StrataReport,
+                                    StratumRow)
+from planner.stats.clusters import (JudgmentArrays, applied_design_effect, check_cluster_by, cluster_cells,
+                                    cluster_ids, design_effects_against, verdict_icc)
 from planner.strata import stratum_weights
 
 __all__ = ["ANNOTATOR_QC_MAX", "build_report"]
@@ -98,11 +108,6 @@ def _attention_expected(study) -> dict[str, str]:
 
 
 # ------------------------------------------------------------ aggregations
-def _ranking_groups(groups: list[tuple]):
-    """Grouped rows ``(a, b, verdict, kind, reason, sign, n)`` of ranking judgments (pairwise, QC kinds out)."""
-    return (g for g in groups if g[1] is not None and g[3] not in dg.NON_RANKING_KINDS)
-
-
 def _strata_report(study, counts: Counts, fit, by_stratum: bool, weights: dict[str, float],
                    source: str) -> StrataReport:
     systems, strata = counts.systems, counts.strata
@@ -140,7 +145,7 @@ def _acceptability(study, ranking, min_pass_rate: float):
     acc = study.acceptability_counts()
     if int(acc.passed.sum() + acc.failed.sum() + acc.invalid.sum()):
         return dg.acceptability(acc, ranking=ranking, min_pass_rate=min_pass_rate), "judgments"
-    labels = [(r.system, r.acceptable) for r in study.responses() if r.acceptable is not None]
+    labels = study.acceptability_labels()
     if labels:
         return dg.acceptability(labels, ranking=ranking, min_pass_rate=min_pass_rate), "responses"
     return None, None
@@ -165,7 +170,7 @@ def _item_words(study, judgments) -> dict[str, int]:
 def build_report(study_path, *, engine: str = "laplace", by_stratum: bool = False, seed: int = 0,
                  draws: int = 1000, tune: int = 1000, chains: int = 2, progressbar: bool = False,
                  min_pass_rate: float = 0.8, save_posterior: bool | None = None, style_control: bool = False,
-                 lc_anchor: str | None = None) -> Report:
+                 lc_anchor: str | None = None, cluster: str = "item") -> Report:
     """Fit the study's judgments and run every diagnostic.
 
     Parameters
@@ -204,6 +209,11 @@ def build_report(study_path, *, engine: str = "laplace", by_stratum: bool = Fals
     lc_anchor : str, optional
         Length-controlled win rates of every system against this system
         (judgments involving it), with or without ``style_control``.
+    cluster : {"item", "prompt", "annotator", "none"}
+        Which judgments share a cluster (:func:`planner.stats.clusters.cluster_ids`): the strength
+        intervals (and everything read from the posterior) are cluster-robust
+        (:mod:`planner.model.robust`), the anchor intervals use the clusters' design effect;
+        ``"none"``: judgments independent.
 
     Returns
     -------
@@ -219,34 +229,40 @@ def build_report(study_path, *, engine: str = "laplace", by_stratum: bool = Fals
     """
     from concurrent.futures import ThreadPoolExecutor
 
+    from planner.stats.blas import blas_policy
     from planner.store.study import Study
     if save_posterior is None:
         save_posterior = engine == "nuts"
     _check_options(engine, seed, draws, tune, chains, min_pass_rate)
+    check_cluster_by(cluster)
     opts = dict(engine=engine, seed=seed, draws=draws, tune=tune, chains=chains)
-    with Study.open(study_path) as study, ThreadPoolExecutor(max_workers=2) as pool:
-        # Overlap the two store scans and the heavy imports: sqlite releases the GIL while scanning,
-        # so the grouped scan (worker), Study.counts (here) and importing arviz (worker) run together.
-        grouped = pool.submit(study.grouped_judgments)
+    with blas_policy(engine), Study.open(study_path) as study, ThreadPoolExecutor(max_workers=1) as pool:
+        # one scan of the judgments (Study.report_scan: the counts and every judgment-level figure; a large
+        # table is read in two halves at once, sqlite releasing the GIL)
         systems = tuple(study.systems)
-        counts_k = study.counts(by_stratum=True)
+        scan = study.report_scan()
+        counts_k = scan.judged
+        # the judgments one by one for the clusters: from the same scan, or with annotator codes (one more scan)
+        judged = (study.judgment_arrays(by_stratum=True, annotators=True) if cluster == "annotator"
+                  else scan.arrays)
         counts = counts_k.pooled()
         if int(counts.usable.sum()) == 0:   # before any heavy import is started: fails fast (issue 13)
             raise UsageError(f"STUDY ({study_path}) has no usable judgment yet (A, B or tie); "
                              "ingest judgments first (planner ingest)")
-        if save_posterior:
+        if save_posterior:   # arviz (pymc for NUTS) imported in a worker while the model is fitted
             pool.submit(_warm_imports, engine)
         sw = stratum_weights(study.prompts(), counts_k.strata)
+        cells = None if cluster == "none" else cluster_cells(judged, cluster)
         fit, style = _fits(study, counts_k, counts, sw.weights, by_stratum, progressbar, style_control, lc_anchor,
-                           opts)
+                           dict(opts, clusters=cells))
         artifact = None
         if save_posterior:
             artifact = f"posterior-{engine}{'-by-stratum' if by_stratum else ''}.nc"
             study.save_artifact(artifact, fit.to_netcdf())
-        rg = dg.rank_groups(systems, fit.mean, draws=fit.beta_draws)
+        rg = dg.rank_fit(fit, min_rank_draws=draws)
         acc, acc_source = _acceptability(study, rg.order, min_pass_rate)
         board, win_matrix = _leaderboard(systems, fit, rg, counts, acc)
-        totals, kinds, length, reasons = _judgment_figures(grouped.result(), systems)
+        totals, kinds, length, reasons = _judgment_figures(scan, systems)
         notes: list[str] = [] if length is not None else [text.LENGTH_NOT_COMPUTED_NOTE]
         annotators = _annotator_report(study, notes)
         chosen_batches, chosen = study.prompt_choice_judgments()
@@ -256,8 +272,12 @@ def build_report(study_path, *, engine: str = "laplace", by_stratum: bool = Fals
         anchor = study.anchor
         tie_conv = "half" if study.config.get("tie_convention", "half") == "half" else "drop"
 
-    pairs = dg.pair_table(counts, p_better=dg.p_better_from_draws(fit.beta_draws))
-    anchor_res = dg.anchor_tests(counts, anchor, ties=tie_conv) if anchor else None
+    clusters = _cluster_report(judged, counts, fit, cluster, cells)
+    pairs = dg.pair_table(counts, p_better=dg.p_better_fit(fit),
+                          design_effects=None if fit.clustering is None else fit.clustering.pair_design_effects())
+    anchor_res = (dg.anchor_tests(counts, anchor, ties=tie_conv,
+                                  design_effects=_anchor_design_effects(judged, cluster, anchor, tie_conv))
+                  if anchor else None)
     ties = dg.tie_rates(counts_k)
     position = dg.position_bias(counts, gamma=fit.gamma)
     triads = dg.circular_triads(counts)
@@ -266,13 +286,16 @@ def build_report(study_path, *, engine: str = "laplace", by_stratum: bool = Fals
                         fit.sigma, fit.tau, fit.diagnostics, fit.stratum_weights)
     flags = _flags(position, fit, length, style, acc, min_pass_rate, annotators)
     notes += _closing_notes(style, by_stratum, len(counts_k.strata), strata, triads, reasons)
+    notes += _ranking_notes(rg)
 
     from planner.connectors.cache import judge_totals
 
     return Report(str(study_path), systems, anchor, totals, dict(sorted(kinds.items())), tuple(board),
                   rg.tied_with_leader, pairs, win_matrix, anchor_res, ties, position, length, triads, reasons,
                   annotators, strata, acc, acc_source, model, artifact, tuple(flags), tuple(notes),
-                  judges=tuple(judge_totals(study_path)), style_control=style, fit=fit)
+                  judges=tuple(judge_totals(study_path)), style_control=style, clusters=clusters, fit=fit,
+                  ranking=RankingReading(rg.method, rg.confidence_level, rg.rank_draws, rg.rank_mc_sd,
+                                         bool(rg.letters) or not rg.order, rg.letters_note, rg.near_threshold))
 
 
 def _fits(study, counts_k: Counts, counts: Counts, weights: dict, by_stratum: bool, progressbar: bool,
@@ -286,9 +309,36 @@ def _fits(study, counts_k: Counts, counts: Counts, weights: dict, by_stratum: bo
     if style_control or lc_anchor is not None:
         from planner.workflows.style_report import style_control_report
 
+        cells = opts.get("clusters")
+        opts = {k: v for k, v in opts.items() if k != "clusters"}
         style = style_control_report(study, fit if not by_stratum else fit_model(counts, **opts),
-                                     progressbar=progressbar, lc_anchor=lc_anchor, control=style_control, **opts)
+                                     progressbar=progressbar, lc_anchor=lc_anchor, control=style_control,
+                                     cluster="none" if cells is None else cells.by, **opts)
     return fit, style
+
+
+def _cluster_report(judged: JudgmentArrays, counts: Counts, fit, cluster: str, cells) -> ClusterReport:
+    """The ICC of verdicts on the same prompt and pair, and what the chosen clustering did to the intervals."""
+    est = verdict_icc(judged, cells)
+    c = fit.clustering
+    if c is None:
+        deff, n, low, high = 1.0, int(counts.usable.sum()), None, None
+    else:
+        deff, n = c.design_effect, c.n_clusters
+        pairs = c.pair_design_effects()[np.triu(counts.pair_matrix() > 0, 1)]
+        pairs = pairs[np.isfinite(pairs)]
+        low, high = (float(pairs.min()), float(pairs.max())) if pairs.size else (None, None)
+    rep = ClusterReport(cluster, n, est.icc, est.mean_size, est.design_effect, deff, float(np.sqrt(deff)), low, high)
+    return replace(rep, sentence=text.cluster_sentence(rep))
+
+
+def _anchor_design_effects(judged: JudgmentArrays, cluster: str, anchor: str, ties: str) -> dict[str, float] | None:
+    """Per candidate: the design effect of its score against the anchor (applied: never below 1)."""
+    if cluster == "none":
+        return None
+    k = judged.systems.index(anchor)
+    got = design_effects_against(judged, cluster_ids(judged, cluster), k, ties)
+    return {judged.systems[i]: applied_design_effect(v) for i, v in got.items()}
 
 
 def _check_options(engine: str, seed: int, draws: int, tune: int, chains: int, min_pass_rate: float) -> None:
@@ -317,29 +367,21 @@ def _leaderboard(systems, fit, rg, counts: Counts, acc) -> tuple[list[LeaderRow]
             float(rg.p_best[pos]), int(rg.rank_low[pos]), int(rg.rank_high[pos]), w, l, ti, inv,
             half_tie_score(w, l, ti),
             None if a is None else a.pass_rate, None if a is None else a.ci_low,
-            None if a is None else a.ci_high, 0 if a is None else a.passed + a.failed, rg.letters[pos],
+            None if a is None else a.ci_high, 0 if a is None else a.passed + a.failed,
+            rg.letters[pos] if rg.letters else "",
             rg.p_leader_better[pos]))
-    win_matrix = tuple(tuple(None if i == j else half_tie_score(*t[i, j, :3]) for j in range(len(systems)))
-                       for i in range(len(systems)))
+    scores = half_tie_scores(t[:, :, 0], t[:, :, 1], t[:, :, 2])
+    for i, row in enumerate(scores):
+        row[i] = None
+    win_matrix = tuple(tuple(row) for row in scores)
     return board, win_matrix
 
 
-def _judgment_figures(groups: list[tuple], systems) -> tuple[dict, dict, Any, Any]:
-    """``(totals, kinds, length bias or None, reason shares)`` from the one grouped scan of the store."""
-    from planner.store.study import COUNTED_KINDS
-
-    totals = {"A": 0, "B": 0, "tie": 0, "invalid": 0}
-    kinds: dict[str, int] = {}
-    for _a, b, v, kind, _r, _s, n in groups:
-        kinds[kind] = kinds.get(kind, 0) + n
-        if b is not None and kind in COUNTED_KINDS:
-            totals[v] += n
-    has_lengths = any(s is not None for *_, s, _n in groups)
-    length = (dg.length_bias_counts((v, sign, n) for _a, _b, v, _k, _r, sign, n in _ranking_groups(groups))
-              if has_lengths else None)
-    reasons = dg.reason_shares_counts(((a, b, v, r, n) for a, b, v, _k, r, _s, n in _ranking_groups(groups)),
-                                      systems)
-    return totals, kinds, length, reasons
+def _judgment_figures(scan, systems) -> tuple[dict, dict, Any, Any]:
+    """``(totals, kinds, length bias or None, reason shares)`` from the one scan of the store."""
+    length = dg.length_bias_counts(scan.length_rows) if scan.length_rows is not None else None
+    reasons = dg.reason_shares_counts(scan.reason_rows, systems, (scan.no_reason_wins, scan.no_reason_losses))
+    return dict(scan.totals), dict(scan.kinds), length, reasons
 
 
 def _annotator_report(study, notes: list[str]):
@@ -394,4 +436,11 @@ def _closing_notes(style, by_stratum: bool, n_strata: int, strata: StrataReport,
         notes.append(text.zeta_note(triads.n_unobserved_pairs))
     if reasons.n_decisive and reasons.share_without_reason:
         notes.append(text.reasons_note(reasons))
+    return notes
+
+
+def _ranking_notes(rg) -> list[str]:
+    """Why the letters are left out, and the draws-based decisions that sit near their threshold."""
+    notes = [rg.letters_note] if rg.letters_note else []
+    notes += [text.near_threshold_note(x) for x in rg.near_threshold]
     return notes

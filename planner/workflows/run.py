@@ -5,8 +5,10 @@ Each round (one function each, reading top to bottom):
 1. **resume** — batches this judge model was sent earlier that still have
    pending items (an interrupted run, transport failures) are judged first;
    the response cache makes what was already answered free;
-2. **stop?** — the judgment budget (items issued to this judge model in the
-   study, QC items included), the cost cap (the ledger's spend for the model),
+2. **stop?** — the judgment budget (items this judge model answered in the
+   study, QC items included; pending items hold their share back, but an item
+   that failed in transport is not counted as used), the cost cap (the
+   ledger's spend for the model),
    or with ``until="settled"`` the stopping advice of a dry-run plan;
 3. **next-batch** — :func:`planner.workflows.next_batch.next_batch` with ``format="judge"``
    (the same seed as the dry run, so the same plan), sized so the round's
@@ -15,7 +17,9 @@ Each round (one function each, reading top to bottom):
    round's fit sees the new judgments.
 
 ``stop`` (Ctrl-C) lets the current step finish: requests in flight are
-answered, cached and stored; no new round starts. Rerunning the same command
+answered, cached and stored; no new round starts. A fatal endpoint error
+(connection refused, credentials refused, a redirect to another host) stops the
+loop at once with that error, after storing what arrived. Rerunning the same command
 continues where it stopped: budget and spend are read from the study, and a
 batch already sent is not paid again (the cache).
 """
@@ -35,7 +39,8 @@ STOP_REASONS = ("settled", "budget", "cost", "interrupted", "exhausted", "no-ans
 
 @dataclass(frozen=True)
 class RunOptions:
-    """``budget`` judgments (items issued to the judge model, QC included); ``batch_size`` planned
+    """``budget`` judgments (items the judge model answered, QC included; pending items are reserved, not
+    counted as used); ``batch_size`` planned
     comparisons per round; ``until`` ``settled`` (stopping advice, budget or cost) or ``budget``."""
 
     budget: int
@@ -99,8 +104,20 @@ def _judge_batches(study, model: str) -> list:
             and (b.manifest.get("rendering") or {}).get("judge_model") == model]
 
 
-def _state(study_path, model: str):
-    """``(used, unfinished batch ids, rounds so far, spent)`` from the study."""
+@dataclass(frozen=True)
+class LoopState:
+    """What the study says about this judge's loop: ``answered`` items (the judgments the budget counts),
+    ``pending`` items still expected (issued, not answered: resumed first, so they hold budget back),
+    the ``unfinished`` batches, ``rounds`` so far and the ledger's ``spent`` USD."""
+
+    answered: int
+    pending: int
+    unfinished: tuple[int, ...]
+    rounds: int
+    spent: float
+
+
+def _state(study_path, model: str) -> LoopState:
     from planner.connectors.cache import Ledger
     from planner.store.study import Study
 
@@ -108,7 +125,8 @@ def _state(study_path, model: str):
         mine = _judge_batches(study, model)
     with Ledger(study_path) as ledger:
         spent = ledger.spent(model)
-    return sum(b.issued for b in mine), [b.id for b in mine if b.pending > 0], len(mine), spent
+    return LoopState(sum(b.returned for b in mine), sum(b.pending for b in mine),
+                     tuple(b.id for b in mine if b.pending > 0), len(mine), spent)
 
 
 def _top3(manifest: dict) -> tuple[str, ...]:
@@ -144,36 +162,50 @@ def run_loop(study_path, judge: JudgeOptions, run: RunOptions, *,
     """Run rounds until settled (``until="settled"``), the budget or the cost cap; see the module docstring.
 
     ``progress(event)`` gets ``{"phase": "round", ...}`` after each round and the
-    judge's own events (``phase`` ``direct``/``batch``) while a round runs.
+    judge's own events (``phase`` ``direct``/``batch``) while a round runs. The
+    study's ``run`` lock is held throughout: a second loop on the same study is
+    refused (it would spend the same budget twice).
     """
-    from planner.workflows.next_batch import Output, QualityControl, Selection, next_batch
+    from planner.store.locks import hold
 
     if not isinstance(judge.model, str) or not judge.model.strip():
         raise UsageError("`judge_model` is required (the judge's model name, e.g. gpt-4o)",
                          parameters=('judge_model',))
-    prices = check_options(judge)
+    check_options(judge)
     _check(run)
     judge = replace(judge, model=judge.model.strip(), dry_run=False)
     stop = stop if stop is not None else threading.Event()
-    rounds: list[RoundInfo] = []
-    notes: list[str] = []
-    used, unfinished, n_round, spent = _state(study_path, judge.model)
-    for bid in unfinished:  # 1. resume what an earlier run left
+    with hold(study_path, "run", "the study's `planner run` loop"):
+        return _loop(study_path, judge, run, progress, stop, on_answer)
+
+
+def _resume(study_path, judge: JudgeOptions, state: LoopState, progress, stop, on_answer, rounds, notes) -> None:
+    for bid in state.unfinished:  # what an earlier run left
         if stop.is_set():
             break
         jr = _judge(study_path, judge, bid, progress, stop, on_answer)
         notes.extend(jr.notes)
-        rounds.append(RoundInfo(n_round, bid, jr.requests, jr.answered + jr.cached, jr.failed, jr.spent_usd,
+        rounds.append(RoundInfo(state.rounds, bid, jr.requests, jr.answered + jr.cached, jr.failed, jr.spent_usd,
                                 None, (), True))
+
+
+def _loop(study_path, judge: JudgeOptions, run: RunOptions, progress, stop, on_answer) -> RunResult:
+    from planner.workflows.next_batch import Output, QualityControl, Selection, next_batch
+
+    prices = check_options(judge)
+    rounds: list[RoundInfo] = []
+    notes: list[str] = []
+    _resume(study_path, judge, _state(study_path, judge.model), progress, stop, on_answer, rounds, notes)
     stopped, advice, last = "", "", {}
     while not stopped:
-        used, _, n_round, spent = _state(study_path, judge.model)
-        remaining = run.budget - used
+        state = _state(study_path, judge.model)
+        used, n_round = state.answered, state.rounds
+        remaining = run.budget - state.answered - state.pending
         if stop.is_set():
             stopped = "interrupted"
         elif remaining <= 0:
             stopped = "budget"
-        elif judge.max_cost is not None and spent >= judge.max_cost - 1e-12:
+        elif judge.max_cost is not None and state.spent >= judge.max_cost - 1e-12:
             stopped = "cost"
         if stopped:
             break
@@ -200,7 +232,7 @@ def run_loop(study_path, judge: JudgeOptions, run: RunOptions, *,
                          float(last.get("objective_before", float("nan"))), _top3(last))
         rounds.append(info)
         if progress is not None:
-            progress({"phase": "round", "round": info.round, "batch": nb.batch_id, "used": used + jr.requests,
+            progress({"phase": "round", "round": info.round, "batch": nb.batch_id, "used": used + jr.answered,
                       "budget": run.budget, "spent": jr.spent_usd, "uncertainty": info.uncertainty,
                       "top3": list(info.top3), "answered": info.answered, "failed": info.failed})
         if jr.stopped_by_cost:
@@ -211,17 +243,21 @@ def run_loop(study_path, judge: JudgeOptions, run: RunOptions, *,
             stopped = "no-answers"
             notes.append(f"round {info.round}: none of {jr.sent} request(s) was answered; stopping "
                          "(check the endpoint; rerun to retry the failed items)")
-    used, _, _, spent = _state(study_path, judge.model)
-    return RunResult(stopped, advice, tuple(rounds), used, run.budget, spent if prices.known else None,
-                     _final_top3(study_path), tuple(dict.fromkeys(notes)))
+    state = _state(study_path, judge.model)
+    if state.pending:
+        notes.append(f"{state.pending} item(s) of this judge's batches are unanswered (not counted as used); "
+                     "rerun the same command to ask again")
+    return RunResult(stopped, advice, tuple(rounds), state.answered, run.budget,
+                     state.spent if prices.known else None, _final_top3(study_path), tuple(dict.fromkeys(notes)))
 
 
 def _final_top3(study_path) -> tuple[str, ...]:
     """The current top 3 by posterior mean strength (Laplace fit of every judgment so far)."""
     from planner.model import fit
+    from planner.stats.blas import one_blas_thread
     from planner.store.study import Study
 
-    with Study.open(study_path) as study:
+    with Study.open(study_path) as study, one_blas_thread():
         f = fit(study.counts().pooled(), engine="laplace")
     order = sorted(range(len(f.systems)), key=lambda i: -float(f.mean[i]))
     return tuple(f.systems[i] for i in order[:3])

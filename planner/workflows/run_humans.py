@@ -64,12 +64,13 @@ def _plan(study_path, run: RunOptions, human: HumanOptions, size: int, remaining
         size = max(1, size - max(1, len(plan.items) - remaining))
 
 
-def _round(study_path, batch_id: int, human: HumanOptions, client, on_wait, sleep, clock):
+def _round(study_path, batch_id: int, human: HumanOptions, client, on_wait, sleep, clock, stop):
     from planner.workflows.push_pull import push, wait_for_annotations
 
     push(study_path, batch=batch_id, per_annotator=human.per_annotator, client=client)
     return wait_for_annotations(study_path, batch_id, timeout=human.timeout, poll=human.poll, on_wait=on_wait,
-                                accept_changes=human.accept_changes, client=client, sleep=sleep, clock=clock)
+                                accept_changes=human.accept_changes, client=client, sleep=sleep, clock=clock,
+                                stop=stop)
 
 
 def run_humans_loop(study_path, run: RunOptions, human: HumanOptions, *,
@@ -79,18 +80,28 @@ def run_humans_loop(study_path, run: RunOptions, human: HumanOptions, *,
 
     ``progress(event)`` gets ``{"phase": "waiting", "batch", "waiting", "seconds"}`` while
     a round waits and ``{"phase": "round", ...}`` after it. ``client``, ``sleep`` and
-    ``clock`` are for tests (default: the connection from the environment, real time).
+    ``clock`` are for tests (default: the connection from the environment, real time;
+    the pauses wake when ``stop`` is set). The study's ``run`` lock is held throughout.
     """
+    from planner.store.locks import hold
+    from planner.workflows.push_pull import check_wait
+
+    _check(run)
+    check_wait(human.poll, human.timeout)
+    if human.poll > human.timeout:
+        raise UsageError(f"`poll` ({quote(human.poll)}) must be at most `wait_timeout` ({quote(human.timeout)})",
+                         parameters=('poll', 'wait_timeout'))
+    stop = stop if stop is not None else threading.Event()
+    with hold(study_path, "run", "the study's `planner run` loop"):
+        return _humans_loop(study_path, run, human, progress, stop, client, sleep, clock)
+
+
+def _humans_loop(study_path, run: RunOptions, human: HumanOptions, progress, stop, client, sleep, clock):
     import time
 
     from planner.workflows.next_batch import Output, QualityControl, Selection, next_batch
 
-    _check(run)
-    if not (0 < human.poll <= human.timeout):
-        raise UsageError(f"`poll` ({quote(human.poll)}) must be > 0 and at most `wait_timeout` "
-                         f"({quote(human.timeout)})", parameters=('poll', 'wait_timeout'))
-    sleep, clock = sleep or time.sleep, clock or time.monotonic
-    stop = stop if stop is not None else threading.Event()
+    sleep, clock = sleep or stop.wait, clock or time.monotonic
 
     def on_wait(batch_id):
         def show(waiting: int, seconds: float) -> None:
@@ -105,9 +116,11 @@ def run_humans_loop(study_path, run: RunOptions, human: HumanOptions, *,
     for bid in unfinished:  # an earlier run left this batch with annotators
         if stop.is_set():
             break
-        w = _round(study_path, bid, human, client, on_wait(bid), sleep, clock)
+        w = _round(study_path, bid, human, client, on_wait(bid), sleep, clock, stop)
         rounds.append(RoundInfo(n_round, bid, 0, w.pull.new, 0, None, None, (), True))
-        if not w.done:
+        if not w.done and stop.is_set():
+            stopped = "interrupted"
+        elif not w.done:
             stopped = "waiting"
             notes.append(f"batch {bid}: {w.waiting} item(s) still waiting for annotators after "
                          f"{human.timeout:g} s; rerun the same command to keep waiting")
@@ -139,7 +152,7 @@ def run_humans_loop(study_path, run: RunOptions, human: HumanOptions, *,
                         qc=QualityControl(annotators=list(human.annotators) or None, both_orders=run.both_orders),
                         output=Output(format="label-studio", out=out))
         notes.extend(nb.notes)
-        w = _round(study_path, nb.batch_id, human, client, on_wait(nb.batch_id), sleep, clock)
+        w = _round(study_path, nb.batch_id, human, client, on_wait(nb.batch_id), sleep, clock, stop)
         info = RoundInfo(n_round + 1, nb.batch_id, len(nb.items), w.pull.new, 0, None,
                          float(plan.manifest.get("objective_before", float("nan"))), _top3(plan.manifest))
         rounds.append(info)
@@ -147,7 +160,9 @@ def run_humans_loop(study_path, run: RunOptions, human: HumanOptions, *,
             progress({"phase": "round", "round": info.round, "batch": nb.batch_id, "used": used + len(nb.items),
                       "budget": run.budget, "spent": None, "uncertainty": info.uncertainty,
                       "top3": list(info.top3), "answered": info.answered, "failed": 0})
-        if not w.done:
+        if not w.done and stop.is_set():
+            stopped = "interrupted"
+        elif not w.done:
             stopped = "waiting"
             notes.append(f"batch {nb.batch_id}: {w.waiting} item(s) still waiting for annotators after "
                          f"{human.timeout:g} s; rerun the same command to keep waiting")

@@ -70,6 +70,12 @@ def study_source(study_path: str | Path, budget: int, seed: int = 0):
 
     with Study.open(study_path) as study:
         pilot, _ = read_pilot(study)
+    tot = pilot.counts.totals()
+    if tot["A"] + tot["B"] == 0:   # the posterior ranks every system equal: no ranking to recover
+        raise DataError(f"`from_study` ({study_path}) has no decisive judgment ({sum(tot.values()):,} counted: "
+                        f"tie {tot['tie']:,}, invalid {tot['invalid']:,}); its posterior ranks every system "
+                        "equal, so no strategy can recover a ranking. Ingest judgments first, or simulate a "
+                        "`scenario`", parameters=("from_study", "scenario"))
     params = posterior_params(pilot, "laplace", seed)
     fresh = replace(pilot, counts=Counts.empty(pilot.systems), verdicts=PilotVerdicts.empty())
     source = forecast_source(fresh, params, JudgeOverrides(), PoolDesign(pilot.prompts, "one", 1), budget)

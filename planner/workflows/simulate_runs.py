@@ -18,6 +18,7 @@ The results file's lines are written and read by :mod:`planner.formats.simulate_
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 from dataclasses import asdict
@@ -27,6 +28,8 @@ import numpy as np
 
 from planner.errors import UsageError, quote
 from planner.formats.simulate_runs import read_results, trace_line
+from planner.formats.staging import write_failure
+from planner.stats.blas import one_blas_thread
 from planner.simulation.loop import safe_run  # safe_run: one run, an error kept as a failed run
 
 __all__ = ["fingerprint", "open_results", "run_tasks"]
@@ -96,8 +99,12 @@ def run_tasks(spec, tasks: list[tuple[int, int]], done: dict, *, workers: int, o
         nonlocal count
         done[key] = trace
         if sink is not None and not trace.error:
-            sink.write(trace_line(fp, key[0], trace))
-            sink.flush()
+            try:
+                sink.write(trace_line(fp, key[0], trace))
+                sink.flush()
+            except OSError as exc:   # a full disk: the runs saved so far stay, `resume` continues from them
+                raise write_failure("out", out, exc, then="the runs finished before it are saved in it "
+                                    "(resuming continues from them)") from None
         count += 1
         if progress:
             progress(count, total)
@@ -106,19 +113,22 @@ def run_tasks(spec, tasks: list[tuple[int, int]], done: dict, *, workers: int, o
         if progress and count:
             progress(count, total)
         if workers == 1 or len(todo) <= 1:
-            for key in todo:
-                finish(key, safe_run((spec, *key)))
+            with one_blas_thread():
+                for key in todo:
+                    finish(key, safe_run((spec, *key)))
         else:
             _run_parallel(spec, todo, workers, finish)
     finally:
         if sink is not None:
-            sink.close()
+            with contextlib.suppress(OSError):   # a failed write was reported; closing flushes nothing new
+                sink.close()
     return done
 
 
 def _keyed_run(args):
     spec, key = args
-    return key, safe_run((spec, *key))
+    with one_blas_thread():   # in each worker process: the one BLAS policy (planner.stats.blas)
+        return key, safe_run((spec, *key))
 
 
 def _run_parallel(spec, todo, workers, finish):

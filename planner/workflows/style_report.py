@@ -203,7 +203,7 @@ def _rows(raw_fit, sf) -> tuple[StyleRow, ...]:
     raw_order = list(np.argsort(-raw_fit.mean, kind="stable"))
     rlo, rhi = raw_fit.interval()
     clo, chi = sf.fit.interval()
-    rg = dg.rank_groups(systems, sf.fit.mean, draws=sf.fit.beta_draws)
+    rg = dg.rank_fit(sf.fit)
     out = []
     for pos, s in enumerate(rg.order):
         i = systems.index(s)
@@ -213,8 +213,11 @@ def _rows(raw_fit, sf) -> tuple[StyleRow, ...]:
     return tuple(out)
 
 
-def lc_rates(inp: StyleInputs, anchor: str) -> tuple[tuple, tuple[str, ...]]:
-    """AlpacaEval LC win rate of every other system against ``anchor`` (judgments involving it only)."""
+def lc_rates(inp: StyleInputs, anchor: str, cluster: str = "item") -> tuple[tuple, tuple[str, ...]]:
+    """AlpacaEval LC win rate of every other system against ``anchor`` (judgments involving it only).
+
+    ``cluster``: ``item`` or ``prompt`` (one pair: the same) — the interval is cluster-robust over the
+    prompts; ``none`` or ``annotator`` — judgment by judgment (the inputs carry no annotator)."""
     from planner.model.style_lc import is_extreme_change, lc_win_rate
 
     if anchor not in inp.systems:
@@ -239,7 +242,8 @@ def lc_rates(inp: StyleInputs, anchor: str) -> tuple[tuple, tuple[str, ...]]:
         la = np.array([len(inp.text_b[i] if a else inp.text_a[i]) for i, a in zip(idx, s_is_a)], float)
         d = [inp.difficulty.get(inp.prompts[i]) for i in idx]
         use_d = all(v is not None for v in d) and len(set(d)) > 1
-        r = lc_win_rate(name, y, la, ls, np.array(d, float) if use_d else None)
+        r = lc_win_rate(name, y, la, ls, np.array(d, float) if use_d else None,
+                        clusters=[inp.prompts[i] for i in idx] if cluster in ("item", "prompt") else None)
         res.append(r)
         if is_extreme_change(r.win_rate, r.lc_win_rate):
             longer = float(np.mean(ls > la))
@@ -257,7 +261,8 @@ def is_anchor_design(inp: StyleInputs, anchor: str | None) -> bool:
 
 def style_control_report(study, raw_fit, *, engine: str = "laplace", seed: int = 0, draws: int = 1000,
                          tune: int = 1000, chains: int = 2, progressbar: bool = False,
-                         lc_anchor: str | None = None, control: bool = True) -> StyleControlReport:
+                         lc_anchor: str | None = None, control: bool = True,
+                         cluster: str = "item") -> StyleControlReport:
     """The style-controlled leaderboard beside ``raw_fit`` and, for an anchor, LC win rates.
 
     ``control=False`` (``--lc-anchor`` alone) skips the controlled fit.
@@ -270,7 +275,7 @@ def style_control_report(study, raw_fit, *, engine: str = "laplace", seed: int =
         inp = read_style_inputs(study)
     if lc_anchor is None and is_anchor_design(inp, study.anchor):
         lc_anchor = study.anchor
-    lc, lc_notes = lc_rates(inp, lc_anchor) if lc_anchor is not None else ((), ())
+    lc, lc_notes = lc_rates(inp, lc_anchor, cluster) if lc_anchor is not None else ((), ())
     if sf is None:
         return StyleControlReport(engine, int(inp.a.size), inp.n_excluded, (), (), None, None, "", 0,
                                   lc_anchor, lc, lc_notes, ())
