@@ -77,6 +77,8 @@ def print_tables(path: Path) -> None:
     _summary_row("all", "all", everything)
     print()
     _context(cases)
+    print()
+    _per_set(cases)
 
 
 def _context(cases: list[dict]) -> None:
@@ -103,6 +105,25 @@ def _context(cases: list[dict]) -> None:
     print(f"* one forecast ({cases[0]['reps']} repetitions, one worker, the loaded 2-core machine): median "
           f"{secs[len(secs) // 2]:.0f} s (range {secs[0]:.0f}–{secs[-1]:.0f} s), {reps[len(reps) // 2]:.2f} s per "
           "repetition.")
+
+
+def _per_set(cases: list[dict]) -> None:
+    """Per set and variant, ``resolved``: how far the forecast's median sits from the real pool's continuations."""
+    print("| set | variant | resolved: real continuations' median ÷ forecast median, per pilot | covered | "
+          "within ±25% |")
+    print("|---|---|---|---|---|")
+    groups: dict[tuple, list] = {}
+    for c in sorted(cases, key=lambda c: (c["variant"], c["set"], c["pilot"])):
+        groups.setdefault((c["set"], c["variant"]), []).append(c["targets"]["resolved"])
+    for (name, variant), ts in groups.items():
+        ratios = []
+        for t in ts:
+            conts = sorted(_v(x) for x in t["continuations"])
+            med, cm = _v(t["median"]), conts[len(conts) // 2]
+            ratios.append("—" if math.isinf(med) or math.isinf(cm) or med == 0 else f"{cm / med:.2f}")
+        sc = [scores(t) for t in ts]
+        print(f"| `{name}` | {variant} | {', '.join(ratios)} | {sum(x['covered'] for x in sc)}/{len(sc)} | "
+              f"{sum(x['within'] for x in sc)}/{len(sc)} |")
 
 
 def _within(med: float, a: float) -> bool:
