@@ -24,17 +24,20 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from planner.hybrid.ppi import human_only_bradley_terry, ppi_bradley_terry  # noqa: E402
 from planner.workflows.hybrid_report import items_from_verdicts  # noqa: E402
 
-DATA = Path(__file__).resolve().parents[1] / "tests" / "data" / "qlora"   # the Vicuna80 files every clone ships
 SYSTEMS = ("gpt-4", "gpt-3.5-turbo", "bard", "vicuna-13b", "guanaco-7b", "guanaco-13b", "guanaco-33b", "guanaco-65b")
 
 
-def vicuna_items(data: Path = DATA):
+def vicuna_items(data: Path | None = None):
+    """The Vicuna80 items: from ``data/judgments`` when given, else the package's copy (`planner example vicuna80`)."""
+    from planner.workflows.example import example_bytes
+
     rows = []
     for name in ("qlora_vicuna80_gpt4.jsonl", "qlora_vicuna80_human.jsonl"):
-        with open(data / "judgments" / name, encoding="utf-8") as f:
-            for line in f:
-                r = json.loads(line)
-                rows.append((r["prompt"], r["a"], r["b"], r["verdict"], r["judge"]))
+        text = ((data / "judgments" / name).read_text(encoding="utf-8") if data is not None
+                else example_bytes("vicuna80", f"judgments/{name}").decode("utf-8"))
+        for line in text.splitlines():
+            r = json.loads(line)
+            rows.append((r["prompt"], r["a"], r["b"], r["verdict"], r["judge"]))
     return items_from_verdicts(SYSTEMS, rows, "gpt-4")
 
 
@@ -180,9 +183,6 @@ def main(argv=None) -> int:
     ap.add_argument("--floor", type=float, default=0.2, help="with --active: uniform share of the probabilities")
     ap.add_argument("--pilot", type=float, default=0.3, help="with --active: share of the budget on a uniform pilot")
     a = ap.parse_args(argv)
-    if not (DATA / "judgments").is_dir():
-        print(f"skipped: {DATA} is absent")
-        return 0
     items = vicuna_items()
     if a.active:
         a.models = a.models or "logistic,davidson"

@@ -13,7 +13,7 @@ fresh processes:
 For each: wall time and the child's CPU (user + sys), best of the rounds, and the median of
 the per-round ratios (the machine is shared: ratios within a round are what to compare).
 Targets: report ≤ 1.5 × next-batch, ≤ 0.5 × arena-rank. ``--dataset vicuna`` does the same on
-the shipped Vicuna-80 GPT-4 study (tests/data/qlora).
+the shipped Vicuna-80 GPT-4 study (the package's copy, as ``planner example vicuna80`` writes it).
 
 ``--blas``: the Laplace fit of the study's counts in this process with BLAS's default threads
 and on one thread (``planner.stats.blas.one_blas_thread``), alternating, first on the machine
@@ -69,8 +69,10 @@ def build_arena(tmp: Path, study: str | None, jsonl: str | None) -> tuple[Path, 
 
 def build_vicuna(tmp: Path) -> tuple[Path, Path]:
     from planner.store.study import ingest, init_study
+    from planner.workflows.example import write_example
 
-    data = ROOT / "tests" / "data" / "qlora"
+    data = tmp / "example"
+    write_example("vicuna80", data)   # the package's one copy of the data
     study = tmp / "vicuna"
     init_study(study, prompts_file=data / "vicuna80" / "prompts.jsonl",
                responses_file=data / "vicuna80" / "responses.jsonl")

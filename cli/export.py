@@ -15,7 +15,7 @@ from .common import call, message, print_json
 def export_cmd(
     study: Annotated[Path, typer.Argument(help="Study directory.")],
     out: Annotated[Path, typer.Option("--out", help="Output directory (created if missing).")],
-    format: Annotated[str, typer.Option("--format", help="csv, jsonl or parquet (parquet needs pyarrow).")] = "csv",
+    format: Annotated[str, typer.Option("--format", help="csv, jsonl or parquet (parquet needs pip install 'planner[parquet]').")] = "csv",
     engine: Annotated[str, typer.Option("--engine", help="Posterior to export: laplace, nuts (adds draws) or none.")] = "laplace",
     seed: Annotated[int, typer.Option(help="Seed of the posterior fit/draws.")] = 0,
     draws: Annotated[int, typer.Option(help="Posterior draws (at most 100,000).")] = 1000,

@@ -12,13 +12,28 @@ from .common import call, message, out, print_json
 from .tables import print_table
 
 
-def run_hybrid(study: Path, surrogate: str, target: str, json_: bool, ties: str = "half", cluster: str = "item"):
-    """Fit, print (tables or JSON) and return the hybrid result (``report --html`` adds it to the page)."""
+def check_ppi_plot(plot) -> None:
+    """``report --surrogate --plot DIR``: the PPI forest plot's files can be written (checked before the fit)."""
+    from planner.limits import check_output_dir, check_output_file
+
+    call(check_output_dir, "--plot", plot)
+    for name in ("ppi_strengths.png", "ppi_strengths.svg") if plot is not None else ():
+        call(check_output_file, "--plot", plot / name, create_parents=True)
+
+
+def run_hybrid(study: Path, surrogate: str, target: str, json_: bool, ties: str = "half", cluster: str = "item", *,
+               plot: Path | None = None):
+    """Fit, print (tables or JSON) and return the hybrid result (``report --html`` adds it to the page);
+    ``plot``: write its forest plot there."""
     from planner.workflows.hybrid_report import hybrid_report
 
     res = call(hybrid_report, study, surrogate=surrogate, target=target, ties=ties, cluster=cluster)
     for n in res.notes:
         message(f"note: {n}")
+    if plot is not None:
+        from planner.formats.plots import write_hybrid_plot
+
+        message("wrote " + ", ".join(call(write_hybrid_plot, res, plot)))
     if json_:
         print_json(res)
     else:

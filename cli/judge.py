@@ -54,7 +54,7 @@ def judge_cmd(
     timeout: Annotated[float, typer.Option(help="Seconds per HTTP request, body included (a total deadline).")] = 120.0,
     poll_interval: Annotated[float, typer.Option(help="Longest pause between Batch API polls, seconds.")] = 30.0,
     seed: Annotated[int, typer.Option(help="Seed of the retry jitter (0 <= seed <= 2**63 - 1).")] = 0,
-    dry_run: Annotated[bool, typer.Option(help="Count requests, cached answers and the estimated cost; send nothing.")] = False,
+    dry_run: Annotated[bool, typer.Option(help="Count requests, cached answers and (with --price-in/--price-out) the estimated cost; send nothing.")] = False,
     json_out: Annotated[bool, typer.Option("--json", help="Print the result as one JSON document.")] = False,
 ) -> None:
     """Send a batch's judge requests to an OpenAI-compatible endpoint (OpenAI, Azure, vLLM, Ollama …) and ingest.
@@ -103,6 +103,9 @@ def render_judge(r) -> None:
             f"{r.sent} sent ({r.answered} answered, {r.failed} failed), {r.not_sent} not sent.", markup=False)
     if r.estimated_usd is not None and r.dry_run:
         o.print(f"Estimated cost of the requests to send: ${r.estimated_usd:.4f}.", markup=False)
+    elif r.dry_run:
+        o.print("No cost estimate: give --price-in and --price-out (USD per 1M tokens; planner ships no price "
+                "list).", markup=False)
     tokens = f"{r.prompt_tokens:,} prompt + {r.completion_tokens:,} completion tokens"
     cost = f", ${r.cost_usd:.4f}" if r.cost_usd is not None else ""
     spent = f" (study total for {r.model}: ${r.spent_usd:.4f})" if r.spent_usd is not None else ""

@@ -19,7 +19,9 @@ from . import decide as _decide  # noqa: F401,E402
 from . import simulate as _simulate  # noqa: F401,E402
 from . import plan as _plan  # noqa: F401,E402
 from . import demo as _demo  # noqa: F401,E402
+from . import example as _example  # noqa: F401,E402
 from . import judge as _judge  # noqa: F401,E402
+from . import judge_server as _judge_server  # noqa: F401,E402
 from . import run as _run  # noqa: F401,E402
 from . import labelstudio as _labelstudio  # noqa: F401,E402  (push, pull)
 

@@ -129,18 +129,27 @@ def _render(result) -> None:
     for row in bm.get("per_pair", []):
         table.add_row(" vs ".join(row["systems"]), str(row["n"]))
     print_table(table)
+    from planner.text import concentration_note, objective_line
+
+    why = concentration_note([(" vs ".join(r["systems"]), r["n"]) for r in bm.get("per_pair", [])],
+                             bm["n_comparisons"])
+    if why and not m.get("for_humans"):
+        out().print(f"Why one pair: {why}.", markup=False, soft_wrap=True)
     kinds = ", ".join(f"{k} {v}" for k, v in bm.get("kinds", {}).items() if v)
     out().print(f"Items by kind: {kinds}", markup=False)
     if bm.get("per_stratum"):
         strata = ", ".join(f"{k} {v}" for k, v in bm["per_stratum"].items())
         out().print(f"Comparisons by stratum: {strata}", markup=False)
     if m.get("for_humans"):
-        out().print(f"Drawn for human labels with known probabilities: {m['advice']}.", markup=False)
+        fh = m["for_humans"]
+        out().print(f"Drawn for human labels with known probabilities: {len(fh['chosen'])} item(s) (expected "
+                    f"{fh['expected_labels']:g}); planner report --surrogate {fh['surrogate']} weights them by 1/π.",
+                    markup=False, soft_wrap=True)
         for f in result.files:
             message(f"wrote {f}")
         return
-    out().print(f"Expected uncertainty reduction ({m['objective']}): {m['expected_reduction']:.4g} "
-                f"(from {m['objective_before']:.4g} to {m['objective_after']:.4g}).", markup=False)
+    out().print(objective_line(m["objective"], m["objective_before"], m["objective_after"]), markup=False,
+                soft_wrap=True)
     if result.settled:
         out().print(f"You can stop: {result.advice}; more comparisons buy little for this objective.",
                     markup=False)

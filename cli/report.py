@@ -29,7 +29,8 @@ def _one_mode(surrogate, html, bayes_only: dict[str, bool], surrogate_only: dict
     one = len(given) == 1
     if given and surrogate is not None and html is None:
         raise fail(UsageError(f"{', '.join(given)} {'does' if one else 'do'} not apply with --surrogate (the PPI++ "
-                              "fit is a closed-form estimate with sandwich intervals: no engine, draws or plots); "
+                              "fit is a closed-form estimate with sandwich intervals: no engine or draws; --plot "
+                              "draws its forest plot); "
                               "drop it, add --html for a page holding the Bayesian report too, or run report "
                               "without --surrogate"))
     if given and surrogate is None:
@@ -96,7 +97,7 @@ def report_cmd(
     call(check_report_options, seed=seed, draws=draws, tune=tune, chains=chains)
     _one_mode(surrogate, html, {"--engine": engine != "laplace", "--by-stratum": by_stratum, "--seed": seed != 0,
                                 "--draws": draws != 1000, "--tune": tune != 1000, "--chains": chains != 2,
-                                "--min-pass-rate": min_pass_rate != 0.8, "--plot": plot is not None,
+                                "--min-pass-rate": min_pass_rate != 0.8,
                                 "--markdown": markdown is not None, "--style-control": style_control,
                                 "--lc-anchor": lc_anchor is not None, "--save-posterior": save_posterior},
               {"--target": target != "humans", "--ties": ties != "half"})
@@ -107,9 +108,10 @@ def report_cmd(
     call(check_output_file, "--html", html, create_parents=True)
     hybrid = None
     if surrogate is not None:
-        from .hybrid import run_hybrid
+        from .hybrid import check_ppi_plot, run_hybrid
 
-        hybrid = run_hybrid(study, surrogate, target, json_, ties, cluster)
+        check_ppi_plot(plot)
+        hybrid = run_hybrid(study, surrogate, target, json_, ties, cluster, plot=plot)
         if html is None:
             return
 

@@ -139,7 +139,8 @@ def status_cmd(
     if st.qc:
         c.print("  quality-control judgments (attention and repeat items, acceptability verdicts) are stored "
                 "and used for annotator QC, not counted as evidence about the systems", markup=False, soft_wrap=True)
-    extra = [f"{st.unanswered:,} unanswered item(s) (judge transport failures; next-batch --retry-failed)"
+    extra = [f"{st.unanswered:,} unanswered item(s) (judge transport failures: rerun planner judge, or write "
+             "them again with next-batch --retry-failed)"
              if st.unanswered else "", f"{st.edits:,} audited replacement(s)" if st.edits else "",
              f"{st.retracted_files:,} retracted file(s)" if st.retracted_files else ""]
     if any(extra):

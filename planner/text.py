@@ -264,3 +264,30 @@ def cluster_sentence(c: Any) -> str:
     if c.n_clusters < FEW_CLUSTERS:
         s += f"; only {c.n_clusters} clusters, so the widening is itself uncertain"
     return s
+
+
+#: what each next-batch objective's value counts (planner.acquisition.objectives.objective_value)
+OBJECTIVE_MEASURES = {"ranking": "expected misordered system pairs",
+                      "top-k": "expected misordered pairs across the top-k boundary",
+                      "entropy": "posterior entropy (nats)",
+                      "variance": "total posterior variance of the strengths (logit²)",
+                      "anchor": "summed variance of the win rates against the anchor"}
+
+
+def objective_line(objective: str, before: float, after: float) -> str:
+    """The batch's expected effect on its objective, in the objective's own unit."""
+    what = OBJECTIVE_MEASURES.get(objective, f"objective {objective}")
+    return (f"{what[0].upper()}{what[1:]} (objective {objective}): {before:.4g} now, {after:.4g} expected after "
+            f"this batch (-{before - after:.4g}).")
+
+
+def concentration_note(per_pair: Sequence[tuple[str, int]], n: int) -> str:
+    """A batch with most of its comparisons on one pair says why, or ``""``."""
+    if n < 10 or not per_pair:
+        return ""
+    pair, k = max(per_pair, key=lambda t: t[1])
+    if 2 * k <= n:
+        return ""
+    return (f"{k} of the {n} comparisons go to {pair}, the pair where one more judgment is expected to reduce "
+            "the objective most; a pair past its share of the batch yields only to pairs worth at least a quarter "
+            "as much, and every other pair is settled or worth less")

@@ -53,7 +53,7 @@ def planned(repeat_pairs: int = 1) -> list[tuple[str, str, str, str]]:
 
 
 def vicuna(vicuna_data: Path):
-    """(prompt_text, response_text, strata, systems) from the real Vicuna-80 files (tests/data/qlora/vicuna80)."""
+    """(prompt_text, response_text, strata, systems) from the real Vicuna-80 files (`planner example vicuna80`)."""
     ptext, strata, resp = {}, {}, {}
     for line in (vicuna_data / "vicuna80" / "prompts.jsonl").read_text(encoding="utf-8").splitlines():
         r = json.loads(line)

@@ -2,7 +2,7 @@
 
 * :func:`synthetic_study`: a small study from known strengths, written as
   prompts/responses/normalized-judgment files and ingested;
-* :func:`vicuna_study`: tests/data/qlora/vicuna80 prompts + responses with the
+* :func:`vicuna_study`: the package's Vicuna-80 prompts + responses with the
   GPT-4 judgments ingested (built once per test module via a cache).
 """
 

@@ -1,5 +1,6 @@
-"""Shared fixtures. The real Vicuna-80 files ship in tests/data/qlora; tests that need the large
-replay sets of ../shared/data skip cleanly when it is absent."""
+"""Shared fixtures. The real Vicuna-80 files ship inside the package (planner/data/vicuna80, written
+out by `planner example vicuna80 DIR`); tests that need the large replay sets of ../shared/data skip
+cleanly when it is absent."""
 
 from __future__ import annotations
 
@@ -14,16 +15,16 @@ os.environ.setdefault("MPLBACKEND", "Agg")
 from ls_server import label_studio  # noqa: E402,F401
 
 ROOT = Path(__file__).resolve().parents[1]
-# the small real Vicuna-80 files (prompts, responses, GPT-4 and human verdicts): shipped, README inside
-VICUNA_DATA = ROOT / "tests" / "data" / "qlora"
 # the large replay sets (OpenAssistant GPT-4, 40k rows): only in the project's ../shared/data
 SHARED_DATA = ROOT.parent / "shared" / "data"
 
 
 @pytest.fixture
 def vicuna_data() -> Path:
-    """The real Vicuna-80 data (tests/data/qlora: vicuna80/, judgments/); part of every clone."""
-    return VICUNA_DATA
+    """The real Vicuna-80 data (vicuna80/, judgments/): the package's copy, written once per process."""
+    from _example_data import vicuna_dir
+
+    return vicuna_dir()
 
 
 @pytest.fixture

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from _example_data import vicuna_dir
 from typer.testing import CliRunner
 
 from cli.main import app
@@ -15,7 +16,7 @@ from planner.hybrid import budget as hb
 from planner.workflows.hybrid_report import rho_from_study
 
 runner = CliRunner()
-DATA = Path(__file__).resolve().parent / "data" / "qlora"   # the real Vicuna-80 files, shipped (README there)
+DATA = vicuna_dir()   # the real Vicuna-80 files: the package's one copy, as `planner example vicuna80` writes it
 BASE = ("size", "--hybrid", "--human-cost", "1", "--judge-cost", "0.05")
 
 

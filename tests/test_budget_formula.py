@@ -6,12 +6,13 @@ import math
 
 import numpy as np
 import pytest
+from _lazy import lazy_import
 
 from planner.hybrid import budget as hb
 from planner.stats import power as pw
 from planner.errors import DataError, UsageError
 
-ppi_py = pytest.importorskip("ppi_py")   # the oracle (test extra: ppi-python)
+ppi_py = lazy_import("ppi_py")   # the oracle (test extra: ppi-python), imported by the first test using it
 
 CASES = [(0.8, 1.0, 0.05, 1000), (0.6, 2.0, 0.1, 500), (0.9, 1.0, 0.2, 300), (0.5, 1.0, 0.01, 2000),
          (0.95, 3.0, 0.5, 120)]

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
+from _example_data import vicuna_dir
 from typer.testing import CliRunner
 
 from cli.main import app
@@ -15,7 +15,7 @@ from planner.hybrid import budget as hb
 from planner.simulation import money as sh
 from planner.errors import UsageError
 
-DATA = Path(__file__).resolve().parent / "data" / "qlora"   # the real Vicuna-80 files, shipped (README there)
+DATA = vicuna_dir()   # the real Vicuna-80 files: the package's one copy, as `planner example vicuna80` writes it
 
 
 @pytest.mark.parametrize("p,t,q,b", [(0.55, 0.0, 0.8, 0.5), (0.7, 0.3, 0.6, 1.5), (0.5, 0.1, 0.95, -1.0)])

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Callable
 
 import pytest
+from _example_data import vicuna_dir
 from typer.testing import CliRunner
 
 from cli.main import app
@@ -367,7 +368,7 @@ def run(args: list[str], width: int) -> tuple[dict, str]:
 # ---- the study and the tests ------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def study(tmp_path_factory, request) -> Path:
-    data = Path(request.config.rootpath) / "tests" / "data" / "qlora"
+    data = vicuna_dir()   # the package's Vicuna-80 copy (planner example vicuna80)
     path = tmp_path_factory.mktemp("nocut") / "vicuna80"
     init_study(path, prompts_file=data / "vicuna80" / "prompts.jsonl",
                responses_file=data / "vicuna80" / "responses.jsonl", anchor="gpt-4")
@@ -388,7 +389,7 @@ COMMANDS = {   # name: (arguments after the study, spec)
     "style": (("--style-control",), STYLE),
     "status": ((), STATUS),
     "decide": (("--candidate", "guanaco-7b", "--baseline", "gpt-3.5-turbo"), DECIDE),
-    "ingest": ((str(Path(__file__).parent / "data" / "qlora" / "judgments" / "qlora_vicuna80_human.jsonl"),
+    "ingest": ((str(vicuna_dir() / "judgments" / "qlora_vicuna80_human.jsonl"),
                 "--dry-run"), INGEST),
 }
 

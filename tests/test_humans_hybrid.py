@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from _example_data import vicuna_dir
 from scipy.optimize import approx_fprime, minimize
 
 from planner.hybrid import mest as me
@@ -20,7 +21,7 @@ from planner.hybrid.ppi import (design_matrix, human_only_bradley_terry, ipw_bra
                             ppi_davidson)
 from planner.hybrid.select import combined_probability, probabilities, select_for_humans
 
-DATA = Path(__file__).resolve().parent / "data" / "qlora"   # the real Vicuna-80 files, shipped (README there)
+DATA = vicuna_dir()   # the real Vicuna-80 files: the package's one copy, as `planner example vicuna80` writes it
 NAMES = ("a", "b", "c", "d")
 THETA = np.array([0.0, 0.4, -0.3, 0.8]) - 0.225          # mean 0
 
@@ -268,7 +269,7 @@ def test_davidson_ppi_coverage_400():
     assert np.mean(hits) >= 0.88 and np.mean(nu_hits) >= 0.85
 
 
-# ---------------------------------------------------------------- Vicuna80 (shipped in tests/data/qlora)
+# ------------------------------------------------ Vicuna80 (shipped in the package: planner example vicuna80)
 
 needs_data = pytest.mark.skipif(not (DATA / "judgments").is_dir(), reason=f"{DATA} absent")
 

@@ -3,20 +3,21 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
+from _lazy import lazy_import
+from _example_data import vicuna_dir
 
 from planner.errors import DataError, UsageError
 from planner.hybrid.ppi import (compare_hybrid, design_matrix, human_only_bradley_terry, judge_only_bradley_terry,
                             ppi_bradley_terry)
 from planner.workflows.hybrid_report import hybrid_report, items_from_verdicts
 
-ppi_py = pytest.importorskip("ppi_py")   # the test oracle (test extra: ppi-python)
+ppi_py = lazy_import("ppi_py")   # the test oracle (test extra: ppi-python), imported by its first use
 pytestmark = [pytest.mark.filterwarnings("ignore::FutureWarning"),          # sklearn, inside ppi_py
               pytest.mark.filterwarnings("ignore:.*faster on contiguous")]  # numba, inside ppi_py
-DATA = Path(__file__).resolve().parent / "data" / "qlora"   # the real Vicuna-80 files, shipped (README there)
+DATA = vicuna_dir()   # the real Vicuna-80 files: the package's one copy, as `planner example vicuna80` writes it
 SYSTEMS = ("gpt-4", "gpt-3.5-turbo", "bard", "vicuna-13b", "guanaco-7b", "guanaco-13b", "guanaco-33b", "guanaco-65b")
 Z90 = 1.6448536269514722
 

@@ -33,6 +33,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from _example_data import vicuna_dir
 from ls_server import ANNOTATORS
 
 from planner.errors import DataError
@@ -41,7 +42,7 @@ from planner.store.study import DB_NAME, Study, ingest, init_study
 
 pytestmark = [pytest.mark.labelstudio, pytest.mark.slow]
 
-VICUNA = Path(__file__).resolve().parent / "data" / "qlora" / "vicuna80"   # shipped with the tests
+VICUNA = vicuna_dir() / "vicuna80"   # the package's copy, as `planner example vicuna80` writes it
 SYSTEMS = ("gpt-4", "bard", "vicuna-13b", "guanaco-65b")
 EXPORTS = ("JSON", "JSON_MIN", "CSV")
 SUFFIX = {"JSON": ".json", "JSON_MIN": ".min.json", "CSV": ".csv"}
@@ -50,7 +51,7 @@ PLAN = {"alice@example.com": "alice", "bob@example.com": "bob"}  # LS user -> th
 
 # ------------------------------------------------------------------ study
 def _study_files(d: Path):
-    """16 real Vicuna-80 prompts x 4 systems (tests/data/qlora), else small synthetic texts."""
+    """16 real Vicuna-80 prompts x 4 systems (the package copy, `planner example vicuna80`), else small synthetic texts."""
     if (VICUNA / "prompts.jsonl").exists():
         prompts = [json.loads(x) for x in (VICUNA / "prompts.jsonl").read_text(encoding="utf-8").splitlines()]
         keep = {p["id"] for p in prompts if int(p["id"].rsplit("q", 1)[1]) % 10 in (1, 4)}

@@ -11,12 +11,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from statsmodels.stats.proportion import proportion_confint
+from _lazy import attribute
 
 from planner.gate import acceptability
 from planner import diagnostics
 from planner.stats import pass_rate, significance
 from planner.stats.proportions import newcombe_difference, proportion, wilson_half_width, wilson_interval
+
+proportion_confint = attribute("statsmodels.stats.proportion", "proportion_confint")   # imported when called
 
 # same closed form, different arithmetic order: observed differences <= 2e-16; 1e-12 leaves room
 # for other BLAS/libm builds while still catching any formula slip (those are >= 1e-4 here)

@@ -23,6 +23,7 @@ from io import BytesIO
 from pathlib import Path
 
 import pytest
+from _example_data import vicuna_dir
 from typer.testing import CliRunner
 
 from cli.main import app
@@ -46,7 +47,7 @@ MIN_GREY_SD = 20.0
 
 @pytest.fixture(scope="module")
 def study(tmp_path_factory) -> Path:
-    data = ROOT / "tests" / "data" / "qlora"
+    data = vicuna_dir()   # the package's Vicuna-80 copy (planner example vicuna80)
     path = tmp_path_factory.mktemp("html") / "vicuna80"
     init_study(path, prompts_file=data / "vicuna80" / "prompts.jsonl",
                responses_file=data / "vicuna80" / "responses.jsonl", anchor="gpt-4")
@@ -158,7 +159,7 @@ def _with_attr(obj, name, value):
 
 def test_html_with_a_surrogate_adds_the_hybrid_fit(tmp_path):
     """report --surrogate JUDGE --html: the PPI table beside the human-only and judge-only ones."""
-    data = ROOT / "tests" / "data" / "qlora"
+    data = vicuna_dir()   # the package's Vicuna-80 copy (planner example vicuna80)
     path = tmp_path / "both"
     init_study(path, prompts_file=data / "vicuna80" / "prompts.jsonl",
                responses_file=data / "vicuna80" / "responses.jsonl")

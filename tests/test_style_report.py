@@ -1,4 +1,4 @@
-"""`report --style-control` / `--lc-anchor` on studies (synthetic truth; Vicuna80 from tests/data/qlora)."""
+"""`report --style-control` / `--lc-anchor` on studies (synthetic truth; Vicuna80: `planner example vicuna80`)."""
 
 from __future__ import annotations
 

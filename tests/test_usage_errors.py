@@ -64,7 +64,7 @@ def test_unknown_names_given_as_options_agree_on_exit_2(demo):
 
 @pytest.mark.parametrize("extra, named", [(["--draws", "0"], "--draws (0) must be an integer >= 1"),
                                           (["--draws", "50"], "--draws does not apply with --surrogate"),
-                                          (["--plot", "PLOTS"], "--plot does not apply with --surrogate"),
+                                          (["--markdown", "PLOTS"], "--markdown does not apply with --surrogate"),
                                           (["--engine", "nuts", "--seed", "3"],
                                            "--engine, --seed do not apply with --surrogate")])
 def test_surrogate_refuses_the_options_it_would_ignore(demo, tmp_path, extra, named):

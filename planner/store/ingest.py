@@ -93,8 +93,9 @@ class FileIngest:
     def new(self) -> int:
         return self.rows
 
-    def summary(self) -> str:
-        """One sentence: "48 new, 312 already stored, 2 skipped (blank), 1 unanswered"."""
+    def summary(self, retry: str = "re-issue with next-batch --retry-failed") -> str:
+        """One sentence: "48 new, 312 already stored, 2 skipped (blank), 1 unanswered"; ``retry`` says how to
+        ask the unanswered again (``planner judge`` passes its own: rerunning it is what works there)."""
         parts = [f"{self.rows:,} new", f"{self.already:,} already stored"]
         if self.replaced:
             parts.append(f"{self.replaced:,} replaced (audited)")
@@ -104,8 +105,7 @@ class FileIngest:
             parts.append(f"{sum(self.skipped.values()):,} skipped ("
                          + ", ".join(f"{k} {v:,}" for k, v in sorted(self.skipped.items())) + ")")
         if self.unanswered:
-            parts.append(f"{self.unanswered:,} unanswered (transport failures; re-issue with "
-                         "next-batch --retry-failed)")
+            parts.append(f"{self.unanswered:,} unanswered (transport failures; {retry})")
         return ", ".join(parts)
 
 

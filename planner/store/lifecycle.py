@@ -82,11 +82,10 @@ def void_batches(path, batches: Sequence[int] = (), *, older_than_days: float | 
             ids += [b for b, created in known.items() if created <= cutoff and b not in ids]
         target = [b for b in sorted(set(ids))
                   if (con.execute("SELECT voided IS NOT NULL FROM batches WHERE id = ?", (b,)).fetchone()[0]) == undo]
-        pending = 0
+        # the items status counts for these batches (issued - returned, every kind): one definition, one number
+        unreturned = {b.id: b.issued - b.returned for b in study.batches()}
+        pending = sum(unreturned[b] for b in target)
         for b in target:
-            pending += con.execute(
-                "SELECT count(*) FROM items i WHERE i.batch = ? AND i.kind IN ('regular', 'overlap', 'swap') "
-                "AND NOT EXISTS (SELECT 1 FROM judgments j WHERE j.item = i.id)", (b,)).fetchone()[0]
             con.execute("UPDATE batches SET voided = ?, void_reason = ? WHERE id = ?",
                         (None, None, b) if undo else (now(), reason, b))
             _log(con, "unvoid" if undo else "void", f"batch {b}", reason)

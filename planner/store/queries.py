@@ -467,6 +467,7 @@ class Study:
                                        AND NOT EXISTS (SELECT 1 FROM judgments j WHERE j.item = i.id)), 0)
                    FROM batches b LEFT JOIN items i ON i.batch = b.id GROUP BY b.id ORDER BY b.id""", live_args):
             pending = issued - returned if is_live else 0
+            failed = failed if voided is None else 0   # as unanswered_items: a voided batch's items are not re-asked
             out.append(BatchInfo(bid, created, json.loads(manifest), issued, returned, pending, failed, voided, why))
         return out
 

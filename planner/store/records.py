@@ -105,8 +105,9 @@ class BatchInfo:
     """An issued batch.
 
     ``issued`` items, ``returned`` (at least one judgment), ``unanswered``
-    (no judgment, and a judge request for it failed in transport: re-issue with
-    ``next-batch --retry-failed``), ``pending`` (no judgment yet, still
+    (no judgment, and a judge request for it failed in transport: rerun
+    ``planner judge``, or write them again with ``next-batch --retry-failed``;
+    0 once the batch is voided), ``pending`` (no judgment yet, still
     expected: issued - returned, or 0 once the batch is voided or expired).
     ``voided`` is the time the batch was voided (None while it counts).
     """

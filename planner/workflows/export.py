@@ -14,7 +14,7 @@ the SQLite store. ``export`` writes, into one directory:
 * ``draws.<ext>`` (NUTS only) — long format ``draw, system, strength``.
 
 ``<ext>`` is ``csv`` (UTF-8, header row, formula-leading cells neutralised with
-a leading ``'``), ``jsonl`` or ``parquet`` (needs pyarrow). Same study + seed →
+a leading ``'``), ``jsonl`` or ``parquet`` (needs pyarrow: the ``parquet`` extra). Same study + seed →
 byte-identical CSV/JSONL files.
 """
 
@@ -122,7 +122,8 @@ def export_study(path, out, *, format: str = "csv", engine: str | None = "laplac
         try:
             import pyarrow  # noqa: F401
         except ImportError:
-            raise UsageError("format parquet needs pyarrow (pip install pyarrow); use csv or jsonl") from None
+            raise UsageError("`format` parquet needs pyarrow: pip install 'planner[parquet]' (or use csv or "
+                             "jsonl)", parameters=('format',)) from None
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise UsageError(f"`out` ({quote(str(out))}) is a file; expected a directory", parameters=('out',))

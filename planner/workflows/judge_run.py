@@ -340,7 +340,7 @@ def _finish(study_path, options, info, reqs, judged, cached, ctx, todo, sent, sp
         out = _output_path(study_path, info.id, ctx.model)
         _write_output(out, output_lines(ctx, [r["custom_id"] for r in reqs]))
         res = _ingest(study_path, out)
-        new, unanswered, summary = res.rows, res.unanswered, res.summary()
+        new, unanswered, summary = res.rows, res.unanswered, res.summary(retry="rerun planner judge to ask again")
     if fatal is not None:
         stored = f"{tally.answered} answer(s) that arrived were stored" if tally.answered else "nothing was answered"
         raise DataError(f"{fatal.message} ({stored})", fatal.problems, parameters=fatal.parameters)

@@ -71,7 +71,8 @@ def _pair_prompts(study, usage_codes, systems, reuse_prompts: bool, max_words: i
     pp = pair_prompts(systems, _showable(study, max_words, notes), usage, reuse_prompts=reuse_prompts)
     reused = pp.n_reused()
     if reused:
-        notes.append(f"{reused} system pair(s) have used every prompt; --reuse-prompts lets them take one again")
+        notes.append(f"{reused} system pair(s) have used every prompt and take one again (--reuse-prompts): "
+                     "a fresh judgment of a comparison already judged")
     missing = [f"{a} vs {b}" for a, b in pp.missing()]
     if missing:
         notes.append(f"{len(missing)} system pair(s) have no prompt with responses from both systems and "
