@@ -1,6 +1,6 @@
 """Issue 24: what `planner plan` costs, and what the saved forecast adds to `status` and `next-batch`.
 
-On a pilot study (10% of the real Vicuna-80 GPT-4 verdicts, shipped in tests/data/qlora: 8 systems, 448
+On a pilot study (10% of the real Vicuna-80 GPT-4 verdicts, shipped in planner/data/vicuna80: 8 systems, 448
 verdicts), in one run, so the ratios share the machine's load:
 
 * one forecast: seconds per repetition (targets resolved at 70 Elo and credible-τ 0.9, `active`,
@@ -26,7 +26,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-DATA = ROOT / "tests" / "data" / "qlora"
 
 
 def _cli(*args: str) -> float:
@@ -44,16 +43,19 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--repeat", type=int, default=7)
     args = ap.parse_args()
+    from planner.workflows.example import write_example
     from planner.workflows.plan import PlanOptions, plan
 
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
-        rows = [json.loads(line) for line in (DATA / "judgments" / "qlora_vicuna80_gpt4.jsonl").open()]
+        write_example("vicuna80", tmp / "ex")
+        data = tmp / "ex"
+        rows = [json.loads(line) for line in (data / "judgments" / "qlora_vicuna80_gpt4.jsonl").open()]
         random.Random(24).shuffle(rows)
         (tmp / "pilot.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows[:448]))
         study = tmp / "study"
-        _cli("init", str(study), "--prompts", str(DATA / "vicuna80" / "prompts.jsonl"),
-             "--responses", str(DATA / "vicuna80" / "responses.jsonl"))
+        _cli("init", str(study), "--prompts", str(data / "vicuna80" / "prompts.jsonl"),
+             "--responses", str(data / "vicuna80" / "responses.jsonl"))
         _cli("ingest", str(study), str(tmp / "pilot.jsonl"))
         bare = tmp / "bare"
         shutil.copytree(study, bare)

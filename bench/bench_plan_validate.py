@@ -72,12 +72,8 @@ COMMIT = _commit()
 
 
 def sets(shared: Path = SHARED) -> dict[str, Path]:
-    """The real sets: the three shared QLoRA sets (those present in ``shared``; the two Vicuna80 sets also
-    ship in tests/data/qlora) and the five PRD sets."""
+    """The real sets: the three shared QLoRA sets (those present in ``shared``) and the five PRD sets."""
     out = {n: shared / f"qlora_{n}.jsonl" for n in ("vicuna80_human", "vicuna80_gpt4", "oa_gpt4")}
-    for n in ("vicuna80_human", "vicuna80_gpt4"):
-        if not out[n].exists():
-            out[n] = ROOT / "tests" / "data" / "qlora" / "judgments" / f"qlora_{n}.jsonl"
     out = {n: p for n, p in out.items() if p.exists()}
     out.update({p.stem: p for p in sorted(MORE.glob("*.jsonl"))})
     return out

@@ -1,7 +1,7 @@
 """planner plan: the command from a pilot study and from assumptions; the forecast in status and next-batch;
 the forecast's arithmetic against an independent brute-force simulation.
 
-The pilot is 10% of the real Vicuna-80 GPT-4 verdicts (tests/data/qlora, shipped), drawn with a fixed seed.
+The pilot is 10% of the real Vicuna-80 GPT-4 verdicts (shipped in planner/data/vicuna80), drawn with a fixed seed.
 """
 
 from __future__ import annotations
@@ -25,16 +25,18 @@ QUICK = ["--reps", "6", "--batch", "200", "--both-orders", "--margin", "70", "--
 
 @pytest.fixture(scope="module")
 def pilot_template(tmp_path_factory):
-    from conftest import VICUNA_DATA
+    from _example_data import vicuna_dir
+
+    data = vicuna_dir()
 
     tmp = tmp_path_factory.mktemp("plan")
-    rows = [json.loads(line) for line in (VICUNA_DATA / "judgments" / "qlora_vicuna80_gpt4.jsonl").open()]
+    rows = [json.loads(line) for line in (data / "judgments" / "qlora_vicuna80_gpt4.jsonl").open()]
     random.Random(24).shuffle(rows)
     (tmp / "pilot.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows[:448]))
     (tmp / "more.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows[448:548]))
     study = tmp / "study"
-    for args in (["init", str(study), "--prompts", str(VICUNA_DATA / "vicuna80" / "prompts.jsonl"),
-                  "--responses", str(VICUNA_DATA / "vicuna80" / "responses.jsonl")],
+    for args in (["init", str(study), "--prompts", str(data / "vicuna80" / "prompts.jsonl"),
+                  "--responses", str(data / "vicuna80" / "responses.jsonl")],
                  ["ingest", str(study), str(tmp / "pilot.jsonl")]):
         res = runner.invoke(app, args)
         assert res.exit_code == 0, res.output
@@ -128,11 +130,13 @@ def test_bad_options_are_one_line_usage_errors(pilot_study, args, flag):
 
 
 def test_a_study_without_judgments_is_a_data_error(tmp_path):
-    from conftest import VICUNA_DATA
+    from _example_data import vicuna_dir
+
+    data = vicuna_dir()
 
     study = tmp_path / "empty"
-    runner.invoke(app, ["init", str(study), "--prompts", str(VICUNA_DATA / "vicuna80" / "prompts.jsonl"),
-                        "--responses", str(VICUNA_DATA / "vicuna80" / "responses.jsonl")])
+    runner.invoke(app, ["init", str(study), "--prompts", str(data / "vicuna80" / "prompts.jsonl"),
+                        "--responses", str(data / "vicuna80" / "responses.jsonl")])
     res = runner.invoke(app, ["plan", str(study), *QUICK])
     assert res.exit_code == 1 and "no judgments" in res.stderr
 
@@ -268,18 +272,20 @@ def test_judge_token_prices_make_the_cost_per_judgment(pilot_study):
 def test_the_hybrid_split_of_a_pilot_with_a_surrogate_judge(tmp_path):
     """Human votes on q1..q8 and GPT-4's verdicts on everything: the forecast counts human judgments, the
     money is size --hybrid's split with rho from the pilot."""
-    from conftest import VICUNA_DATA
+    from _example_data import vicuna_dir
+
+    data = vicuna_dir()
 
     from planner.simulation.costing import Prices
     from planner.workflows.hybrid_report import rho_from_study
 
-    lines = (VICUNA_DATA / "judgments" / "qlora_vicuna80_human.jsonl").read_text().splitlines()
+    lines = (data / "judgments" / "qlora_vicuna80_human.jsonl").read_text().splitlines()
     (tmp_path / "h.jsonl").write_text("\n".join(ln for ln in lines
                                                 if int(json.loads(ln)["prompt"].rsplit("q", 1)[1]) <= 8) + "\n")
     study = tmp_path / "s"
-    for args in (["init", str(study), "--prompts", str(VICUNA_DATA / "vicuna80" / "prompts.jsonl"),
-                  "--responses", str(VICUNA_DATA / "vicuna80" / "responses.jsonl")],
-                 ["ingest", str(study), str(VICUNA_DATA / "judgments" / "qlora_vicuna80_gpt4.jsonl"),
+    for args in (["init", str(study), "--prompts", str(data / "vicuna80" / "prompts.jsonl"),
+                  "--responses", str(data / "vicuna80" / "responses.jsonl")],
+                 ["ingest", str(study), str(data / "judgments" / "qlora_vicuna80_gpt4.jsonl"),
                   str(tmp_path / "h.jsonl")]):
         assert runner.invoke(app, args).exit_code == 0
     doc = _plan_json(str(study), "--reps", "4", "--batch", "400", "--votes", "3", "--margin", "150", "--workers", "1",
