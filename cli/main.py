@@ -17,6 +17,7 @@ from . import next_batch as _next_batch  # noqa: F401,E402
 from . import report as _report  # noqa: F401,E402
 from . import decide as _decide  # noqa: F401,E402
 from . import simulate as _simulate  # noqa: F401,E402
+from . import plan as _plan  # noqa: F401,E402
 from . import demo as _demo  # noqa: F401,E402
 from . import example as _example  # noqa: F401,E402
 from . import judge as _judge  # noqa: F401,E402

@@ -370,11 +370,32 @@ def fit_laplace(counts: Counts, strata: tuple[str, ...], by_stratum: bool, prior
                int(counts.usable.sum()), int(counts.invalid.sum()), diag, prior, seed, clustering=clustering)
 
 
+def joint_laplace(counts: Counts, prior: Prior | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The pooled Laplace posterior of ``(beta, gamma, log_nu)`` jointly: its mean (M + 2) and covariance.
+
+    The mode and negative Hessian of :func:`fit_laplace` on the counts pooled over strata, with the
+    strengths projected on sum-to-zero (the first M entries match ``fit(counts).posterior``). A forecast
+    draws whole parameter vectors from it, so the strengths, the position effect and the tie parameter
+    keep their correlations.
+    """
+    prior = (prior or Prior()).check()
+    counts = counts.pooled() if len(counts.strata) > 1 else counts
+    prob = Problem(counts, False, prior)
+    _, theta, c, _, _ = _mode(prob, prior, False)
+    cov = linalg.cho_solve(c, np.eye(theta.size), check_finite=False)
+    m = prob.m
+    maps = np.zeros((m + 2, prob.p))
+    maps[:m, :m] = np.eye(m) - 1.0 / m
+    maps[m, prob.ig] = maps[m + 1, prob.il] = 1.0
+    joint = maps @ cov @ maps.T
+    return maps @ theta, 0.5 * (joint + joint.T)
+
+
 def weights_dict(strata, weights) -> dict[str, float]:
     """``{stratum: weight}`` of the normalised stratum weights (as :attr:`Fit.stratum_weights` reports them)."""
     return {s: float(w) for s, w in zip(strata, weights)}
 
 
 __all__ = ["LOG_SIGMA_BOUNDS", "Problem", "clustering_summary", "fit_laplace", "gaussian_at_mode",
-           "half_normal_log_scale", "laplace_log_marginal", "lognormal_summary", "newton", "normal_summary",
-           "robust_at_mode", "strength_maps", "type2_log_sigma", "weights_dict"]
+           "half_normal_log_scale", "joint_laplace", "laplace_log_marginal", "lognormal_summary", "newton",
+           "normal_summary", "robust_at_mode", "strength_maps", "type2_log_sigma", "weights_dict"]
