@@ -217,6 +217,9 @@ def _render_leaderboard(con, r) -> None:
     print_table(tab, key=(2,), console=con)
     if r.clusters is not None:
         con.print(r.clusters.sentence, markup=False, soft_wrap=True)
+    if r.forecast is not None:
+        con.print(f"Remaining budget (the forecast planner plan saved): {r.forecast.sentence()}.", markup=False,
+                  soft_wrap=True)
 
 
 def _render_pairs(con, r) -> None:

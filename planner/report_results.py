@@ -316,11 +316,17 @@ class Report:
     clusters: ClusterReport | None = None
     fit: Any = field(default=None, repr=False, compare=False)
     ranking: RankingReading | None = None
+    # the forecast `planner plan` saved, updated with the judgments now (planner.simulation.remaining.Remaining)
+    forecast: Any = None
 
     def to_dict(self) -> dict:
         """JSON-ready dict of every field except ``fit`` (and ``style_control`` when not computed)."""
         from planner.jsonable import jsonable
 
         skip = ({"fit"} | ({"style_control"} if self.style_control is None else set())  # key only when asked
-                | ({"ranking"} if self.ranking is None else set()))
-        return {name: jsonable(getattr(self, name)) for name in self.__dataclass_fields__ if name not in skip}
+                | ({"ranking"} if self.ranking is None else set())
+                | ({"forecast"} if self.forecast is None else set()))
+        out = {name: jsonable(getattr(self, name)) for name in self.__dataclass_fields__ if name not in skip}
+        if self.forecast is not None:
+            out["forecast"]["sentence"] = self.forecast.sentence()
+        return out

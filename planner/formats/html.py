@@ -244,12 +244,13 @@ def _hybrid(h) -> str:
 
 
 def _forecast(r) -> str:
-    """The remaining-budget forecast, when the report carries one (``planner plan`` fills it)."""
+    """The remaining-budget forecast, when the study holds one (``planner plan`` saves it)."""
     fc = getattr(r, "forecast", None)
     if fc is None:
         return ""
     data = jsonable(fc)
     sentence = getattr(fc, "sentence", None) or (data.get("sentence") if isinstance(data, dict) else None)
+    sentence = sentence() if callable(sentence) else sentence
     rows = ([[k, json.dumps(v, ensure_ascii=False) if isinstance(v, (dict, list)) else v]
              for k, v in data.items() if k != "sentence"] if isinstance(data, dict) else [["forecast", data]])
     return ('<section id="forecast"><h2>Remaining budget</h2>' + (_p(sentence) if sentence else "")

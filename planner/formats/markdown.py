@@ -90,8 +90,9 @@ def _leaderboard(r) -> list[str]:
         rows.append(row)
     L += table(head, rows)
     L += ["Tied with the leader (not credibly below it): " + ", ".join(map(for_markdown, r.tied_with_leader)), ""]
-    return L + ([r.clusters.sentence[0].upper() + r.clusters.sentence[1:] + ".", ""]
-                if r.clusters is not None else [])
+    L += ([r.clusters.sentence[0].upper() + r.clusters.sentence[1:] + ".", ""] if r.clusters is not None else [])
+    return L + ([f"Remaining budget (the forecast `planner plan` saved): {for_markdown(r.forecast.sentence())}.", ""]
+                if r.forecast is not None else [])
 
 
 def _pairs_and_anchor(r) -> list[str]:

@@ -236,6 +236,8 @@ def build_report(study_path, *, engine: str = "laplace", by_stratum: bool = Fals
     _check_options(engine, seed, draws, tune, chains, min_pass_rate)
     check_cluster_by(cluster)
     opts = dict(engine=engine, seed=seed, draws=draws, tune=tune, chains=chains)
+    from planner.workflows.forecast_saved import remaining
+
     with blas_policy(engine), Study.open(study_path) as study, ThreadPoolExecutor(max_workers=1) as pool:
         # one scan of the judgments (Study.report_scan: the counts and every judgment-level figure; a large
         # table is read in two halves at once, sqlite releasing the GIL)
@@ -270,6 +272,7 @@ def build_report(study_path, *, engine: str = "laplace", by_stratum: bool = Fals
             notes.append(text.prompt_choice_note(chosen_batches, chosen, int(counts.usable.sum())))
         strata = _strata_report(study, counts_k, fit, by_stratum, sw.weights, sw.source)
         anchor = study.anchor
+        forecast = remaining(study, posterior=fit.posterior)
         tie_conv = "half" if study.config.get("tie_convention", "half") == "half" else "drop"
 
     clusters = _cluster_report(judged, counts, fit, cluster, cells)
@@ -295,7 +298,8 @@ def build_report(study_path, *, engine: str = "laplace", by_stratum: bool = Fals
                   annotators, strata, acc, acc_source, model, artifact, tuple(flags), tuple(notes),
                   judges=tuple(judge_totals(study_path)), style_control=style, clusters=clusters, fit=fit,
                   ranking=RankingReading(rg.method, rg.confidence_level, rg.rank_draws, rg.rank_mc_sd,
-                                         bool(rg.letters) or not rg.order, rg.letters_note, rg.near_threshold))
+                                         bool(rg.letters) or not rg.order, rg.letters_note, rg.near_threshold),
+                  forecast=forecast)
 
 
 def _fits(study, counts_k: Counts, counts: Counts, weights: dict, by_stratum: bool, progressbar: bool,
