@@ -68,7 +68,7 @@ from planner.stats.clusters import (JudgmentArrays, applied_design_effect, check
                                     cluster_ids, design_effects_against, verdict_icc)
 from planner.strata import stratum_weights
 
-__all__ = ["ANNOTATOR_QC_MAX", "build_report"]
+__all__ = ["ANNOTATOR_QC_MAX", "build_report", "cluster_report"]
 
 ANNOTATOR_QC_MAX = 20_000   # judgments (latest first) read for annotator QC
 from planner.vocabulary import ENGINES  # noqa: E402
@@ -272,7 +272,7 @@ def build_report(study_path, *, engine: str = "laplace", by_stratum: bool = Fals
         anchor = study.anchor
         tie_conv = "half" if study.config.get("tie_convention", "half") == "half" else "drop"
 
-    clusters = _cluster_report(judged, counts, fit, cluster, cells)
+    clusters = cluster_report(judged, counts, fit, cluster, cells)
     pairs = dg.pair_table(counts, p_better=dg.p_better_fit(fit),
                           design_effects=None if fit.clustering is None else fit.clustering.pair_design_effects())
     anchor_res = (dg.anchor_tests(counts, anchor, ties=tie_conv,
@@ -317,8 +317,10 @@ def _fits(study, counts_k: Counts, counts: Counts, weights: dict, by_stratum: bo
     return fit, style
 
 
-def _cluster_report(judged: JudgmentArrays, counts: Counts, fit, cluster: str, cells) -> ClusterReport:
-    """The ICC of verdicts on the same prompt and pair, and what the chosen clustering did to the intervals."""
+def cluster_report(judged: JudgmentArrays, counts: Counts, fit, cluster: str, cells=None) -> ClusterReport:
+    """The ICC of verdicts on the same prompt and pair, and what the chosen clustering did to ``fit``'s intervals
+    (``fit.clustering``; ``judged``: the judgments it was fitted to, ``counts`` their pooled counts; ``cells``:
+    their tallies when at hand)."""
     est = verdict_icc(judged, cells)
     c = fit.clustering
     if c is None:
