@@ -173,7 +173,7 @@ def test_report_style_is_clustered_by_default(synth):
     # the sentence is made of the same numbers as the fit's clustering
     c = item.clusters
     assert f"{c.n_clusters:,} clusters" in c.sentence or "as for independent judgments" in c.sentence
-    assert style_cluster_sentence(item).startswith("style-controlled intervals: verdicts on the same prompt")
+    assert style_cluster_sentence(item).startswith("style-controlled model: verdicts on the same prompt")
     md = render_markdown(rep)
     assert style_cluster_sentence(item)[1:] in md
     assert rep.to_dict()["style_control"]["clusters"]["by"] == "item"

@@ -309,11 +309,12 @@ def _fits(study, counts_k: Counts, counts: Counts, weights: dict, by_stratum: bo
     if style_control or lc_anchor is not None:
         from planner.workflows.style_report import style_control_report
 
+        # beside the controlled fit (which pools strata), the raw pooled fit, clustered alike
+        raw = fit if not by_stratum else fit_model(counts, **opts)
         cells = opts.get("clusters")
         opts = {k: v for k, v in opts.items() if k != "clusters"}
-        style = style_control_report(study, fit if not by_stratum else fit_model(counts, **opts),
-                                     progressbar=progressbar, lc_anchor=lc_anchor, control=style_control,
-                                     cluster="none" if cells is None else cells.by, **opts)
+        style = style_control_report(study, raw, progressbar=progressbar, lc_anchor=lc_anchor,
+                                     control=style_control, cluster="none" if cells is None else cells.by, **opts)
     return fit, style
 
 
