@@ -101,13 +101,18 @@ def one_study(ja: JudgmentArrays) -> dict:
     return out
 
 
-def main() -> None:
+def parse_args() -> argparse.Namespace:
+    """``--reps``, ``--icc``, ``--prompts``, ``--seed`` (this script's and bench_style_cluster_coverage.py's)."""
     ap = argparse.ArgumentParser()
     ap.add_argument("--reps", type=int, default=200)
     ap.add_argument("--icc", type=float, default=0.3)
     ap.add_argument("--prompts", type=int, default=40)
     ap.add_argument("--seed", type=int, default=26)
-    a = ap.parse_args()
+    return ap.parse_args()
+
+
+def main() -> None:
+    a = parse_args()
     print(f"{M} systems, every pair on each of {a.prompts} prompts, BTD beta {BETA[0]:+.1f}..{BETA[-1]:+.1f}, "
           f"nu {NU}, gamma {GAMMA}; {a.reps} studies per scenario; 95% intervals")
     print("| scenario | ICC | verdicts per cluster | strength coverage (independent / clustered) "

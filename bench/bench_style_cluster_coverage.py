@@ -20,7 +20,6 @@ verdicts in random orders, ICC 0.3), ``independent`` (both orders, ICC 0).
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from pathlib import Path
@@ -99,12 +98,7 @@ def coverage(scenario: str, reps: int, icc: float, n_prompts: int = 40, seed: in
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--reps", type=int, default=200)
-    ap.add_argument("--icc", type=float, default=0.3)
-    ap.add_argument("--prompts", type=int, default=40)
-    ap.add_argument("--seed", type=int, default=26)
-    a = ap.parse_args()
+    a = base.parse_args()
     print(f"{base.M} systems, every pair on each of {a.prompts} prompts, BTD beta {base.BETA[0]:+.1f}.."
           f"{base.BETA[-1]:+.1f}, nu {base.NU}, gamma {base.GAMMA}, length coefficient {COEF} per rms unit; "
           f"{a.reps} studies per scenario; 95% intervals of the style-controlled fit")
