@@ -208,7 +208,10 @@ def test_style_cluster_ids_match_the_plain_report(synth):
     for by in ("item", "prompt", "none"):
         # every judgment has both texts here: the same judgments in the same order, so the same partition
         a, b = style_cluster_ids(inp, by), ids_of(ja.usable(), by)
-        assert a.size == b.size and np.unique(np.stack([a, b]), axis=1).shape[1] == int(a.max()) + 1 == int(b.max()) + 1
+        assert a.size == b.size
+        assert np.unique(np.stack([a, b]), axis=1).shape[1] == int(a.max()) + 1 == int(b.max()) + 1
+    # no judgment names an annotator: each its own cluster, as cluster_ids says
+    assert np.array_equal(np.sort(style_cluster_ids(inp, "annotator")), np.arange(inp.a.size))
 
 
 @pytest.mark.slow

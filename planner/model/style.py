@@ -289,6 +289,10 @@ def fit_style(design: StyleDesign, *, engine: str = "laplace", prior=None, coef_
         ``None``: the raw model's type-II MAP of sigma (Laplace only).
     seed, draws, tune, chains, cores, progressbar
         As in :func:`planner.model.fit`.
+
+    With ``design.clusters`` (:meth:`StyleDesign.build` given the judgments' clusters) the covariance is
+    cluster-robust (:mod:`planner.model.robust`; ``fit.clustering`` says by how much it widened), else
+    model-based.
     """
     from planner.model.types import Prior
     from planner.vocabulary import ENGINES

@@ -10,6 +10,10 @@ cannot be controlled; it is left out of the controlled fit and the number left
 out is reported (a note, and ``n_excluded`` in JSON). The raw leaderboard
 beside it keeps every judgment. With no controllable judgment at all the
 command stops with a one-line error.
+
+Clustered verdicts: the controlled fit's covariance is cluster-robust over the ``cluster`` the command
+was given (default ``item``: same prompt and unordered pair; docs/methods.md, "Style control under
+clustering"), its judgments' clusters read from the same rows as the fit (:func:`style_cluster_ids`).
 """
 
 from __future__ import annotations
