@@ -239,3 +239,19 @@ def test_style_coverage_restored(bench, scenario):
     assert cov["strength item"] >= 0.93
     assert cov["strength none"] < cov["strength item"]
     assert cov["length item"] >= cov["length none"]
+
+
+def test_cli_report_prints_what_clustering_did_to_the_controlled_intervals(synth):
+    from typer.testing import CliRunner
+
+    from cli.main import app
+
+    item = CliRunner().invoke(app, ["report", str(synth), "--style-control"], env={"COLUMNS": "200"})
+    assert item.exit_code == 0, item.output
+    line = next(x for x in item.output.splitlines() if x.startswith("style-controlled model: "))
+    assert "per prompt and pair" in line and "clusters" in line
+    none = CliRunner().invoke(app, ["report", str(synth), "--style-control", "--cluster", "none", "--json"])
+    assert none.exit_code == 0, none.output
+    doc = json.loads(none.output[none.output.index("{"):])
+    assert doc["style_control"]["clusters"]["by"] == "none"
+    assert doc["style_control"]["clusters"]["design_effect"] == 1.0
