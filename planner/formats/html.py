@@ -214,7 +214,9 @@ def _style(r) -> str:
             for x in sc.rows]
     coefs = [[c.feature, f"{c.scale:.3f}", f"{c.mean:+.3f} [{c.lo:+.3f}, {c.hi:+.3f}]",
               f"{c.odds_ratio:.2f} [{c.odds_lo:.2f}, {c.odds_hi:.2f}]"] for c in sc.coefficients]
+    cs = text.style_cluster_sentence(sc)
     return ('<section id="style"><h2>Raw and style-controlled ranking</h2>' + _p(sc.sentence)
+            + (_p(cs[0].upper() + cs[1:] + ".") if cs else "")
             + '<div class="side">'
             + _table(["system", "raw rank", "raw β [95% CrI]", "controlled rank", "controlled β [95% CrI]",
                       "controlled rank 95%", "controlled P(best)"], rows, cls="style")

@@ -32,7 +32,8 @@ def _fit(judged_s, pending_s, study, selection, seed: int, notes: list[str]):
     if selection.style_control:   # the style-controlled strengths (planner.workflows.style_report)
         from planner.workflows.style_report import controlled_fit
 
-        fit = controlled_fit(study, engine=selection.engine, seed=seed)[0].fit
+        # model-based like the raw fit below: the selection accounts for clusters itself (_clusters)
+        fit = controlled_fit(study, engine=selection.engine, seed=seed, cluster="none")[0].fit
         notes.append("style control: pairs chosen on the strengths controlled for length and markdown style")
     else:
         fit = fit_model(judged, engine=selection.engine, seed=seed, progressbar=False)

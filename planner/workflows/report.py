@@ -68,7 +68,7 @@ from planner.stats.clusters import (JudgmentArrays, applied_design_effect, check
                                     cluster_ids, design_effects_against, verdict_icc)
 from planner.strata import stratum_weights
 
-__all__ = ["ANNOTATOR_QC_MAX", "build_report"]
+__all__ = ["ANNOTATOR_QC_MAX", "build_report", "cluster_report"]
 
 ANNOTATOR_QC_MAX = 20_000   # judgments (latest first) read for annotator QC
 from planner.vocabulary import ENGINES  # noqa: E402
@@ -275,7 +275,7 @@ def build_report(study_path, *, engine: str = "laplace", by_stratum: bool = Fals
         forecast = remaining(study, posterior=fit.posterior)
         tie_conv = "half" if study.config.get("tie_convention", "half") == "half" else "drop"
 
-    clusters = _cluster_report(judged, counts, fit, cluster, cells)
+    clusters = cluster_report(judged, counts, fit, cluster, cells)
     pairs = dg.pair_table(counts, p_better=dg.p_better_fit(fit),
                           design_effects=None if fit.clustering is None else fit.clustering.pair_design_effects())
     anchor_res = (dg.anchor_tests(counts, anchor, ties=tie_conv,
@@ -313,16 +313,19 @@ def _fits(study, counts_k: Counts, counts: Counts, weights: dict, by_stratum: bo
     if style_control or lc_anchor is not None:
         from planner.workflows.style_report import style_control_report
 
+        # beside the controlled fit (which pools strata), the raw pooled fit, clustered alike
+        raw = fit if not by_stratum else fit_model(counts, **opts)
         cells = opts.get("clusters")
         opts = {k: v for k, v in opts.items() if k != "clusters"}
-        style = style_control_report(study, fit if not by_stratum else fit_model(counts, **opts),
-                                     progressbar=progressbar, lc_anchor=lc_anchor, control=style_control,
-                                     cluster="none" if cells is None else cells.by, **opts)
+        style = style_control_report(study, raw, progressbar=progressbar, lc_anchor=lc_anchor,
+                                     control=style_control, cluster="none" if cells is None else cells.by, **opts)
     return fit, style
 
 
-def _cluster_report(judged: JudgmentArrays, counts: Counts, fit, cluster: str, cells) -> ClusterReport:
-    """The ICC of verdicts on the same prompt and pair, and what the chosen clustering did to the intervals."""
+def cluster_report(judged: JudgmentArrays, counts: Counts, fit, cluster: str, cells=None) -> ClusterReport:
+    """The ICC of verdicts on the same prompt and pair, and what the chosen clustering did to ``fit``'s intervals
+    (``fit.clustering``; ``judged``: the judgments it was fitted to, ``counts`` their pooled counts; ``cells``:
+    their tallies when at hand)."""
     est = verdict_icc(judged, cells)
     c = fit.clustering
     if c is None:
