@@ -11,7 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["ClusterReport", "LeaderRow", "StratumRow", "StrataReport", "ModelReport", "RankingReading", "Report"]
+__all__ = ["ClusterReport", "LeaderRow", "ModelReport", "RankingReading", "Report", "StrataReport", "StratumRow",
+           "cluster_report"]
 
 
 @dataclass(frozen=True)
@@ -330,3 +331,27 @@ class Report:
         if self.forecast is not None:
             out["forecast"]["sentence"] = self.forecast.sentence()
         return out
+
+
+def cluster_report(judged, counts, fit, cluster: str, cells=None) -> ClusterReport:
+    """The ICC of verdicts on the same prompt and pair, and what the chosen clustering did to ``fit``'s intervals
+    (``fit.clustering``; ``judged``: the judgments it was fitted to (``JudgmentArrays``), ``counts`` their pooled
+    counts; ``cells``: their tallies when at hand)."""
+    from dataclasses import replace
+
+    import numpy as np
+
+    from planner import text
+    from planner.stats.clusters import verdict_icc
+
+    est = verdict_icc(judged, cells)
+    c = fit.clustering
+    if c is None:
+        deff, n, low, high = 1.0, int(counts.usable.sum()), None, None
+    else:
+        deff, n = c.design_effect, c.n_clusters
+        pairs = c.pair_design_effects()[np.triu(counts.pair_matrix() > 0, 1)]
+        pairs = pairs[np.isfinite(pairs)]
+        low, high = (float(pairs.min()), float(pairs.max())) if pairs.size else (None, None)
+    rep = ClusterReport(cluster, n, est.icc, est.mean_size, est.design_effect, deff, float(np.sqrt(deff)), low, high)
+    return replace(rep, sentence=text.cluster_sentence(rep))

@@ -52,7 +52,6 @@ Formulas and references: docs/methods.md, sections "Report diagnostics" and
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -62,13 +61,13 @@ from planner import text
 from planner.counts import Counts, half_tie_score, half_tie_scores
 from planner.errors import UsageError, check_range
 from planner.model.bt import to_elo
-from planner.report_results import (ClusterReport, LeaderRow, ModelReport, RankingReading, Report, StrataReport,
-                                    StratumRow)
+from planner.report_results import (LeaderRow, ModelReport, RankingReading, Report, StrataReport,
+                                    StratumRow, cluster_report)
 from planner.stats.clusters import (JudgmentArrays, applied_design_effect, check_cluster_by, cluster_cells,
-                                    cluster_ids, design_effects_against, verdict_icc)
+                                    cluster_ids, design_effects_against)
 from planner.strata import stratum_weights
 
-__all__ = ["ANNOTATOR_QC_MAX", "build_report", "cluster_report"]
+__all__ = ["ANNOTATOR_QC_MAX", "build_report"]
 
 ANNOTATOR_QC_MAX = 20_000   # judgments (latest first) read for annotator QC
 from planner.vocabulary import ENGINES  # noqa: E402
@@ -320,23 +319,6 @@ def _fits(study, counts_k: Counts, counts: Counts, weights: dict, by_stratum: bo
         style = style_control_report(study, raw, progressbar=progressbar, lc_anchor=lc_anchor,
                                      control=style_control, cluster="none" if cells is None else cells.by, **opts)
     return fit, style
-
-
-def cluster_report(judged: JudgmentArrays, counts: Counts, fit, cluster: str, cells=None) -> ClusterReport:
-    """The ICC of verdicts on the same prompt and pair, and what the chosen clustering did to ``fit``'s intervals
-    (``fit.clustering``; ``judged``: the judgments it was fitted to, ``counts`` their pooled counts; ``cells``:
-    their tallies when at hand)."""
-    est = verdict_icc(judged, cells)
-    c = fit.clustering
-    if c is None:
-        deff, n, low, high = 1.0, int(counts.usable.sum()), None, None
-    else:
-        deff, n = c.design_effect, c.n_clusters
-        pairs = c.pair_design_effects()[np.triu(counts.pair_matrix() > 0, 1)]
-        pairs = pairs[np.isfinite(pairs)]
-        low, high = (float(pairs.min()), float(pairs.max())) if pairs.size else (None, None)
-    rep = ClusterReport(cluster, n, est.icc, est.mean_size, est.design_effect, deff, float(np.sqrt(deff)), low, high)
-    return replace(rep, sentence=text.cluster_sentence(rep))
 
 
 def _anchor_design_effects(judged: JudgmentArrays, cluster: str, anchor: str, ties: str) -> dict[str, float] | None:

@@ -322,7 +322,7 @@ def style_control_report(study, raw_fit, *, engine: str = "laplace", seed: int =
     if sf is None:
         return StyleControlReport(engine, int(inp.a.size), inp.n_excluded, (), (), None, None, "", 0,
                                   lc_anchor, lc, lc_notes, ())
-    from planner.workflows.report import cluster_report
+    from planner.report_results import cluster_report
 
     rows = _rows(raw_fit, sf)
     coefs = _coef_rows(sf)
