@@ -137,8 +137,8 @@ def report_cmd(
     _render(res)
     if res.style_control is not None:
         _render_style(res.style_control)
-    if res.judges:  # LLM-judge totals (planner.connectors.cache.judge_totals)
-        from planner.connectors.cache import judge_totals_sentence
+    if res.judges:  # LLM-judge totals (planner.store.ledger.judge_totals)
+        from planner.store.ledger import judge_totals_sentence
 
         for j in res.judges:
             out().print(judge_totals_sentence(j), markup=False, soft_wrap=True)

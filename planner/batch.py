@@ -52,33 +52,14 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 
 from planner.errors import DataError, UsageError, check_range, quote
+from planner.names import annotator_name_problem
 from planner.items import (KINDS, QC_KINDS, Ids, Item, PlannedComparison,
                            Skipped, as_planned, previous_ids, swapped)
 from planner.qc_items import (Context, Issuable, acceptability_items,
                               attention_items, overlap_items, qc_targets, repeat_items)
 from planner.textnorm import (NORMALIZE_STYLES, ShownTexts, count_words)
 
-__all__ = ["Batch", "BatchManifest", "annotator_name_problem", "assemble_batch", "build_manifest"]
-
-_ANNOTATOR_RE = re.compile(r"^[A-Za-z0-9_-]+$")
-ANNOTATOR_NAME_MAX = 64
-
-
-def annotator_name_problem(name) -> str | None:
-    """Why ``name`` cannot be an annotator name of a study (``annotators``, ``annotator_map``); None when it can.
-
-    Names become part of file names (``batch-1.alice.jsonl``), Label Studio
-    project titles and report rows: letters, digits, ``_`` and ``-`` only.
-    """
-    if not isinstance(name, str) or not name:
-        return "is empty"
-    if len(name) > ANNOTATOR_NAME_MAX:
-        return f"is {len(name)} characters long (at most {ANNOTATOR_NAME_MAX})"
-    if not _ANNOTATOR_RE.match(name):
-        return ("is not a valid annotator name (letters, digits, '_' and '-' only; it becomes part of a "
-                "file name)")
-    return None
-
+__all__ = ["Batch", "BatchManifest", "assemble_batch", "build_manifest"]
 
 # --------------------------------------------------------------------- types
 @dataclass(frozen=True)

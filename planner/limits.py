@@ -56,6 +56,9 @@ MAX_ARENA_GAMMA = 100.0           # simulate --arena-gamma
 MAX_DEMO_PROMPTS = 10_000         # demo --prompts
 MAX_DEMO_ROUNDS = 100             # demo --rounds
 MAX_DEMO_SIZE = 10_000            # demo --size
+#: the largest token count believed for one judge answer (context windows are ~10**6-10**7 tokens); a
+#: server's count outside [0, MAX_TOKENS] is treated as absent (the cost is then the estimate)
+MAX_TOKENS = 10 ** 9
 
 #: (name, maximum, what) for the documentation table (docs/guide.md "Limits").
 TABLE = (
@@ -114,6 +117,12 @@ def check_seed(name: str, value) -> int | None:
         raise UsageError(f"{shown(name)} ({quote(value)}) must be an integer in [0, 2**63 - 1]",
                          parameters=parameters_of(name))
     return int(value)
+
+
+def plausible_tokens(value) -> int | None:
+    """A token count reported by a server, or None when it is not a whole number in ``[0, MAX_TOKENS]``
+    (a negative count, 10**30, a string): such a count is treated as absent, never stored or summed."""
+    return value if _is_int(value) and 0 <= value <= MAX_TOKENS else None
 
 
 def _fmt(x: float) -> str:

@@ -34,6 +34,7 @@ client is made.
 from __future__ import annotations
 
 import email.utils
+import hashlib
 import json
 import os
 import socket
@@ -58,6 +59,18 @@ MAX_RETRY_AFTER_S = 300.0
 #: the largest answer read (bytes of the HTTP body, or of one Batch output line); a larger one is an
 #: answer without a verdict (it was paid for): judge verdicts take a few kB, reasoning models some 100 kB
 MAX_ANSWER_BYTES = 4 * 1024 * 1024
+
+
+def request_key(base_url: str, custom_id: str, body: dict) -> str:
+    """The key of one request in the study's judge cache (:class:`planner.store.ledger.Ledger`): the SHA-256
+    (hex) of the canonical JSON (sorted keys, no spaces, UTF-8 kept) of ``{"base_url", "custom_id", "body"}``.
+
+    The item id is part of the key so that a ``repeat`` QC item (the same text again) is really asked
+    again rather than answered from the cache.
+    """
+    text = json.dumps({"base_url": base_url.rstrip("/"), "custom_id": custom_id, "body": body},
+                      sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from planner.errors import UsageError, parameters_of, quote, shown
+from planner.names import id_problem, text_problem
 
 #: Spellings of a flag, compared after ``strip().lower()``; JSON true/false and
 #: the numbers 1/0 are accepted too.
@@ -105,8 +106,6 @@ def _difficulty(value: Any, where: str) -> tuple[float | str | None, str | None]
 
 
 def _row(rec: dict, where: str, seen: dict[str, str], problems: list[str]) -> PromptRow | None:
-    from planner.store.check import id_problem, text_problem
-
     pid = rec.get("id")
     why = id_problem(pid)
     if why:

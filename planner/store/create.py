@@ -14,7 +14,7 @@ from typing import Sequence
 
 from planner.counts import DEFAULT_STRATUM
 from planner.errors import DataError, UsageError, quote
-from planner.store import check as study_check
+from planner.names import NAME_RULE, id_problem, name_problem, text_problem
 from planner.store import schema
 from planner.store.db import CONFIG_NAME, DB_NAME, db_path, now
 from planner.store.records import StudyInfo
@@ -154,9 +154,9 @@ def _check_arguments(path: Path, prompts_file, responses_file, reasons: Sequence
     if max_words is not None:
         limits.check_int("max_words", max_words, 1, 10 ** 6)
     for r in reasons:
-        if study_check.name_problem(r):
-            raise UsageError(f"`reasons`: reason code {quote(r)} {study_check.name_problem(r)}; "
-                             f"allowed: {study_check.NAME_RULE}", parameters=('reasons',))
+        if name_problem(r):
+            raise UsageError(f"`reasons`: reason code {quote(r)} {name_problem(r)}; "
+                             f"allowed: {NAME_RULE}", parameters=('reasons',))
     if len(set(reasons)) != len(reasons):
         raise UsageError(f"`reasons` ({quote(','.join(reasons))}) must be distinct", parameters=('reasons',))
 
@@ -168,9 +168,9 @@ def _given_systems(systems: Sequence[str] | None) -> list[str]:
         raise UsageError(f"`systems` ({quote(','.join(given))}) must be distinct, non-empty names",
                          parameters=('systems',))
     for s in given:
-        if study_check.name_problem(s):
-            raise UsageError(f"`systems`: system name {quote(s)} {study_check.name_problem(s)}; "
-                             f"allowed: {study_check.NAME_RULE}", parameters=('systems',))
+        if name_problem(s):
+            raise UsageError(f"`systems`: system name {quote(s)} {name_problem(s)}; "
+                             f"allowed: {NAME_RULE}", parameters=('systems',))
     return given
 
 
@@ -207,16 +207,16 @@ def _response_key(r: dict, where: str, pids: set, given: list[str], names: list[
     if p is None or s is None or t is None:
         problems.append(f"{where}: missing prompt, system or text; expected all three")
         return None
-    why = (study_check.id_problem(p) and f"prompt {quote(p)} {study_check.id_problem(p)}"
-           or study_check.id_problem(s) and f"system {quote(s)} {study_check.id_problem(s)}"
-           or study_check.text_problem(t) and f"text {study_check.text_problem(t)}")
+    why = (id_problem(p) and f"prompt {quote(p)} {id_problem(p)}"
+           or id_problem(s) and f"system {quote(s)} {id_problem(s)}"
+           or text_problem(t) and f"text {text_problem(t)}")
     if why:
         problems.append(f"{where}: {why}")
         return None
     p, s = str(p).strip(), str(s).strip()
-    if s not in names and study_check.name_problem(s):
-        problems.append(f"{where}: system name {quote(s)} {study_check.name_problem(s)}; "
-                        f"allowed: {study_check.NAME_RULE}")
+    if s not in names and name_problem(s):
+        problems.append(f"{where}: system name {quote(s)} {name_problem(s)}; "
+                        f"allowed: {NAME_RULE}")
         return None
     if p not in pids:
         problems.append(f"{where}: unknown prompt {quote(p)}; expected an id from the prompts file")

@@ -356,8 +356,7 @@ class _Refused(Exception):
 
 def _check_map(annotator_map: Mapping[str, str] | None) -> dict[str, str]:
     """``annotator_map`` as {identity: name}: identities as ingest reads them, names as `annotators` names."""
-    from planner.batch import annotator_name_problem
-    from planner.store.check import IDENTITY_RULE, identity_problem
+    from planner.names import IDENTITY_RULE, annotator_name_problem, identity_problem
 
     out = {}
     for k, v in (annotator_map or {}).items():
@@ -428,13 +427,13 @@ def ingest(path, files: Sequence, format: str | None = None, dry_run: bool = Fal
     results: list[FileIngest] = []
     refused: list[tuple[Path, list, int]] = []
     with Study.open(path) as study:
-        con = study._con
+        con = study.connection
         if amap and not dry_run:
             with write(con) as c:
                 apply_explicit(c, amap)
         for k, (p, reader) in enumerate(zip(paths, readers)):
             try:
-                res = _ingest_file(con, study._sys_id, p, reader, k, dry_run, progress, options, accept_changes,
+                res = _ingest_file(con, study.system_ids, p, reader, k, dry_run, progress, options, accept_changes,
                                    amap)
             except _Refused as exc:
                 res = exc.result

@@ -70,7 +70,7 @@ def void_batches(path, batches: Sequence[int] = (), *, older_than_days: float | 
         raise UsageError("batches: give batch ids or older_than_days; expected at least one")
     if older_than_days is not None and not (0 <= older_than_days < 1e5):
         raise UsageError(f"older_than_days ({older_than_days!r}) must be a number of days in [0, 100000)")
-    with Study.open(path) as study, write(study._con) as con:
+    with Study.open(path) as study, write(study.connection) as con:
         known = {r[0]: r[1] for r in con.execute("SELECT id, created FROM batches")}
         bad = [b for b in ids if b not in known]
         if bad:
@@ -117,7 +117,7 @@ def retract_file(path, ref: str, *, undo: bool = False) -> RetractResult:
     and :class:`DataError` when restoring would collide with judgments stored
     since (the same ids or the same annotator and item).
     """
-    with Study.open(path) as study, write(study._con) as con:
+    with Study.open(path) as study, write(study.connection) as con:
         fid, name, sha, retracted = _find_file(con, str(ref))
         if undo:
             if retracted is None:

@@ -13,7 +13,8 @@ import datetime as _dt
 import json
 import sqlite3
 from pathlib import Path
-from typing import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from types import MappingProxyType
 
 import numpy as np
 
@@ -24,8 +25,8 @@ from planner.store import check as study_check
 from planner.store import scans, schema
 from planner.store.db import CONFIG_NAME, DB_NAME, connect, database_error, db_path, now, write
 from planner.store.judged import judgment_arrays, stratum_lut
-from planner.store.records import (COUNTED_KINDS, ITEM_KINDS, PENDING_KINDS, AcceptabilityCounts, BatchInfo,
-                                   BatchItem, Judgment, Prompt, Response)
+from planner.store.records import (COUNTED_KINDS, PENDING_KINDS, AcceptabilityCounts, BatchInfo, BatchItem,
+                                   Judgment, Prompt, Response, item_rows, shown_as)
 
 
 class Study:
@@ -87,6 +88,18 @@ class Study:
 
     def close(self) -> None:
         self._con.close()
+
+    @property
+    def connection(self) -> sqlite3.Connection:
+        """The open SQLite connection: for the store's own writers and scans (ingest, lifecycle, status),
+        which run their statements inside :func:`planner.store.db.write`; everything else reads through
+        the methods below."""
+        return self._con
+
+    @property
+    def system_ids(self) -> Mapping[str, int]:
+        """``{system name: its id in the database}`` (read-only), in :attr:`systems` order."""
+        return MappingProxyType(self._sys_id)
 
     def __enter__(self) -> "Study":
         return self
@@ -321,14 +334,7 @@ class Study:
         for (jid, batch, item, kind, prompt, stratum, a, b, pos, verdict, ann, src, reason, sec, conf,
              at, fname) in cur:
             a, b = names[a], None if b is None else names[b]
-            left, right = (a, b) if pos == "left" else (b, a) if pos == "right" else (None, None)
-            pv = None
-            if b is None or verdict in ("tie", "invalid"):
-                pv = verdict if pos is not None or b is None else None
-            elif pos is not None:
-                pv = "left" if (verdict == "A") == (pos == "left") else "right"
-            win = a if verdict == "A" else b if verdict == "B" else None
-            yield (jid, batch, item, kind, prompt, stratum, a, b, pos, left, right, verdict, pv, win, ann, src,
+            yield (jid, batch, item, kind, prompt, stratum, a, b, pos, *shown_as(a, b, pos, verdict), ann, src,
                    reason, sec, conf, at, fname)
 
     def pair_prompt_usage_codes(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple]:
@@ -404,37 +410,8 @@ class Study:
         ``left == right``, a missing ``right`` on a pairwise item, an unknown
         kind or a duplicate item id.
         """
-        problems = []
         prompts = {r[0] for r in self._con.execute("SELECT id FROM prompts")}
-        seen: set[str] = set()
-        rows = []
-        for k, it in enumerate(items):
-            where = f"item {k} ({it.item_id!r})"
-            if it.kind not in ITEM_KINDS:
-                problems.append(f"{where}: kind {it.kind!r}; expected one of {', '.join(ITEM_KINDS)}")
-            if it.item_id in seen:
-                problems.append(f"{where}: duplicate item id")
-            seen.add(it.item_id)
-            if it.prompt not in prompts:
-                problems.append(f"{where}: unknown prompt {it.prompt!r}")
-            ids = []
-            for side in ("left", "right"):
-                name = getattr(it, side)
-                if name is None:
-                    ids.append(None)
-                    if side == "left" or it.kind != "acceptability":
-                        problems.append(f"{where}: {side} system missing; only acceptability items have one system")
-                elif name not in self._sys_id:
-                    problems.append(f"{where}: unknown {side} system {name!r}; "
-                                    f"expected one of {', '.join(self.systems)}")
-                    ids.append(None)
-                else:
-                    ids.append(self._sys_id[name])
-            if it.right is not None and it.left == it.right:
-                problems.append(f"{where}: left == right ({it.left!r}); a system cannot be compared with itself")
-            if it.kind == "acceptability" and it.right is not None:
-                problems.append(f"{where}: acceptability items show one system; right must be None")
-            rows.append((it.item_id, it.prompt, ids[0], ids[1], it.kind, it.annotator, it.link, it.order_group))
+        rows, problems = item_rows(items, prompts, self._sys_id)
         if problems:
             raise DataError(f"batch not recorded: {len(problems)} problem(s) in its items", problems)
         with write(self._con) as con:

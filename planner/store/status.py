@@ -106,7 +106,7 @@ def _pair_table(study: Study):
 def status(path) -> StatusResult:
     """Issued/returned/unanswered/pending items per batch; counts per pair, per system
     (half-tie scores) and per annotator. Counts use :data:`planner.store.study.COUNTED_KINDS`."""
-    from planner.connectors.cache import judge_totals
+    from planner.store.ledger import judge_totals
 
     judge = tuple(judge_totals(path))
     with Study.open(path) as study:

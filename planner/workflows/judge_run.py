@@ -3,7 +3,7 @@
 The pipeline (one function each)::
 
     study ──► requests (re-rendered byte-identically from the study: planner.workflows.reissue)
-          ──► skip items already judged, answers already cached (planner.connectors.cache)
+          ──► skip items already judged, answers already cached (planner.store.ledger)
           ──► cost cap (planner.connectors.pricing) ──► send: direct or Batch API
               (planner.connectors.openai_judge), each answer cached as it arrives
           ──► one OpenAI-batch-output file with every line (cached + new, failures too)
@@ -269,7 +269,9 @@ def judge_batch(study_path, options: JudgeOptions, *, batch: int | None = None,
 
 
 def _judge(study_path, options: JudgeOptions, batch_id: int, progress, stop, on_answer, notes0) -> JudgeResult:
-    from planner.connectors.cache import Ledger, request_key
+    from planner.connectors.guard import clean
+    from planner.connectors.openai_judge import request_key
+    from planner.store.ledger import Ledger
     from planner.workflows.judge_send import Context, Spend, Tally
 
     prices = check_options(options)
@@ -279,7 +281,8 @@ def _judge(study_path, options: JudgeOptions, batch_id: int, progress, stop, on_
     keys = {r["custom_id"]: request_key(ep.url, r["custom_id"], r["body"]) for r in reqs}
     with Ledger(study_path) as ledger:
         open_reqs = [r for r in reqs if r["custom_id"] not in judged]
-        cached = ledger.lookup(keys[r["custom_id"]] for r in open_reqs)
+        # cleaned again: a line cached by an older version may hold a lone surrogate or an echoed key
+        cached = {k: clean(line) for k, line in ledger.lookup(keys[r["custom_id"]] for r in open_reqs).items()}
         ctx = Context(ledger, Spend(prices, options.max_cost, ledger.spent(model)), Tally(), info.id, ep.url, model,
                       {r["custom_id"]: r for r in reqs}, keys, notes=list(notes0))
         ctx.lines.update({r["custom_id"]: cached[keys[r["custom_id"]]] for r in open_reqs

@@ -131,7 +131,7 @@ def _annotator_names(annotators) -> list[str] | None:
             raise UsageError(f"`annotators` ({n}) must be >= 1 or a comma-separated list of names",
                              parameters=('annotators',))
         return [f"a{i + 1}" for i in range(n)]
-    from planner.batch import annotator_name_problem
+    from planner.names import annotator_name_problem
 
     names = [a.strip() if isinstance(a, str) else a
              for a in (annotators.split(",") if isinstance(annotators, str) else annotators)]

@@ -288,7 +288,7 @@ def build_report(study_path, *, engine: str = "laplace", by_stratum: bool = Fals
     notes += _closing_notes(style, by_stratum, len(counts_k.strata), strata, triads, reasons)
     notes += _ranking_notes(rg)
 
-    from planner.connectors.cache import judge_totals
+    from planner.store.ledger import judge_totals
 
     return Report(str(study_path), systems, anchor, totals, dict(sorted(kinds.items())), tuple(board),
                   rg.tied_with_leader, pairs, win_matrix, anchor_res, ties, position, length, triads, reasons,
