@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from planner.counts import Counts, half_tie_score
-from planner.diagnostics.records import _binom_p, _check_level
+from planner.diagnostics.records import binom_p, check_level
 from planner.errors import UsageError
 from planner.stats.proportions import proportion, wilson_interval
 
@@ -149,7 +149,7 @@ def anchor_tests(counts: Counts, anchor: str, ties: str = "drop",
     """
     if ties not in ("drop", "half"):
         raise UsageError(f"ties ({ties!r}) must be 'drop' or 'half'")
-    _check_level(confidence_level)
+    check_level(confidence_level)
     if anchor not in counts.systems:
         raise UsageError(f"anchor ({anchor!r}) must be one of the systems: {', '.join(counts.systems)}")
     k_anchor = counts.systems.index(anchor)
@@ -168,11 +168,11 @@ def anchor_tests(counts: Counts, anchor: str, ties: str = "drop",
             k_test = math.floor(k) if k > n / 2 else math.ceil(k)
         deff = max(1.0, float((design_effects or {}).get(name, 1.0)))
         lo, hi = wilson_interval(k / deff, n / deff, confidence_level)
-        p = _binom_p(k_test, n)
+        p = binom_p(k_test, n)
         if deff > 1.0 and n:
             n_eff = max(1, round(n / deff))
             k_eff = k * n_eff / n
-            p = _binom_p(math.floor(k_eff) if k_eff > n_eff / 2 else math.ceil(k_eff), n_eff)
+            p = binom_p(math.floor(k_eff) if k_eff > n_eff / 2 else math.ceil(k_eff), n_eff)
         rows.append(AnchorRow(name, w, l, ti, inv, n, k / n if n else None, lo, hi, p, deff))
     return AnchorTests(anchor, ties, confidence_level, tuple(rows))
 
@@ -198,7 +198,7 @@ class TieRates:
 
 def tie_rates(counts: Counts, confidence_level: float = 0.95) -> TieRates:
     """Tie rate = ties / (A + B + tie); invalid judgments are not in the denominator."""
-    _check_level(confidence_level)
+    check_level(confidence_level)
 
     def row(name, ties, usable):
         p = proportion(ties, usable, confidence_level)

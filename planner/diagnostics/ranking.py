@@ -22,7 +22,7 @@ import numpy as np
 
 from planner.diagnostics.letters import LETTERS_MAX_SYSTEMS, compact_letters
 from planner.diagnostics.pairs import p_better_from_draws
-from planner.diagnostics.records import _check_level
+from planner.diagnostics.records import check_level
 from planner import text
 from planner.errors import UsageError
 
@@ -233,7 +233,7 @@ def rank_groups(systems: Sequence[str], means: Sequence[float], sds: Sequence[fl
         Leave the letters out above this many systems (``letters_note`` says
         why); default :data:`planner.diagnostics.letters.LETTERS_MAX_SYSTEMS`.
     """
-    _check_level(confidence_level)
+    check_level(confidence_level)
     mu = np.asarray(means, dtype=float)
     m = mu.size
     if len(systems) != m:

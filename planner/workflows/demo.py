@@ -103,7 +103,7 @@ def answer_batch(study_path, result, verdict_of, *, annotator: str | None = None
 DEMO_ENTRIES = ("prompts.jsonl", "responses.jsonl", "study", "batch-*", "verdicts-*")
 
 
-def _check_demo_target(directory: Path, force: bool) -> None:
+def check_demo_target(directory: Path, force: bool) -> None:
     """Refuse a file, an existing study, or (without ``--force``) any non-empty directory."""
     from fnmatch import fnmatch
 
@@ -143,7 +143,7 @@ def run_demo(directory, *, n_systems: int = 6, n_prompts: int = 40, rounds: int 
     limits.check_int("size", size, 1, limits.MAX_DEMO_SIZE)
     limits.check_seed("seed", seed)
     directory = Path(directory)
-    _check_demo_target(directory, force)
+    check_demo_target(directory, force)
     if directory.exists() and any(directory.iterdir()):
         import shutil
 
