@@ -51,9 +51,11 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from planner.errors import DataError, UsageError, check_range, quote
+from planner.errors import DataError, UsageError, quote
+from planner.limits import check_choice, check_float
 from planner.names import annotator_name_problem
-from planner.items import (KINDS, QC_KINDS, Ids, Item, PlannedComparison,
+from planner.vocabulary import QC_KINDS
+from planner.items import (KINDS, Ids, Item, PlannedComparison,
                            Skipped, as_planned, previous_ids, swapped)
 from planner.qc_items import (Context, Issuable, acceptability_items,
                               attention_items, overlap_items, qc_targets, repeat_items)
@@ -156,19 +158,23 @@ def vars_(obj: Any) -> dict[str, Any]:
 
 
 # ------------------------------------------------------------------ helpers
+def check_qc_rate(name: str, value) -> float:
+    """A QC rate (``attention``, ``repeat``, ``overlap``, ``acceptability``): a fraction of the final batch
+    in [0, 1)."""
+    return check_float(name, value, 0.0, 1.0, high_open=True)
+
+
 def _check_options(attention, repeat, overlap, acceptability, annotators, max_words, truncate,
                    normalize_style) -> dict[str, float]:
     rates = {"attention": attention, "repeat": repeat, "overlap": overlap, "acceptability": acceptability}
     for name, value in rates.items():
-        check_range(name, float(value), 0.0, 1.0, low_open=False, high_open=True)
+        rates[name] = check_qc_rate(name, value)
     total = sum(rates.values())
     if total >= 1.0:
         raise UsageError(
             "QC rates `attention` + `repeat` + `overlap` + `acceptability` "
-            f"({total:g}) must sum to less than 1", parameters=('attention', 'repeat', 'overlap', 'acceptability'))
-    if normalize_style not in NORMALIZE_STYLES:
-        raise UsageError(f"`normalize_style` ({normalize_style!r}) must be one of {', '.join(NORMALIZE_STYLES)}",
-                         parameters=('normalize_style',))
+            f"({total:g}) must sum to less than 1", parameters=QC_KINDS)
+    check_choice("normalize_style", normalize_style, NORMALIZE_STYLES)
     if max_words is not None and (isinstance(max_words, bool) or int(max_words) != max_words or max_words < 1):
         raise UsageError(f"`max_words` ({max_words}) must be a whole number >= 1", parameters=('max_words',))
     if truncate and max_words is None:
@@ -331,7 +337,7 @@ def assemble_batch(
     max_words = None if max_words is None else int(max_words)
     plan = [as_planned(p, k) for k, p in enumerate(planned)]
     if not plan:
-        raise UsageError("the batch has no planned comparisons (batch size must be > 0)")
+        raise UsageError("the batch has no planned comparisons (batch size must be > 0)", parameters=('planned',))
     ann = list(annotators) if annotators is not None else None
     texts = ShownTexts(response_text, max_words=max_words, truncate=truncate, style=normalize_style)
     ctx = Context(rng, Ids(rng, previous_ids(previous_items)), texts, ann, {a: 0 for a in ann or ()})

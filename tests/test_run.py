@@ -89,8 +89,27 @@ def test_run_options_are_checked(tmp_path, srv):
         run_loop(study, _judge(srv), RunOptions(budget=0))
     with pytest.raises(UsageError, match=r"^`until` \('always'\) must be one of settled, budget"):
         run_loop(study, _judge(srv), RunOptions(budget=5, until="always"))
-    with pytest.raises(UsageError, match="`judge_model` is required"):
+    with pytest.raises(UsageError, match="`model` is required"):   # the command line names it --judge-model
         run_loop(study, JudgeOptions(model=" "), RunOptions(budget=5))
+
+
+def test_cli_run_refuses_options_as_it_builds_them(tmp_path):
+    """The option objects check themselves; the command line prints its own flags, exit 2, nothing written."""
+    from typer.testing import CliRunner
+
+    from cli.main import app
+
+    study = make_study(tmp_path)
+    for args, line in ((["--budget", "5"], "error: --judge-model is required"),
+                       (["--judge-model", "j", "--budget", "0"], "error: --budget (0) must be an integer >= 1"),
+                       (["--judge-model", "j", "--budget", "5", "--until", "ever"],
+                        "error: --until ('ever') must be one of settled, budget"),
+                       (["--judge-model", "j", "--budget", "5", "--timeout", "0"],
+                        "error: --timeout (0.0) must be a finite number of seconds > 0")):
+        r = CliRunner().invoke(app, ["run", str(study), *args])
+        assert r.exit_code == 2 and r.stderr.startswith(line), (args, r.stderr)
+        assert "Traceback" not in r.output
+    assert status(study).batches == ()
 
 
 def test_cli_run_json_and_progress(tmp_path, srv):

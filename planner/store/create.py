@@ -128,7 +128,8 @@ def init_study(path, systems: Sequence[str] | None = None, anchor: str | None = 
     try:
         _create_study_files(path, config, names, prompts, responses)
     except OSError as exc:
-        raise UsageError(f"STUDY ({quote(str(path))}) cannot be created: {exc.strerror or exc}") from None
+        raise UsageError(f"STUDY ({quote(str(path))}) cannot be created: {exc.strerror or exc}",
+                         parameters=('path',)) from None
     strata = tuple(dict.fromkeys(p[3] or DEFAULT_STRATUM for p in prompts)) or (DEFAULT_STRATUM,)
     have = {(p, s) for p, s, *_ in responses}
     missing = len(prompts) * len(names) - len(have) if responses else 0
@@ -141,9 +142,11 @@ def _check_arguments(path: Path, prompts_file, responses_file, reasons: Sequence
     from planner import limits
 
     if path.exists() and not path.is_dir():
-        raise UsageError(f"STUDY ({quote(str(path))}) is an existing file; expected a new directory for the study")
+        raise UsageError(f"STUDY ({quote(str(path))}) is an existing file; expected a new directory for the study",
+                         parameters=('path',))
     if any(os.path.lexists(path / n) for n in (CONFIG_NAME, DB_NAME)):
-        raise UsageError(f"STUDY ({quote(str(path))}) already holds a study; choose a new directory")
+        raise UsageError(f"STUDY ({quote(str(path))}) already holds a study; choose a new directory",
+                         parameters=('path',))
     limits.check_output_dir("STUDY", path)
     if responses_file is not None and prompts_file is None:
         raise UsageError("`responses` needs `prompts` (responses refer to prompt ids)",
@@ -237,7 +240,7 @@ def _check_names(names: list[str], anchor: str | None, tie_convention: str) -> N
         shown = anchor if len(anchor) <= 80 and anchor.isprintable() else quote(anchor)
         raise UsageError(f"`anchor` ({shown}) must be one of the systems: {', '.join(names)}", parameters=('anchor',))
     if tie_convention != "half":
-        raise UsageError(f"tie convention ({tie_convention!r}) must be 'half'")
+        raise UsageError(f"`tie_convention` ({tie_convention!r}) must be 'half'", parameters=("tie_convention",))
 
 
 def _create_study_files(path: Path, config: dict, names, prompts, responses) -> None:

@@ -30,8 +30,10 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from planner.errors import DataError, UsageError, quote
-from planner.workflows.judge_run import JudgeOptions, JudgeResult, check_options, judge_batch
+from planner.errors import DataError
+from planner import limits
+from planner.vocabulary import ENGINES, OBJECTIVES, STUDY_STRATEGIES
+from planner.workflows.judge_run import JudgeOptions, JudgeResult, judge_batch
 
 UNTIL = ("settled", "budget")
 STOP_REASONS = ("settled", "budget", "cost", "interrupted", "exhausted", "no-answers")
@@ -50,6 +52,15 @@ class RunOptions:
     strategy: str = "active"
     objective: str = "ranking"
     engine: str = "laplace"
+
+    def __post_init__(self):
+        limits.check_int("budget", self.budget, 1)   # judgments
+        limits.check_int("batch_size", self.batch_size, 1, limits.MAX_BATCH_SIZE)
+        limits.check_choice("until", self.until, UNTIL)
+        limits.check_flag("both_orders", self.both_orders)
+        limits.check_choice("strategy", self.strategy, STUDY_STRATEGIES)
+        limits.check_choice("objective", self.objective, OBJECTIVES)
+        limits.check_choice("engine", self.engine, ENGINES)
 
 
 @dataclass(frozen=True)
@@ -86,17 +97,6 @@ class RunResult:
         return asdict(self)
 
 
-def _check(run: RunOptions) -> None:
-    b = run.budget
-    if isinstance(b, bool) or not isinstance(b, int) or b < 1:
-        raise UsageError(f"`budget` ({quote(b)}) must be a whole number of judgments >= 1", parameters=('budget',))
-    k = run.batch_size
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise UsageError(f"`batch_size` ({quote(k)}) must be a whole number >= 1", parameters=('batch_size',))
-    if run.until not in UNTIL:
-        raise UsageError(f"`until` ({quote(run.until)}) must be one of {', '.join(UNTIL)}", parameters=('until',))
-
-
 def _judge_batches(study, model: str) -> list:
     """Live batches written for ``model`` as judge requests."""
     return [b for b in study.batches() if not b.voided
@@ -118,7 +118,7 @@ class LoopState:
 
 
 def _state(study_path, model: str) -> LoopState:
-    from planner.connectors.cache import Ledger
+    from planner.store.ledger import Ledger
     from planner.store.study import Study
 
     with Study.open(study_path) as study:
@@ -129,7 +129,8 @@ def _state(study_path, model: str) -> LoopState:
                      tuple(b.id for b in mine if b.pending > 0), len(mine), spent)
 
 
-def _top3(manifest: dict) -> tuple[str, ...]:
+def top3(manifest: dict) -> tuple[str, ...]:
+    """The top 3 systems by posterior mean strength in a next-batch manifest's model summary."""
     s = (manifest.get("model") or {}).get("strengths") or {}
     return tuple(sorted(s, key=lambda k: -s[k]["mean"])[:3])
 
@@ -168,11 +169,6 @@ def run_loop(study_path, judge: JudgeOptions, run: RunOptions, *,
     """
     from planner.store.locks import hold
 
-    if not isinstance(judge.model, str) or not judge.model.strip():
-        raise UsageError("`judge_model` is required (the judge's model name, e.g. gpt-4o)",
-                         parameters=('judge_model',))
-    check_options(judge)
-    _check(run)
     judge = replace(judge, model=judge.model.strip(), dry_run=False)
     stop = stop if stop is not None else threading.Event()
     with hold(study_path, "run", "the study's `planner run` loop"):
@@ -192,7 +188,7 @@ def _resume(study_path, judge: JudgeOptions, state: LoopState, progress, stop, o
 def _loop(study_path, judge: JudgeOptions, run: RunOptions, progress, stop, on_answer) -> RunResult:
     from planner.workflows.next_batch import Output, QualityControl, Selection, next_batch
 
-    prices = check_options(judge)
+    prices = judge.prices
     rounds: list[RoundInfo] = []
     notes: list[str] = []
     _resume(study_path, judge, _state(study_path, judge.model), progress, stop, on_answer, rounds, notes)
@@ -229,7 +225,7 @@ def _loop(study_path, judge: JudgeOptions, run: RunOptions, progress, stop, on_a
         jr = _judge(study_path, judge, nb.batch_id, progress, stop, on_answer)
         notes.extend(jr.notes)
         info = RoundInfo(n_round + 1, nb.batch_id, jr.requests, jr.answered + jr.cached, jr.failed, jr.spent_usd,
-                         float(last.get("objective_before", float("nan"))), _top3(last))
+                         float(last.get("objective_before", float("nan"))), top3(last))
         rounds.append(info)
         if progress is not None:
             progress({"phase": "round", "round": info.round, "batch": nb.batch_id, "used": used + jr.answered,
@@ -248,10 +244,10 @@ def _loop(study_path, judge: JudgeOptions, run: RunOptions, progress, stop, on_a
         notes.append(f"{state.pending} item(s) of this judge's batches are unanswered (not counted as used); "
                      "rerun the same command to ask again")
     return RunResult(stopped, advice, tuple(rounds), state.answered, run.budget,
-                     state.spent if prices.known else None, _final_top3(study_path), tuple(dict.fromkeys(notes)))
+                     state.spent if prices.known else None, final_top3(study_path), tuple(dict.fromkeys(notes)))
 
 
-def _final_top3(study_path) -> tuple[str, ...]:
+def final_top3(study_path) -> tuple[str, ...]:
     """The current top 3 by posterior mean strength (Laplace fit of every judgment so far)."""
     from planner.model import fit
     from planner.stats.blas import one_blas_thread

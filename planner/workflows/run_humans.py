@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from planner.errors import DataError, UsageError, quote
-from planner.workflows.run import RoundInfo, RunOptions, RunResult, _check, _final_top3, _top3
+from planner import limits
+from planner.workflows.run import RoundInfo, RunOptions, RunResult, final_top3, top3
 
 STOP_HUMANS = ("settled", "budget", "interrupted", "exhausted", "waiting")
 
@@ -34,6 +35,20 @@ class HumanOptions:
     timeout: float = 3600.0
     poll: float = 30.0
     accept_changes: bool = False
+
+    def __post_init__(self):
+        from planner.names import annotator_name_problem
+        from planner.workflows.push_pull import check_wait
+
+        for a in self.annotators:   # before any path or project title is built from a name
+            if annotator_name_problem(a):
+                raise UsageError(f"`annotators`: {quote(a)} {annotator_name_problem(a)}", parameters=("annotators",))
+        limits.check_flag("per_annotator", self.per_annotator)
+        check_wait(self.poll, self.timeout)
+        if self.poll > self.timeout:
+            raise UsageError(f"`poll` ({quote(self.poll)}) must be at most `wait_timeout` ({quote(self.timeout)})",
+                             parameters=("poll", "wait_timeout"))
+        limits.check_flag("accept_changes", self.accept_changes)
 
 
 def _ls_batches(study) -> list:
@@ -84,13 +99,7 @@ def run_humans_loop(study_path, run: RunOptions, human: HumanOptions, *,
     the pauses wake when ``stop`` is set). The study's ``run`` lock is held throughout.
     """
     from planner.store.locks import hold
-    from planner.workflows.push_pull import check_wait
 
-    _check(run)
-    check_wait(human.poll, human.timeout)
-    if human.poll > human.timeout:
-        raise UsageError(f"`poll` ({quote(human.poll)}) must be at most `wait_timeout` ({quote(human.timeout)})",
-                         parameters=('poll', 'wait_timeout'))
     stop = stop if stop is not None else threading.Event()
     with hold(study_path, "run", "the study's `planner run` loop"):
         return _humans_loop(study_path, run, human, progress, stop, client, sleep, clock)
@@ -154,7 +163,7 @@ def _humans_loop(study_path, run: RunOptions, human: HumanOptions, progress, sto
         notes.extend(nb.notes)
         w = _round(study_path, nb.batch_id, human, client, on_wait(nb.batch_id), sleep, clock, stop)
         info = RoundInfo(n_round + 1, nb.batch_id, len(nb.items), w.pull.new, 0, None,
-                         float(plan.manifest.get("objective_before", float("nan"))), _top3(plan.manifest))
+                         float(plan.manifest.get("objective_before", float("nan"))), top3(plan.manifest))
         rounds.append(info)
         if progress is not None:
             progress({"phase": "round", "round": info.round, "batch": nb.batch_id, "used": used + len(nb.items),
@@ -167,5 +176,5 @@ def _humans_loop(study_path, run: RunOptions, human: HumanOptions, progress, sto
             notes.append(f"batch {nb.batch_id}: {w.waiting} item(s) still waiting for annotators after "
                          f"{human.timeout:g} s; rerun the same command to keep waiting")
     used, _, _ = _state(study_path)
-    return RunResult(stopped, advice, tuple(rounds), used, run.budget, None, _final_top3(study_path),
+    return RunResult(stopped, advice, tuple(rounds), used, run.budget, None, final_top3(study_path),
                      tuple(dict.fromkeys(notes)))
