@@ -123,3 +123,35 @@ def test_the_command_line_prints_flags(tmp_path):
 
         size(effect=0.7)
     assert info.value.message == "`effect` (0.7) must be in (0, 0.5)"
+
+
+# ---------------------------------------------------------------- every option error names its parameters
+#: UsageErrors still without ``parameters=`` in modules another branch is rewriting this session (to name
+#: when it lands); everywhere else every UsageError passes ``parameters=`` — ``()`` when it is about no
+#: parameter (an environment variable, a missing package), said so at the call
+NOT_YET_NAMED = {"planner/acquisition/baselines.py": 1, "planner/acquisition/exact.py": 2,
+                 "planner/acquisition/objectives.py": 1, "planner/acquisition/select.py": 4,
+                 "planner/acquisition/state.py": 5}
+
+
+def _unnamed_usage_errors(source: str) -> list[int]:
+    """Lines of ``UsageError(...)`` constructions that pass no ``parameters=`` keyword."""
+    return [n.lineno for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Call)
+            and (getattr(n.func, "id", None) or getattr(n.func, "attr", None)) == "UsageError"
+            and not any(k.arg == "parameters" for k in n.keywords)]
+
+
+def test_every_usage_error_passes_parameters():
+    bad = []
+    for path in sorted((ROOT / "planner").rglob("*.py")):
+        rel = path.relative_to(ROOT).as_posix()
+        lines = _unnamed_usage_errors(path.read_text(encoding="utf-8"))
+        if len(lines) > NOT_YET_NAMED.get(rel, 0):
+            bad.append(f"{rel}: lines {', '.join(map(str, lines))}")
+    assert not bad, "pass parameters= (the option the error is about, or () when none):\n" + "\n".join(bad)
+
+
+def test_the_usage_error_counter_sees_a_bare_one():
+    src = ('raise UsageError("x")\nraise UsageError("`y` bad", parameters=("y",))\n'
+           'raise errors.UsageError("z", parameters=())\nraise UsageError(f"w")\n')
+    assert _unnamed_usage_errors(src) == [1, 4]

@@ -122,7 +122,7 @@ def make_client(ep: Endpoint):
     try:
         import openai
     except ImportError:
-        raise UsageError(f"planner judge needs the openai package: {INSTALL_HINT}") from None
+        raise UsageError(f"planner judge needs the openai package: {INSTALL_HINT}", parameters=()) from None
     base = check_url(ep.url, "base_url")
     key = os.environ.get(ep.api_key_env)
     if not key:

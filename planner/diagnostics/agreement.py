@@ -51,7 +51,7 @@ def cohen_kappa(x: Sequence[str], y: Sequence[str]) -> float | None:
     and the same label throughout).
     """
     if len(x) != len(y):
-        raise UsageError(f"cohen_kappa needs equal-length label lists ({len(x)} vs {len(y)})")
+        raise UsageError(f"cohen_kappa needs equal-length label lists ({len(x)} vs {len(y)})", parameters=('x', 'y'))
     n = len(x)
     if n == 0:
         return None

@@ -67,7 +67,7 @@ def pair_table(counts: Counts, p_better: np.ndarray | None = None,
     if p_better is not None:
         p_better = np.asarray(p_better, dtype=float)
         if p_better.shape != (m, m):
-            raise UsageError(f"p_better shape ({p_better.shape}) must be ({m}, {m})")
+            raise UsageError(f"`p_better` shape ({p_better.shape}) must be ({m}, {m})", parameters=('p_better',))
     t = counts.pair_tensor()
     rows = []
     for i, j in itertools.combinations(range(m), 2):
@@ -89,7 +89,7 @@ def p_better_from_draws(draws: np.ndarray, chunk: int = 64) -> np.ndarray:
     """
     d = np.asarray(draws, dtype=float)
     if d.ndim != 2 or d.shape[0] == 0:
-        raise UsageError(f"draws shape ({d.shape}) must be (n_draws > 0, M)")
+        raise UsageError(f"`draws` shape ({d.shape}) must be (n_draws > 0, M)", parameters=('draws',))
     m = d.shape[1]
     p = np.empty((m, m))
     for i in range(0, m, chunk):   # at most n_draws x chunk x M booleans at a time (300 systems: 20 MB)
@@ -148,10 +148,11 @@ def anchor_tests(counts: Counts, anchor: str, ties: str = "drop",
         and the test use ``k / deff`` of ``n / deff`` (Kish's effective sample).
     """
     if ties not in ("drop", "half"):
-        raise UsageError(f"ties ({ties!r}) must be 'drop' or 'half'")
+        raise UsageError(f"`ties` ({ties!r}) must be 'drop' or 'half'", parameters=('ties',))
     check_level(confidence_level)
     if anchor not in counts.systems:
-        raise UsageError(f"anchor ({anchor!r}) must be one of the systems: {', '.join(counts.systems)}")
+        raise UsageError(f"`anchor` ({anchor!r}) must be one of the systems: {', '.join(counts.systems)}",
+                         parameters=('anchor',))
     k_anchor = counts.systems.index(anchor)
     t = counts.pair_tensor()
     rows = []

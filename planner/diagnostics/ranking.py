@@ -237,19 +237,20 @@ def rank_groups(systems: Sequence[str], means: Sequence[float], sds: Sequence[fl
     mu = np.asarray(means, dtype=float)
     m = mu.size
     if len(systems) != m:
-        raise UsageError(f"systems ({len(systems)}) and means ({m}) must have the same length")
+        raise UsageError(f"`systems` ({len(systems)}) and `means` ({m}) must have the same length",
+                         parameters=('systems', 'means'))
     if sds is not None and cov is None:
         cov = np.diag(np.asarray(sds, dtype=float) ** 2)
     if cov is None and draws is None:
-        raise UsageError("rank_groups needs sds, cov or draws")
+        raise UsageError("rank_groups needs `sds`, `cov` or `draws`", parameters=('sds', 'cov', 'draws'))
     if cov is not None:
         cov = np.asarray(cov, dtype=float)
         if cov.shape != (m, m):
-            raise UsageError(f"cov shape ({cov.shape}) must be ({m}, {m})")
+            raise UsageError(f"`cov` shape ({cov.shape}) must be ({m}, {m})", parameters=('cov',))
     if draws is not None:
         draws = np.asarray(draws, dtype=float)
         if draws.ndim != 2 or draws.shape[1] != m:
-            raise UsageError(f"draws shape ({draws.shape}) must be (n_draws, {m})")
+            raise UsageError(f"`draws` shape ({draws.shape}) must be (n_draws, {m})", parameters=('draws',))
     order = np.argsort(-mu, kind="stable")
     hi_q = (1 + confidence_level) / 2
     if cov is not None:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 
 from planner import limits
 from planner.errors import check_range
-from planner.stats.conventions import ALTERNATIVES, BOUNDARIES, TIE_CONVENTIONS, choice
+from planner.stats.conventions import ALTERNATIVES, BOUNDARIES, TIE_CONVENTIONS
 from planner.stats.distributions import norm  # scipy.stats' values without importing scipy.stats (issue 13)
 from planner.stats.proportions import wilson_interval
 from planner.stats.sequential import check_look, sequential_design
@@ -98,10 +98,10 @@ def significance(wins: int, losses: int, ties: int = 0, *, ties_convention: str 
     """
     for name, v in (("wins", wins), ("losses", losses), ("ties", ties)):
         limits.check_int(name, v, 0, limits.MAX_COUNT)
-    choice("ties_convention", ties_convention, TIE_CONVENTIONS)
-    choice("alternative", alternative, ALTERNATIVES)
+    limits.check_choice("ties_convention", ties_convention, TIE_CONVENTIONS)
+    limits.check_choice("alternative", alternative, ALTERNATIVES)
     check_range("confidence_level", confidence_level, 0, 1)
-    choice("boundary", boundary, BOUNDARIES)
+    limits.check_choice("boundary", boundary, BOUNDARIES)
     look = check_look(look, looks)
     from scipy import stats  # binomtest: only `significance` pays for importing scipy.stats
 

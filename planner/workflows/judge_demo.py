@@ -54,7 +54,7 @@ def run_demo_live(directory, *, n_systems: int = 6, n_prompts: int = 40, budget:
     if importlib.util.find_spec("openai") is None:   # before anything is written: no half-made demo
         from planner.connectors.openai_judge import INSTALL_HINT
 
-        raise UsageError(f"the live-judge demo needs the openai package: {INSTALL_HINT}")
+        raise UsageError(f"the live-judge demo needs the openai package: {INSTALL_HINT}", parameters=())
     if directory.exists() and any(directory.iterdir()):
         import shutil
 

@@ -350,7 +350,8 @@ def pull(study_path, *, batch: int | None = None, accept_changes: bool = False, 
         known = {it.item_id for it in issued}
     pids = _projects(srv, batch_id)
     if not pids:
-        raise UsageError(f"nothing was pushed to {client.url} from this study yet; run planner push first")
+        raise UsageError(f"nothing was pushed to {client.url} from this study yet; run planner push first",
+                         parameters=('batch',))
     from planner.connectors.guard import redact
     from planner.formats.staging import write_atomically, write_failure
 

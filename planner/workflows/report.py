@@ -248,7 +248,7 @@ def build_report(study_path, *, engine: str = "laplace", by_stratum: bool = Fals
         counts = counts_k.pooled()
         if int(counts.usable.sum()) == 0:   # before any heavy import is started: fails fast (issue 13)
             raise UsageError(f"STUDY ({study_path}) has no usable judgment yet (A, B or tie); "
-                             "ingest judgments first (planner ingest)")
+                             "ingest judgments first (planner ingest)", parameters=())
         if save_posterior:   # arviz (pymc for NUTS) imported in a worker while the model is fitted
             pool.submit(_warm_imports, engine)
         sw = stratum_weights(study.prompts(), counts_k.strata)
@@ -343,10 +343,9 @@ def _anchor_design_effects(judged: JudgmentArrays, cluster: str, anchor: str, ti
 
 def _check_options(engine: str, seed: int, draws: int, tune: int, chains: int, min_pass_rate: float) -> None:
     """The report's option checks, before the study is opened."""
-    if engine not in ENGINES:
-        raise UsageError(f"`engine` ({engine!r}) must be one of 'laplace' or 'nuts'", parameters=('engine',))
-    from planner.limits import check_report_options
+    from planner.limits import check_choice, check_report_options
 
+    check_choice("engine", engine, ENGINES)
     check_report_options(seed=seed, draws=draws, tune=tune, chains=chains)
     check_range("min_pass_rate", min_pass_rate, 0.0, 1.0, low_open=False, high_open=False)
 
