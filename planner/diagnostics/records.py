@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Protocol
 
 from planner.errors import DataError, check_range
+from planner.vocabulary import OUTCOMES
 
 # Kinds whose judgments are quality-control or absolute items, not evidence
 # about which of two systems is better; reason shares and length bias skip them.
@@ -82,7 +83,7 @@ def check_verdict(j: Any) -> str:
     """A pairwise record's verdict, or a :class:`DataError` naming the judgment when it is not A, B, tie or
     invalid."""
     v = j.verdict
-    if v not in ("A", "B", "tie", "invalid"):
+    if v not in OUTCOMES:
         raise DataError(f"judgment {value_of(j, 'id', '?')}: verdict ({v!r}) must be one of A, B, tie, invalid")
     return v
 

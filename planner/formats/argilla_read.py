@@ -35,7 +35,6 @@ from pathlib import Path
 
 from planner.errors import quote
 from planner.formats._base import (
-    POSITION_VERDICTS,
     BadValue,
     Row,
     iter_json_array_indexed,
@@ -44,6 +43,7 @@ from planner.formats._base import (
     text_id,
     where,
 )
+from planner.vocabulary import POSITION_VERDICTS
 
 _VERDICTS = ", ".join(POSITION_VERDICTS)
 

@@ -34,7 +34,6 @@ from pathlib import Path
 
 from planner.errors import quote
 from planner.formats._base import (
-    POSITION_VERDICTS,
     BadValue,
     Row,
     iter_csv,
@@ -42,6 +41,7 @@ from planner.formats._base import (
     opt_float,
     text_id,
 )
+from planner.vocabulary import POSITION_VERDICTS
 
 _VERDICTS = ", ".join(POSITION_VERDICTS)
 _FLOAT_INT = re.compile(r"^\d+\.0+$")

@@ -60,23 +60,21 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from planner.errors import DataError, UsageError, quote
+from planner.errors import DataError, quote
+from planner.limits import check_choice
 from planner.formats import jsonsafe
-from planner.formats._base import (  # noqa: F401  (re-exported: others import them from here)
-    POSITION_VERDICTS,
-    SNIFF_BYTES,
+from planner.formats._base import (
     Row,
     Sniff,
     extras,
     iter_csv,
-    iter_json_array,
-    iter_jsonl,
     iter_table,
     opt_str,
     sniff,
     where,
 )
 from planner.formats.argilla_read import read_argilla, read_argilla_flat
+from planner.vocabulary import POSITION_VERDICTS
 from planner.formats.external import read_alpaca_eval, read_arena_hard, read_mt_bench
 from planner.formats.label_studio import (
     read_label_studio,
@@ -334,9 +332,7 @@ register(Reader("normalized", read_normalized, lambda s: {"a", "b", "verdict"} <
 def detect_format(path: Path, format: str | None = None) -> Reader:
     """The reader for ``path``: ``format`` when given, else the first that detects it."""
     if format is not None:
-        if format not in READERS:
-            raise UsageError(f"`format` ({quote(format)}) must be one of {', '.join(READERS)}",
-                             parameters=('format',))
+        check_choice("format", format, READERS)
         return READERS[format]
     s = sniff(Path(path))
     for r in READERS.values():

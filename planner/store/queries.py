@@ -25,7 +25,8 @@ from planner.store import check as study_check
 from planner.store import scans, schema
 from planner.store.db import CONFIG_NAME, DB_NAME, connect, database_error, db_path, now, write
 from planner.store.judged import judgment_arrays, stratum_lut
-from planner.store.records import (COUNTED_KINDS, PENDING_KINDS, AcceptabilityCounts, BatchInfo, BatchItem,
+from planner.vocabulary import COUNTED_KINDS, PENDING_KINDS
+from planner.store.records import (AcceptabilityCounts, BatchInfo, BatchItem,
                                    Judgment, Prompt, Response, item_rows, shown_as)
 
 
@@ -334,7 +335,8 @@ class Study:
         for (jid, batch, item, kind, prompt, stratum, a, b, pos, verdict, ann, src, reason, sec, conf,
              at, fname) in cur:
             a, b = names[a], None if b is None else names[b]
-            yield (jid, batch, item, kind, prompt, stratum, a, b, pos, *shown_as(a, b, pos, verdict), ann, src,
+            left, right, pv, win = shown_as(a, b, pos, verdict)
+            yield (jid, batch, item, kind, prompt, stratum, a, b, pos, left, right, verdict, pv, win, ann, src,
                    reason, sec, conf, at, fname)
 
     def pair_prompt_usage_codes(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple]:

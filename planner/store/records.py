@@ -16,15 +16,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
+
 from planner.equality import array_eq
 
-ITEM_KINDS = ("regular", "attention", "repeat", "overlap", "swap", "acceptability")
-JUDGMENT_KINDS = ITEM_KINDS + ("external",)
-#: kinds that enter :meth:`Study.counts` by default: attention items (one side
-#: deliberately broken), repeats (the same annotator again) and acceptability
-#: items are quality control, not evidence about the systems.
-COUNTED_KINDS = ("regular", "overlap", "swap", "external")
-PENDING_KINDS = ("regular", "overlap", "swap")
+from planner.vocabulary import COUNTED_KINDS  # noqa: F401  (store/status.py's import until its owner moves it)
+from planner.vocabulary import ITEM_KINDS
 
 
 @dataclass(frozen=True)
