@@ -26,7 +26,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from planner.errors import quote
-from planner.formats._base import (
+from planner.formats.reading import (
     Row,
     iter_json_array_indexed,
     iter_jsonl,

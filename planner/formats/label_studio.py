@@ -33,7 +33,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from planner.errors import quote
-from planner.formats._base import (
+from planner.formats.reading import (
     BadValue,
     Row,
     iter_csv,

@@ -21,7 +21,7 @@ def _records(path: str | os.PathLike, option: str) -> list[tuple[str, dict]]:
     Unreadable lines (malformed JSON/CSV, not UTF-8) raise :class:`DataError`
     naming ``file:line``; empty CSV cells are ``None``.
     """
-    from planner.formats._base import iter_table
+    from planner.formats.reading import iter_table
 
     p = Path(path)
     if not p.is_file():

@@ -148,7 +148,7 @@ def read_prompts(path: str | os.PathLike, option: str = "prompts") -> tuple[list
     UsageError
         ``path`` is not a file (named as ``option``).
     """
-    from planner.formats._base import iter_table
+    from planner.formats.reading import iter_table
 
     p = Path(path)
     if not p.is_file():

@@ -63,7 +63,7 @@ from pathlib import Path
 from planner.errors import DataError, quote
 from planner.limits import check_choice
 from planner.formats import jsonsafe
-from planner.formats._base import (
+from planner.formats.reading import (
     Row,
     Sniff,
     extras,

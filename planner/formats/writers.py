@@ -59,7 +59,7 @@ from pathlib import Path
 from planner.csvcell import neutralize_cell
 from planner.errors import DataError, UsageError, quote
 from planner.limits import check_choice
-from planner.formats._base import read_option_file
+from planner.formats.reading import read_option_file
 from planner.formats.annotation_tools import (ACCEPTABILITY_QUESTION, argilla_records, argilla_settings, check_reasons,
                                               label_studio_acceptability_config, label_studio_config, ls_tasks)
 from planner.formats.staging import stage, write_atomically

@@ -25,7 +25,7 @@ DEFAULT_QC = {"attention": 0.05, "repeat": 0.05, "overlap": 0.15, "acceptability
 
 
 def _read_rows(path: Path, what: str):
-    from planner.formats._base import iter_table
+    from planner.formats.reading import iter_table
 
     path = Path(path)
     if not path.exists():

@@ -96,7 +96,7 @@ def parse_faults(text: str | None) -> tuple[tuple[str, float], ...]:
 
 def read_responses(path) -> dict[str, tuple[str, str]]:
     """``{text: (prompt, system)}`` from a responses file (JSONL or CSV: ``prompt``, ``system``, ``text``)."""
-    from planner.formats._base import iter_table
+    from planner.formats.reading import iter_table
 
     path = Path(path)
     if not path.is_file():

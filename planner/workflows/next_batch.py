@@ -146,7 +146,7 @@ def _annotator_names(annotators) -> list[str] | None:
 
 
 def _read_template(template) -> str | None:
-    from planner.formats._base import read_option_file
+    from planner.formats.reading import read_option_file
 
     if template is None:
         return None
