@@ -53,7 +53,7 @@ from planner.limits import check_choice
 METHODS = ("proportional", "frequency", "equal", "neyman", "target")
 BY = ("stratum", "difficulty")
 ONE_STRATUM = "all"
-SHARE_TOLERANCE = 1e-6  # target shares must sum to 1 within this (issue 5)
+SHARE_TOLERANCE = 1e-6  # target shares must sum to 1 within this (rounding in a hand-written --target)
 
 
 # ---------------------------------------------------------------------------

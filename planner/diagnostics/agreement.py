@@ -12,9 +12,9 @@ import numpy as np
 from planner.diagnostics.records import check_verdict, value_of, left_is_a, position_verdict, winner
 from planner.errors import UsageError, check_range
 
-ATTENTION_FLAG = 0.95               # issue 4: attention-check pass rate < 95%
-SWAP_CONSISTENCY_FLAG = 0.80        # issue 4: self-consistency < 80%
-KAPPA_FLAG = 0.5                    # issue 4: agreement kappa < 0.5
+ATTENTION_FLAG = 0.95               # flag: attention-check pass rate < 95%
+SWAP_CONSISTENCY_FLAG = 0.80        # flag: self-consistency < 80%
+KAPPA_FLAG = 0.5                    # flag: agreement kappa < 0.5
 ALWAYS_LEFT_FLAG = 0.9              # always-left share among decisive > 0.9
 ALWAYS_LEFT_MIN_DECISIVE = 10       # ... over at least this many decisive verdicts
 NEVER_TIE_MIN_USABLE = 30           # never-tie over >= 30 usable judgments ...

@@ -9,7 +9,7 @@ from planner.counts import Counts
 from planner.diagnostics.records import binom_p, check_level, check_verdict, value_of, ranking_judgments
 from planner.stats.proportions import proportion
 
-POSITION_BIAS_FLAG_POINTS = 8.0     # issue 4: flag when left-vs-right > 8 points
+POSITION_BIAS_FLAG_POINTS = 8.0     # flag when left-vs-right > 8 points
 
 
 # ------------------------------------------------------------- position bias

@@ -116,7 +116,7 @@ def binom_p(k: int, n: int) -> float | None:
 
     The null is symmetric, so the two-sided p-value is twice the smaller tail
     (1 at the centre). ``scipy.special.bdtr`` keeps ``scipy.stats`` (seconds of
-    import) out of the report path (issue 13).
+    import) out of the report path.
     """
     from scipy.special import bdtr
 

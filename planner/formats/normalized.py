@@ -2,8 +2,8 @@
 
 ``simulate --replay`` and ``allocate --pilot`` read the same files ``ingest``
 reads, through the same reader (:func:`planner.formats.readers.read_normalized`),
-so a file one of them accepts the others accept too (issue 12: ``"verdict": "a"``
-and ``"Tie"`` were ingested but refused by both). On top of the reader, the one
+so a file one of them accepts the others accept too (``"verdict": "a"`` and
+``"Tie"`` included). On top of the reader, the one
 check ingest makes without a study is repeated here: a system is never compared
 with itself; and, when the caller knows the prompts, a judgment on another
 prompt is refused (as ingest refuses it in a study with prompts).

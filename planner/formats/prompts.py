@@ -1,8 +1,7 @@
 """The one prompts-file reader (``planner init --prompts`` and ``planner allocate --prompts``).
 
-Issue 12: the two commands read prompts with two parsers that disagreed on
-``frozen`` (``t`` accepted by one, ``pass`` by the other, with different
-messages). Both now call :func:`read_prompts`.
+Both commands call :func:`read_prompts`, so a prompts file one accepts the
+other accepts too, with the same ``frozen`` words and the same messages.
 
 A prompts file is CSV (by a ``.csv`` extension, sniffed otherwise) or JSONL,
 one prompt per row:

@@ -25,7 +25,7 @@ from planner.gate.planning import PLANNING_POWER, plan_more
 from planner.gate.results import EXIT_CODES, MODES, Decision, StratumDecision
 from planner.gate.text import decision_notes, decision_sentence, multiplicity_note
 from planner.limits import check_choice
-from planner.stats import distributions as stats  # stats.norm without importing scipy.stats (issue 13)
+from planner.stats import distributions as stats  # stats.norm without importing scipy.stats (seconds of import)
 from planner.stats.multiplicity import holm, holm_adjusted
 from planner.stats.clusters import ClusterCells, applied_design_effect
 from planner.stats.proportions import half_tie_score_z

@@ -1,4 +1,4 @@
-"""Budgeting a hybrid (humans + judge) study: how many human and judge labels, at what cost (issue 16).
+"""Budgeting a hybrid (humans + judge) study: how many human and judge labels, at what cost.
 
 Pure functions (a pilot study is read by :func:`planner.workflows.hybrid_report.rho_from_study`).
 

@@ -1,4 +1,4 @@
-"""Prediction-powered Bradley–Terry: few human verdicts plus many judge verdicts (issue 16).
+"""Prediction-powered Bradley–Terry: few human verdicts plus many judge verdicts.
 
 Pure functions on arrays → frozen results; no study, no I/O.
 

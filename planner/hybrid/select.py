@@ -1,4 +1,4 @@
-"""Which items a human label is worth most on: active inference for the hybrid estimator (issue 16).
+"""Which items a human label is worth most on: active inference for the hybrid estimator.
 
 Zrnic & Candès 2024, *Active Statistical Inference* (ICML, arXiv:2403.03208): label item i with a
 known probability π_i chosen where the judge is least reliable, and weight each labelled item by

@@ -9,7 +9,7 @@ and :func:`z_alpha`, the critical z of a level under an alternative. Shared by
 
 from __future__ import annotations
 
-from planner.stats.distributions import norm  # scipy.stats' values without importing scipy.stats (issue 13)
+from planner.stats.distributions import norm  # scipy.stats' values without importing scipy.stats
 
 ALTERNATIVES = ("two-sided", "greater")
 TIE_CONVENTIONS = ("drop", "half")

@@ -2,7 +2,7 @@
 
 ``import scipy.stats`` costs seconds on a loaded machine (SciPy builds every
 distribution and parses their docstrings at import), which made ``planner
-decide`` three times slower than ``planner status`` (issue 13). The gate, the
+decide`` three times slower than ``planner status``. The gate, the
 power analysis and the reports need only a handful of methods of two
 distributions, and ``scipy.stats`` computes those with ``scipy.special``
 ufuncs behind a generic wrapper. This module calls the same ufuncs with the

@@ -31,7 +31,7 @@ from planner import limits
 from planner.errors import UsageError
 from planner.stats.conventions import BOUNDARIES, z_alpha
 from planner.stats.design import Design, check_effect
-from planner.stats.distributions import binom, norm  # scipy.stats' values without importing scipy.stats (issue 13)
+from planner.stats.distributions import binom, norm  # scipy.stats' values without importing scipy.stats
 from planner.stats.sequential import SequentialDesign, sequential_design
 
 TABLE_EFFECTS = (0.02, 0.03, 0.04, 0.05, 0.06, 0.08, 0.10, 0.15, 0.20)

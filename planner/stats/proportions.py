@@ -2,9 +2,8 @@
 the trinomial score interval for a half-tie win rate (wins, ties, losses).
 
 Every Wilson interval planner prints (report diagnostics, release gates,
-``planner significance``, pass-rate sample sizes) comes from here (issue 12:
-there were three implementations — diagnostics', power's half-width and
-scipy's ``binomtest(...).proportion_ci`` in ``significance``).
+``planner significance``, pass-rate sample sizes) comes from here, so two
+tables can never print two different intervals for the same counts.
 
 Wilson (1927, JASA 22:209–212), with ``p = k/n`` and ``z`` the two-sided
 normal quantile of ``confidence_level``::

@@ -19,7 +19,7 @@ from planner import limits
 from planner.errors import UsageError, check_range
 from planner.limits import check_choice
 from planner.stats.conventions import BOUNDARIES, z_alpha
-from planner.stats.distributions import norm  # scipy.stats' values without importing scipy.stats (issue 13)
+from planner.stats.distributions import norm  # scipy.stats' values without importing scipy.stats
 
 
 @dataclass(frozen=True)

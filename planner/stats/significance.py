@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from planner import limits
 from planner.errors import check_range
 from planner.stats.conventions import ALTERNATIVES, BOUNDARIES, TIE_CONVENTIONS
-from planner.stats.distributions import norm  # scipy.stats' values without importing scipy.stats (issue 13)
+from planner.stats.distributions import norm  # scipy.stats' values without importing scipy.stats
 from planner.stats.proportions import wilson_interval
 from planner.stats.sequential import check_look, sequential_design
 

@@ -200,7 +200,7 @@ def build_report(study_path, *, engine: str = "laplace", by_stratum: bool = Fals
         ``posterior-<engine>[-by-stratum].nc``). ``None`` (default): only for
         NUTS, whose draws are costly to redo; a Laplace posterior is
         recomputed in well under a second, and writing it meant importing
-        arviz (about half of every report's time, issue 13).
+        arviz (about half of every report's time).
     style_control : bool
         Also fit the style-controlled model (:mod:`planner.model.style`) with the
         same engine and seed and report it beside the raw leaderboard; for an
@@ -246,7 +246,7 @@ def build_report(study_path, *, engine: str = "laplace", by_stratum: bool = Fals
         judged = (study.judgment_arrays(by_stratum=True, annotators=True) if cluster == "annotator"
                   else scan.arrays)
         counts = counts_k.pooled()
-        if int(counts.usable.sum()) == 0:   # before any heavy import is started: fails fast (issue 13)
+        if int(counts.usable.sum()) == 0:   # before any heavy import is started: fails fast
             raise UsageError(f"STUDY ({study_path}) has no usable judgment yet (A, B or tie); "
                              "ingest judgments first (planner ingest)", parameters=())
         if save_posterior:   # arviz (pymc for NUTS) imported in a worker while the model is fitted
