@@ -151,7 +151,7 @@ def _elements(path: Path) -> Iterator[tuple]:
 def _read(path: Path, flat: bool) -> Iterator[Row]:
     path = Path(path)
     for line, at, rec, problem in _elements(path):
-        if problem:
+        if rec is None:   # the iterator's problem (exactly one of the two is set)
             yield line, None, problem
             continue
         rid = text_id(rec.get("id"))

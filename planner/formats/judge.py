@@ -265,8 +265,8 @@ def read_judge_outputs(path: str | os.PathLike) -> Iterator[tuple[int, str, str,
         The file does not exist.
     """
     for n, obj, problem in _judge_lines(Path(path)):
-        if problem:
-            raise DataError(problem)
+        if obj is None:   # the iterator's problem (exactly one of the two is set)
+            raise DataError(str(problem))
         kind, text, _model = classify(obj)
         if kind == "problem":
             raise DataError(f"{Path(path).name}:{n}: {text}")
@@ -294,7 +294,7 @@ def read_judge_rows(path: str | os.PathLike, **_) -> Iterator[tuple[int, dict | 
     """
     p = Path(path)
     for n, obj, problem in _judge_lines(p):
-        if problem:
+        if obj is None:   # the iterator's problem (exactly one of the two is set)
             yield n, None, problem
             continue
         cid = obj["custom_id"].strip()

@@ -278,7 +278,7 @@ def read_label_studio_csv(path: Path, items=None, **_) -> Iterator[Row]:
     ``annotator``, ``verdict``, ``reason``, ``lead_time``, ...); rows cited as ``export.csv:row N``."""
     path = Path(path)
     for line, row, problem in iter_csv(path, rows=True):
-        if problem:
+        if row is None:   # the iterator's problem (exactly one of the two is set)
             yield line, None, problem
             continue
         label = f"{path.name}:row {line}"

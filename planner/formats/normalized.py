@@ -53,12 +53,12 @@ def load_normalized(path: str | os.PathLike, option: str,
         raise UsageError(f"{shown(option)} ({path}): no such file", parameters=parameters_of(option))
     out, problems = [], []
     for line, rec, problem in read_normalized(p):
-        if problem is None and rec.get("a") == rec.get("b"):
+        if rec is not None and rec.get("a") == rec.get("b"):
             problem = f"{p.name}:{line}: a == b ({rec['a']!r}); a system cannot be compared with itself"
-        elif problem is None and prompts is not None and rec["prompt"] not in prompts:
+        elif rec is not None and prompts is not None and rec["prompt"] not in prompts:
             problem = f"{p.name}:{line}: unknown prompt {rec['prompt']!r}; expected a prompt id of the prompts given"
-        if problem is not None:
-            problems.append(problem)
+        if rec is None or problem is not None:
+            problems.append(str(problem))
             if len(problems) >= MAX_PROBLEMS:
                 break
             continue

@@ -156,8 +156,8 @@ def read_prompts(path: str | os.PathLike, option: str = "prompts") -> tuple[list
     problems: list[str] = []
     seen: dict[str, str] = {}
     for line, rec, problem in iter_table(p):
-        if problem:
-            problems.append(problem)
+        if rec is None:   # the iterator's problem (exactly one of the two is set)
+            problems.append(str(problem))
             continue
         row = _row(rec, f"{p.name}:{line}", seen, problems)
         if row is not None:

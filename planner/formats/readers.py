@@ -103,7 +103,7 @@ def read_positions(path: Path, **_) -> Iterator[Row]:
     path = Path(path)
     is_csv = sniff(path).first_char != "{"
     for line, row, problem in iter_table(path, rows=True):
-        if problem:
+        if row is None:   # the iterator's problem (exactly one of the two is set)
             yield line, None, problem
             continue
         at = f"{path.name}:row {line}" if is_csv else where(path, line)
@@ -188,7 +188,7 @@ def read_normalized(path: Path, **_) -> Iterator[Row]:
     path = Path(path)
     if sniff(path).first_char != "{":
         for line, row, problem in iter_csv(path, rows=True):
-            if problem:
+            if row is None:   # the iterator's problem (exactly one of the two is set)
                 yield line, None, problem
                 continue
             out = _check_normalized(f"{path.name}:row {line}", line, row)
