@@ -13,7 +13,7 @@ from .pipes import closed_pipe, output_closed
 try:  # typer >= 0.20 vendors click as typer._click; older typer uses click itself
     from typer import _click as click
 except ImportError:  # pragma: no cover
-    import click
+    import click  # type: ignore[no-redef]
 
 MESSAGE_LIMIT = 300  # a usage error quoting a 1 MB value is cut to this many characters
 

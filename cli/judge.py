@@ -16,7 +16,7 @@ def judge_progress(disable: bool = False):
     from .progress import due
 
     console = err()
-    state = {"last": None}
+    state: dict[str, str | None] = {"last": None}
     tick = due()
 
     def show(ev: dict) -> None:

@@ -33,9 +33,10 @@ class Prices:
 
     def cost(self, prompt_tokens: int | None, completion_tokens: int | None) -> float | None:
         """USD for one answer, or None when the prices or the token counts are unknown."""
-        if not self.known or prompt_tokens is None or completion_tokens is None:
+        price_in, price_out = self.input, self.output
+        if price_in is None or price_out is None or prompt_tokens is None or completion_tokens is None:
             return None
-        return (prompt_tokens * self.input + completion_tokens * self.output) / 1e6
+        return (prompt_tokens * price_in + completion_tokens * price_out) / 1e6
 
     def estimate(self, body: dict, completion_tokens: float | None = None) -> float:
         """An upper-leaning estimate (USD) of one request before it is sent.

@@ -43,7 +43,7 @@ class JudgmentRecord:
     """A minimal concrete judgment (the fields of the study's ``Judgment``)."""
 
     a: str
-    b: str
+    b: str | None   # None: an acceptability verdict on ``a`` alone
     verdict: str
     id: str | None = None
     item: str | None = None

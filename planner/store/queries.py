@@ -54,7 +54,7 @@ class Study:
         self._sys_name = {i: name for i, name in rows}
         self.systems = tuple(name for _, name in rows)
         self.anchor = config.get("anchor")
-        self._keys_memo = None   # (database stamp, response keys): see response_keys
+        self._keys_memo: tuple | None = None   # (database stamp, response keys): see response_keys
 
     # ------------------------------------------------------------ lifecycle
     @classmethod
@@ -180,7 +180,7 @@ class Study:
         return got[0] if got else None
 
     # ------------------------------------------------------------ counts
-    def _strata_index(self, by_stratum: bool):
+    def _strata_index(self, by_stratum: bool) -> tuple[tuple[str, ...], dict[str, int]]:
         strata = self.strata() if by_stratum else (DEFAULT_STRATUM,)
         return strata, {s: i for i, s in enumerate(strata)}
 
@@ -209,7 +209,7 @@ class Study:
         if not left.size:
             return Counts.empty(self.systems, strata)
         # prompt ord -> stratum place; slot 0 is a prompt the study does not hold ("all")
-        stratum = stratum_lut(self._con, sidx)[ords + 1] if by_stratum else None
+        stratum = stratum_lut(self._con, sidx)[ords + 1] if by_stratum and ords is not None else None
         return Counts.from_arrays(self.systems, left, right, outcome, stratum, strata)
 
     def judgment_arrays(self, by_stratum: bool = True, annotators: bool = False,

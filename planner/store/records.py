@@ -168,7 +168,7 @@ def item_rows(items, prompts, sys_id: Mapping[str, int]) -> tuple[list[tuple], l
         seen.add(it.item_id)
         if it.prompt not in prompts:
             problems.append(f"{where}: unknown prompt {it.prompt!r}")
-        ids = []
+        ids: list[int | None] = []
         for side in ("left", "right"):
             name = getattr(it, side)
             if name is None:

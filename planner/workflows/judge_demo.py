@@ -18,8 +18,12 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from planner.workflows.run import RunResult
 
 
 @dataclass(frozen=True)
@@ -29,7 +33,7 @@ class LiveDemoResult:
     path: str
     systems: tuple[str, ...]
     true_elo: tuple[float, ...]
-    run: object
+    run: RunResult
     http_calls: int
 
 
