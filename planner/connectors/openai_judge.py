@@ -43,12 +43,14 @@ import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import numpy as np
 
 from planner.connectors.guard import Deadline, check_url, clean, origin, redact, register, within
 from planner.errors import DataError, UsageError, quote
 
+E = TypeVar("E", bound=BaseException)
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 RETRY_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
 FATAL_STATUS = {401: "refused the credentials", 403: "refused the credentials",
@@ -225,13 +227,15 @@ def message_of(body) -> str | None:
     return None
 
 
-def _in_chain(exc: BaseException, kinds) -> BaseException | None:
+def _in_chain(exc: BaseException, kind: type[E]) -> E | None:
+    """The first exception of ``kind`` in ``exc``'s chain of causes and contexts, or None."""
     seen = set()
-    while exc is not None and id(exc) not in seen:
-        if isinstance(exc, kinds):
-            return exc
-        seen.add(id(exc))
-        exc = exc.__cause__ or exc.__context__
+    link: BaseException | None = exc
+    while link is not None and id(link) not in seen:
+        if isinstance(link, kind):
+            return link
+        seen.add(id(link))
+        link = link.__cause__ or link.__context__
     return None
 
 

@@ -94,7 +94,7 @@ def fit_style_laplace(design: StyleDesign, prior: Prior, coef_sd: float, seed: i
                                 nu=nu.mean)
     fit = Fit(design.systems, ("all",), "laplace", post, beta_draws, normal_summary(theta, cov, prob.ig), nu,
               Summary(math.exp(log_sigma), nan, nan, nan), None, None, None, None, None,
-              design.n_judgments, 0, Diagnostics(iterations=state["iters"], converged=state["ok"],
+              design.n_judgments, 0, Diagnostics(iterations=int(state["iters"]), converged=bool(state["ok"]),
                                                  warnings=warnings), prior, seed)
     coef = tuple(normal_summary(theta, cov, m + j) for j in range(f))
     return StyleFit(fit, design.features, coef, design.scale, theta_draws[:, m: m + f], coef_sd)

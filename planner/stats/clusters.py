@@ -407,6 +407,7 @@ def cluster_cells(arrays: JudgmentArrays, by: str = "item") -> ClusterCells:
     check_cluster_by(by)
     keep = arrays.outcome < 3
     left, right, stratum, outcome = (getattr(arrays, f)[keep] for f in ("left", "right", "stratum", "outcome"))
+    group: tuple[np.ndarray, ...]
     if by in ("item", "prompt"):
         group = (arrays.prompt[keep],)
     elif by == "annotator":

@@ -64,7 +64,7 @@ class _Norm:
         return _out(np.asarray(np.exp(-x ** 2 / 2.0) / _SQRT_2PI))
 
 
-def _floats(*args) -> list[np.ndarray]:
+def _floats(*args) -> tuple[np.ndarray, ...]:
     return np.broadcast_arrays(*(np.asarray(a, dtype=float) for a in args))
 
 
