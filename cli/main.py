@@ -17,6 +17,7 @@ from . import next_batch  # noqa: F401,E402
 from . import report  # noqa: F401,E402
 from . import decide  # noqa: F401,E402
 from . import simulate  # noqa: F401,E402
+from . import plan  # noqa: F401,E402
 from . import demo  # noqa: F401,E402
 from . import example  # noqa: F401,E402
 from . import judge  # noqa: F401,E402

@@ -155,5 +155,7 @@ def _render(result) -> None:
                     markup=False)
     else:
         out().print(f"Keep going: {result.advice}.", markup=False)
+    if m.get("forecast"):
+        out().print(f"Forecast: {m['forecast']['sentence']}.", markup=False)
     for f in result.files:
         message(f"wrote {f}")

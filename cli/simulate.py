@@ -21,7 +21,7 @@ def simulate_cmd(
     spread: Annotated[float, typer.Option(help="linear: Elo range from best to worst system, 0 to 5,000.")] = 400.0,
     arena_gamma: Annotated[float, typer.Option(help="arena: strengths ~ Beta(1/g, 1/g), 0 < g <= 100.")] = 2.0,
     replay: Annotated[Optional[Path], typer.Option(help="Replay real judgments (normalized JSONL); truth = fit on the whole pool.")] = None,
-    from_study: Annotated[Optional[Path], typer.Option(help="Truth = the study's current posterior mean.")] = None,
+    from_study: Annotated[Optional[Path], typer.Option(help="Truth drawn per repetition from the study's posterior; verdicts of a fresh study of its design, with its judge's ties, position and invalid rate.")] = None,
     strategies: Annotated[str, typer.Option(help="Comma-separated: active, round-robin, random, anchor, swiss, arena, oracle, entropy, variance, top-k=K, active:OBJECTIVE.")] = DEFAULT_STRATEGIES,
     budget: Annotated[int, typer.Option(help="Comparisons per run, 1 to 1,000,000.")] = 2000,
     batch: Annotated[int, typer.Option(help="Comparisons per batch (the model is refitted after each), 1 to --budget.")] = 50,
@@ -32,7 +32,8 @@ def simulate_cmd(
     position: Annotated[float, typer.Option(help="Synthetic judge: left-position logit shift, -10 to 10.")] = 0.0,
     flip: Annotated[float, typer.Option(help="Synthetic judge: probability a decisive verdict is reversed, 0 <= f < 0.5.")] = 0.0,
     anchor: Annotated[Optional[str], typer.Option(help="Anchor system of the anchor strategies, by name as in the system list (synthetic: sys01, sys02, ...; replay/study: its names). Default: the first.")] = None,
-    target: Annotated[str, typer.Option(help="Target to budget for: tau=0.9, credible-tau=0.9 (pairs the truth settles: all pairs of a synthetic truth, P(order) > 0.95 on a replay), credible-all (every such pair right), rho=0.9, rmse=0.3, width=100 (Elo), coverage=0.9, top1=0.9. Met within 1e-9.")] = "tau=0.9",
+    target: Annotated[str, typer.Option(help="Target to budget for: tau=0.9, credible-tau=0.9 (pairs the truth settles: all pairs of a synthetic truth, P(order) > 0.95 in the fit of a replay's file or of a --from-study run's simulated study), credible-all (every such pair right), resolved (every pair credibly ordered or credibly within ±--margin), rho=0.9, rmse=0.3, width=100 (Elo), coverage=0.9, top1=0.9. Met within 1e-9.")] = "tau=0.9",
+    margin: Annotated[Optional[float], typer.Option(help="The resolved target's margin in Elo, 0 to 5,000 (default 50 with --target resolved).", metavar="ELO")] = None,
     workers: Annotated[Optional[int], typer.Option(help="Worker processes, 1 to 64 (default 2).")] = None,
     plot: Annotated[Optional[Path], typer.Option(help="Write metric-vs-comparisons curves (.png or .svg).")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")] = False,
@@ -77,6 +78,7 @@ def simulate_cmd(
         check_output_file("--plot", plot, suffixes=(".png", ".svg"))
         check_output_file("--out", out_file)
         check_input_file("--replay", replay)
+        from planner.errors import UsageError
         from planner.simulation.judge import Judge
         from planner.simulation.spec import SimulationSpec, parse_strategies
         from planner.simulation.truth import make_truth
@@ -84,11 +86,19 @@ def simulate_cmd(
         strats = parse_strategies(strategies)
         judge = Judge(tie_rate, position, flip)
         name, truth, pool = sim.load_truth(scenario, replay=replay, from_study=from_study)
-        # linear draws nothing: only the synthetic names, the ones every synthetic scenario uses
-        names = truth.systems if truth is not None else make_truth("linear", systems, None).systems
+        source = None
+        if from_study is not None:
+            if tie_rate or position or flip:
+                raise UsageError("--tie-rate, --position and --flip describe a synthetic judge; with --from-study "
+                                 "the judge is the study's own (planner plan overrides it)")
+            source = sim.study_source(from_study, budget, seed)
+            names = source.start.systems
+        else:   # linear draws nothing: only the synthetic names, the ones every synthetic scenario uses
+            names = truth.systems if truth is not None else make_truth("linear", systems, None).systems
         return SimulationSpec(name, strats, n_systems=len(names), spread=spread, arena_gamma=arena_gamma,
                                   judge=judge, budget=budget, batch=batch, reps=reps, seed=seed, engine=engine,
-                                  anchor=_anchor_index(anchor, names), truth=truth, replay=pool)
+                                  anchor=_anchor_index(anchor, names), truth=truth, replay=pool,
+                                  margin_elo=_margin(margin, target), source=source)
 
     spec = call(build)
     result = _run(sim, spec, target=target, workers=workers, out_file=out_file, resume=resume)
@@ -184,6 +194,16 @@ def _render(result) -> None:
         out().print(f"Fewest comparisons to reach mean {label} {result.target_value:g}: {b.name}, "
                     f"{b.needed_mean_curve:,} (a '—' means not reached within the budget of {result.budget:,}).",
                     markup=False)
+
+
+def _margin(margin: float | None, target: str) -> float:
+    """``--margin`` in Elo: 50 by default for ``--target resolved``, else 0 (only ``resolved`` reads it)."""
+    from planner import limits
+
+    if margin is None:
+        return 50.0 if target.strip().startswith("resolved") else 0.0
+    limits.check_float("margin", margin, 0, limits.MAX_SPREAD)
+    return float(margin)
 
 
 def _raise(exc: Exception) -> None:

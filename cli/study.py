@@ -126,7 +126,7 @@ def status_cmd(
     """
     from rich.table import Table
 
-    from planner.store.study import status
+    from planner.workflows.status import status
 
     st = call(status, study)
     if json_out:
@@ -134,6 +134,8 @@ def status_cmd(
         return
     c = out()
     c.print(f"{st.path}: {st.totals_sentence()}", markup=False, soft_wrap=True)
+    if st.forecast is not None:
+        c.print(f"  forecast: {st.forecast.sentence()}", markup=False, soft_wrap=True)
     if st.qc:
         c.print("  quality-control judgments (attention and repeat items, acceptability verdicts) are stored "
                 "and used for annotator QC, not counted as evidence about the systems", markup=False, soft_wrap=True)

@@ -1,78 +1,22 @@
 """The selection's fast paths (issue 14, Arena scale) against the code they replace.
 
-Four changes in planner/acquisition, each meant to give the same floats:
-``_Ranking.gains`` gathers the moved pairs' covariance differences with ``np.take``
-and finds them with ``flatnonzero`` + ``divmod`` instead of fancy indexing and a 2-D
-``nonzero``; ``_State.apply`` scales the outer product in place; the lazy greedy's
-top candidates come from a partition (``greedy._top``) instead of a full stable
-sort; ``state._capacity`` builds its pair index from ``tolist()``. The old code
-is written out below; a whole ``select_pairs`` run with the old
-code patched in must give exactly the same picks, gains and values (ranking and
-top-k, with judged and pending counts, capacities and a batch cap).
+The lazy greedy's top candidates come from a partition (``greedy._top``) instead of a
+full stable sort; ``state._capacity`` builds its pair index from ``tolist()``. The old
+code is written out below and must give the same answers. (The whole-selection
+comparison with the old ``_Ranking.gains``/``_State.apply`` went when the objective
+moved to the joint Gaussian of strengths and position effect: there is no old code
+for it to be identical to.)
 """
 
 from __future__ import annotations
 
+from itertools import groupby
+
 import numpy as np
 import pytest
 
-from planner.acquisition import gains as gains_mod
-from planner.acquisition import greedy, select_pairs, state
-from planner.acquisition.objectives import pair_risk
-from planner.counts import Counts
+from planner.acquisition import greedy, state
 from planner.errors import UsageError
-from planner.model import fit
-
-
-def _old_gains(self, state_, ci, cj, info, lookahead=(1,), one=False):
-    if self.kr.size == 0:
-        z = np.zeros(ci.size)
-        return (z, z) if one else z
-    c = state_.cov[:, ci] - state_.cov[:, cj]
-    ar = np.arange(ci.size)
-    v = c[ci, ar] - c[cj, ar]
-    dc2 = c[self.kr] - c[self.lr]
-    dc2 *= dc2
-    rows_l, cols_l, after_s2, seg = [], [], [], [0]
-    look = tuple(lookahead) + ((1,) if one and 1 not in lookahead else ())
-    fs = [n * info / (1.0 + n * info * v) for n in look]
-    f_max = np.max(fs, axis=0)
-    r_all, c_all = np.nonzero(dc2 * f_max > self.sparse_rel * self.s2[:, None])
-    d_all, s2_all = dc2[r_all, c_all], self.s2[r_all]
-    for f in fs:
-        drop = f[c_all] * d_all
-        keep = drop > self.sparse_rel * s2_all
-        rows_l.append(r_all[keep])
-        cols_l.append(c_all[keep])
-        after_s2.append(s2_all[keep] - drop[keep])
-        seg.append(seg[-1] + rows_l[-1].size)
-    rows = np.concatenate(rows_l)
-    stale = self._stale(rows)
-    every = np.concatenate([rows, stale])
-    est = None if self.est is None else self.est[every]
-    risk = pair_risk(self.absm[every], self.s0_2[every], np.concatenate(after_s2 + [self.s2[stale]]),
-                     self.mode, est)
-    after = risk[:rows.size]
-    if stale.size:
-        self.r[stale] = risk[rows.size:]
-        self.s2_r[stale] = self.s2[stale]
-    red = self.r[rows] - after
-    best = g1 = None
-    for t, n in enumerate(look):
-        lo, hi = seg[t], seg[t + 1]
-        g = np.bincount(cols_l[t], weights=red[lo:hi], minlength=ci.size) / n
-        if n in lookahead:
-            best = g if best is None else np.maximum(best, g)
-        if n == 1:
-            g1 = g
-    return (best, g1) if one else best
-
-
-def _old_apply(self, i, j, info):
-    c = self.cov[:, i] - self.cov[:, j]
-    f = info / (1.0 + info * (c[i] - c[j]))
-    self.cov -= f * np.outer(c, c)
-    return c, f
 
 
 def _old_top(x, n):
@@ -127,40 +71,106 @@ def test_top_is_the_stable_argsort_prefix():
             np.testing.assert_array_equal(greedy._top(x, n), _old_top(x, n), err_msg=f"{x} {n}")
 
 
+def _dense_moved(self, state, ci, cj, pick, look):
+    """The moved (row, candidate) entries by a dense pass over every pair row: the reference
+    ``_Ranking._moved`` must equal bit for bit (it evaluates only the rows of touched systems)."""
+    cov, ar = state.cov, np.arange(ci.size)
+    s, info = pick.s, pick.info
+    c = cov[:, ci] - cov[:, cj]
+    v_d = c[ci, ar] - c[cj, ar]
+    v_x = state.var(ci, cj, s)
+    dc_d = c[self.kr] - c[self.lr]
+    dc_x = dc_d + self.gk[:, None] * s
+    many_free = any(n > 1 for n in look) and pick.free.any()
+    info_b = np.where(pick.free, pick.bal, info)
+    v_b = np.where(pick.free, v_d, v_x)
+    fs = [(False, n * info / (1.0 + n * info * v_x)) if n == 1 or not many_free
+          else (True, n * info_b / (1.0 + n * info_b * v_b)) for n in look]
+    dc2 = {False: dc_x * dc_x}
+    if many_free:
+        dc_b = np.where(pick.free, dc_d, dc_x)
+        dc2[True] = dc_b * dc_b
+    thr = self.sparse_rel * self.s2[:, None]
+    hit = np.zeros(dc_x.shape, bool)
+    for many, d in dc2.items():
+        hit |= d * np.max([f for mm, f in fs if mm == many], axis=0) > thr
+    r_all, c_all = np.nonzero(hit)
+    return r_all, c_all, {k: d[r_all, c_all] for k, d in dc2.items()}, fs
+
+
 @pytest.fixture(scope="module")
 def problem():
-    """40 systems, every pair judged unevenly (some barely), some pending; the Laplace posterior."""
+    """40 systems, every pair judged unevenly (some barely, some in one order only), some pending;
+    the Laplace posterior (with its position effect)."""
+    from planner.counts import Counts
+    from planner.model import fit
+
     rng = np.random.default_rng(11)
     m = 40
     systems = tuple(f"s{k:02d}" for k in range(m))
     truth = np.linspace(-1.5, 1.5, m)
     i, j = np.triu_indices(m, 1)
     per = rng.integers(1, 30, i.size)
-    a, b = np.repeat(i, per), np.repeat(j, per)
-    o = (rng.random(a.size) > 1.0 / (1.0 + np.exp(-(truth[a] - truth[b])))).astype(int)
+    flip = rng.random(i.size) < 0.5
+    a, b = np.repeat(np.where(flip, j, i), per), np.repeat(np.where(flip, i, j), per)
+    o = (rng.random(a.size) > 1.0 / (1.0 + np.exp(-(truth[a] - truth[b] + 0.4)))).astype(int)
     judged = Counts.from_arrays(systems, a, b, o)
     pend = rng.choice(i.size, 30, replace=False)
     pending = Counts.from_arrays(systems, i[pend], j[pend], np.full(pend.size, 2))
     post = fit(judged, engine="laplace", seed=0, progressbar=False).posterior
-    capacity = {(int(x), int(y)): int(rng.integers(0, 6)) for x, y in zip(i, j)}
-    return post, judged, pending, capacity
+    orders = {}
+    for x, y in zip(i.tolist(), j.tolist()):
+        orders[(x, y)] = int(rng.integers(0, 6))
+        if rng.random() < 0.7:            # the rest: one order only
+            orders[(y, x)] = int(rng.integers(0, 6))
+    return post, judged, pending, orders
 
 
 @pytest.mark.parametrize("objective, top_k", [("ranking", None), ("top-k", 5)])
-def test_selection_identical_to_the_old_code(problem, monkeypatch, objective, top_k):
-    post, judged, pending, capacity = problem
+def test_sparse_rows_give_the_dense_selection_bit_for_bit(problem, monkeypatch, objective, top_k):
+    from planner.acquisition import gains as gains_mod
+    from planner.acquisition import select_pairs
+
+    post, judged, pending, orders = problem
 
     def run():
         return select_pairs(post, 150, objective=objective, top_k=top_k, judged=judged, pending=pending,
-                            rng=np.random.default_rng(4), capacity=capacity)
+                            rng=np.random.default_rng(4), order_capacity=orders)
 
     new = run()
-    monkeypatch.setattr(gains_mod._Ranking, "gains", _old_gains)
-    monkeypatch.setattr(state._State, "apply", _old_apply)
-    monkeypatch.setattr(greedy, "_top", _old_top)
-    monkeypatch.setattr(state, "_capacity", _old_capacity)
+    monkeypatch.setattr(gains_mod._Ranking, "_moved", _dense_moved)
     old = run()
-    assert new.pairs == old.pairs and len(set(new.pairs)) > 20
+    assert new.pairs == old.pairs and new.left == old.left and len(set(new.pairs)) > 20
     np.testing.assert_array_equal(new.gains, old.gains)
     assert (new.expected_reduction, new.value_before, new.value_after) == \
         (old.expected_reduction, old.value_before, old.value_after)
+
+
+def test_large_batches_take_a_few_judgments_per_greedy_step(problem):
+    # a batch larger than greedy_steps takes ceil(k / greedy_steps) judgments of the chosen pair per step;
+    # the design it ends at is as good as the one-at-a-time greedy's (objective after the batch, evaluated
+    # afresh on the fantasized picks, within 0.5 % of the reduction; measured 0.07 % at Arena scale), and
+    # the reported reduction is that objective's exact change
+    from planner.acquisition import SelectionOptions, select_pairs
+    from planner.acquisition.gains import _Ranking
+    from planner.acquisition.state import _setup
+
+    post, judged, pending, orders = problem
+
+    def after(sel):
+        su = _setup(post, "ranking", None, None, judged, pending, None, None, None, SelectionOptions())
+        for (i, j), lf in zip(sel.pairs, sel.left):
+            s = 1.0 if lf == i else -1.0
+            su.state.apply(i, j, s, float(su.state.info(np.array([i]), np.array([j]), np.array([s]))[0]))
+        return _Ranking(su.ctx, su.state).value()
+
+    one = select_pairs(post, 300, judged=judged, pending=pending, rng=np.random.default_rng(4))
+    three = select_pairs(post, 300, judged=judged, pending=pending, rng=np.random.default_rng(4),
+                         options=SelectionOptions(greedy_steps=100))
+    assert len(three.pairs) == 300
+    runs = [len(list(g)) for _, g in groupby(three.pairs)]
+    assert max(runs) >= 3 and sum(r % 3 == 0 for r in runs) >= 0.8 * len(runs)
+    red_one, red_three = one.value_before - after(one), three.value_before - after(three)
+    assert red_three == pytest.approx(red_one, rel=0.005)
+    # information is re-read per pick by after(); the greedy fixes it at the batch start: 1 % agreement
+    assert three.expected_reduction == pytest.approx(red_three, rel=0.01)

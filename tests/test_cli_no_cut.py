@@ -215,6 +215,7 @@ STATUS = {
     "retracted_files": Hidden("shown when not 0"), "qc": Hidden("shown when present"),
     "judge": Hidden("judge totals (none here)"), "acceptability": Hidden("none here"),
     "aliases": Hidden("annotator aliases learnt at ingest (none here)"),
+    "forecast": Hidden("the saved plan forecast, updated (none here; tests/test_plan.py checks its line)"),
 }
 
 DECIDE_HIDDEN = {k: "the test statistics behind the verdict (--json)" for k in (

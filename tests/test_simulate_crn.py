@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from planner.simulation.judge import Judge
-from planner.simulation.loop import _judge_synthetic, _ReplayDraws, _rngs, run_one
-from planner.simulation.replay import replay_truth
+from planner.simulation.loop import _judge_synthetic, _rngs, run_one
+from planner.simulation.replay import ReplayWalk, replay_truth
 from planner.simulation.spec import SimulationSpec, parse_strategies
 from planner.simulation.streams import COLUMNS, ColumnRng, PairStreams
 from planner.simulation.truth import make_truth
@@ -83,8 +83,8 @@ def test_replay_walks_each_pairs_pool_in_the_same_order_for_every_strategy(tmp_p
     path = tmp_path / "pool.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     pool = read_replay(path)
-    first = _ReplayDraws(pool, np.random.default_rng(_rngs(0, 0, 1)[2]))
-    second = _ReplayDraws(pool, np.random.default_rng(_rngs(0, 3, 1)[2]))
+    first = ReplayWalk(pool, np.random.default_rng(_rngs(0, 0, 1)[2]))
+    second = ReplayWalk(pool, np.random.default_rng(_rngs(0, 3, 1)[2]))
     assert all(np.array_equal(first.order[p], second.order[p]) for p in first.order)
     # a whole run: round-robin at strategy index 0 and 1 (own tie-break streams) judges each of the
     # 3 pairs once per batch of 3, so it must draw the same verdicts at both indexes, batch after batch

@@ -1,22 +1,22 @@
 """Choosing the next comparisons: expected posterior-uncertainty reduction.
 
 The acquisition rules take the Gaussian posterior of the Bradley–Terry–Davidson
-strengths (:class:`planner.model.bt.GaussianPosterior`), what has been judged and what
-is pending (:class:`planner.counts.Counts`), and return the unordered system
-pairs ``(i, j)`` with ``i < j`` for the next batch, in pick order. Positions
-(left/right) are assigned later, balanced; so the information of one judgment
-on a pair is averaged over the two positions.
+strengths and position effect (:class:`planner.model.bt.GaussianPosterior`), what has
+been judged and what is pending (:class:`planner.counts.Counts`), and return the
+unordered system pairs ``(i, j)`` with ``i < j`` for the next batch, in pick order,
+with the system each pick shows first (``Selection.left``).
 
-Core identities (all in the sum-to-zero subspace of the strengths; ``Σ`` is the
-posterior covariance, singular along the all-ones direction):
+Core identities (``Σ`` is the joint posterior covariance of ``θ = (β, γ)``, the
+strengths' block in the sum-to-zero subspace, singular along the all-ones direction):
 
-* one judgment on ``(i, j)`` adds ``I · d dᵀ`` to the precision, ``d = e_i − e_j``,
-  where ``I`` is the posterior-predictive expected Fisher information
-  ``E_δ[½ (I(δ + γ) + I(δ − γ))]``, ``δ ~ N(μ_i − μ_j, v_ij)``, averaged with
-  Gauss–Hermite nodes (``planner.model.bt.information``);
-* Sherman–Morrison: ``Σ' = Σ − f c cᵀ`` with ``c = Σ d``, ``v_ij = dᵀ Σ d``,
-  ``f = I / (1 + I v_ij)``; hence for every pair ``(k, l)``
-  ``Var'(β_k − β_l) = Var(β_k − β_l) − f (c_k − c_l)²``;
+* one judgment on ``(i, j)`` shown with ``i`` left (``s = +1``) or right (``s = −1``)
+  adds ``I · x xᵀ`` to the precision, ``x = e_i − e_j + s e_γ``, where ``I`` is the
+  posterior-predictive expected Fisher information ``E_δ[I(δ)]``,
+  ``δ ~ N(μ_i − μ_j + s γ̂, xᵀ Σ x)``, averaged with Gauss–Hermite nodes
+  (``planner.model.bt.information``);
+* Sherman–Morrison: ``Σ' = Σ − f c cᵀ`` with ``c = Σ x``, ``f = I / (1 + I xᵀ Σ x)``;
+  hence for every pair ``(k, l)`` ``Var'(β_k − β_l) = Var(β_k − β_l) − f (c_k − c_l)²``
+  — a verdict in one order cannot settle what the position effect hides;
 * preposterior (the mean moves when the judgment comes back): the posterior
   mean difference after the update is ``N(m, τ²)`` with
   ``τ² = Var − Var'``, and the expected posterior probability of misordering
@@ -33,6 +33,10 @@ Modules (each imports only those above it):
   passed down every call (no module-global knobs);
 * :mod:`~planner.acquisition.objectives` — objective values, expected
   information, the preposterior misorder risk (Owen's T);
+* :mod:`~planner.acquisition.ties` — near-ties rounded away before ranking;
+* :mod:`~planner.acquisition.positions` — presentation orders and per-order capacity;
+* :mod:`~planner.acquisition.clustering` — clustered verdicts (information shares,
+  design effects);
 * :mod:`~planner.acquisition.state` — checked inputs, the batch-start context
   and the fantasized Gaussian state;
 * :mod:`~planner.acquisition.gains` — expected reductions per candidate;

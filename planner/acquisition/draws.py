@@ -13,15 +13,17 @@ from scipy.special import ndtr
 from planner.acquisition.gains import _ClosedForm, _gaussian_gains, _Ranking
 from planner.acquisition.greedy import _batch_cap, _capped_argmax
 from planner.acquisition.objectives import _basis, _logistic, _pair_weights
-from planner.acquisition.state import _Context, _State
+from planner.acquisition.positions import Orders
+from planner.acquisition.state import Pick, _Context, _State
+from planner.acquisition.ties import rounded
 from planner.model import bt
 
 
 class _DrawsScorer:
     """Expected reductions by importance re-weighting of posterior draws.
 
-    For a candidate, each position (balanced) and outcome ``o`` (A / B / tie)
-    the draws are re-weighted by ``P(o | β_s)``; the expected objective after
+    For a candidate, in the order its next pick takes, and each outcome ``o``
+    (A / B / tie) the draws are re-weighted by ``P(o | β_s)`` (γ at its mean); the expected objective after
     the judgment is ``Σ_o P(o) value(w_o)`` (``ranking``/``top-k`` in the
     ``truth`` mode: ``Σ_kl E_θ[Φ(−|θ_kl| / s'_kl)]`` with ``s'²`` the expected
     re-weighted variance). Earlier picks and pending items are fantasized as
@@ -40,7 +42,7 @@ class _DrawsScorer:
             n = (pending.usable + pending.invalid).astype(float)
             for a, bb, nn in zip(pending.a, pending.b, n):
                 if nn > 0:
-                    self.fantasize(a, bb, nn)
+                    self.fantasize(a, bb, 1.0, nn)       # a cell's system a is shown left
         self.rel = None
         if ctx.objective in ("ranking", "top-k"):
             if pairs is None:
@@ -53,25 +55,26 @@ class _DrawsScorer:
             return _draws_truth_risk(self.w[None, None, :], np.ones((1, 1)), self.rel)[0]
         return float(_draws_value(self.ctx, self.b, self.w[None, :], self.rel)[0])
 
-    def gains(self, ci, cj):
-        """Expected reduction from one judgment, for each candidate (vectorised)."""
+    def gains(self, ci, cj, signs):
+        """Expected reduction from one judgment in orders ``signs`` (+1: ``ci`` left), per candidate."""
         cur = self.current()
         s = self.b.shape[0]
         chunk = max(1, 2_000_000 // (6 * s))
         out = []
         for lo in range(0, len(ci), chunk):
-            rows, probs = _outcome_rows(self.ctx, self.b, self.w, ci[lo:lo + chunk], cj[lo:lo + chunk])
+            rows, probs = _outcome_rows(self.ctx, self.b, self.w, ci[lo:lo + chunk], cj[lo:lo + chunk],
+                                        signs[lo:lo + chunk])
             if self.rel is not None and self.ctx.opts.ranking_risk == "truth":
                 after = _draws_truth_risk(rows, probs, self.rel)
             else:
                 c = rows.shape[0]
-                vals = _draws_value(self.ctx, self.b, rows.reshape(c * 6, s), self.rel).reshape(c, 6)
+                vals = _draws_value(self.ctx, self.b, rows.reshape(c * 3, s), self.rel).reshape(c, 3)
                 after = (probs * np.where(probs > 0, vals, 0.0)).sum(axis=1)   # no ties when ν = 0
             out.append(cur - after)
         return np.concatenate(out) if out else np.zeros(0)
 
-    def fantasize(self, i, j, n=1.0):
-        info = n * _draws_info(self.ctx, self.b, self.w, i, j)
+    def fantasize(self, i, j, sign, n=1.0):
+        info = n * _draws_info(self.ctx, self.b, self.w, i, j, sign)
         self.w = _pseudo_obs(self.b, self.w, i, j, info)
 
 
@@ -105,16 +108,16 @@ def _draws_value(ctx, draws, wmat, rel=None):
     return out
 
 
-def _outcome_rows(ctx, b, w, ci, cj):
-    """Re-weighted draws per candidate × (position, outcome): rows (C, 6, S), P (C, 6)."""
+def _outcome_rows(ctx, b, w, ci, cj, signs):
+    """Re-weighted draws per candidate × outcome in its order ``signs``: rows (C, 3, S), P (C, 3)."""
     d = b[:, ci] - b[:, cj]                      # (S, C)
     rows, probs = [], []
-    for sign in (1.0, -1.0):                     # i shown left, then right
-        for p_o in bt.outcome_probs(sign * d + ctx.gamma, ctx.nu):
-            wo = w[:, None] * p_o
-            tot = wo.sum(axis=0)
-            rows.append((wo / np.where(tot > 0, tot, 1.0)).T)
-            probs.append(0.5 * tot)
+    # the outcomes of the system shown left: A when ci is left (+1), B when cj is
+    for p_o in bt.outcome_probs(signs * d + ctx.gamma, ctx.nu):
+        wo = w[:, None] * p_o
+        tot = wo.sum(axis=0)
+        rows.append((wo / np.where(tot > 0, tot, 1.0)).T)
+        probs.append(tot)
     return np.stack(rows, axis=1), np.stack(probs, axis=1)
 
 
@@ -133,9 +136,9 @@ def _draws_truth_risk(rows, probs, rel):
     return np.array([ndtr(-np.abs(diffs) / sd_c).mean(axis=0).sum() for sd_c in sd])
 
 
-def _draws_info(ctx, b, w, i, j):
+def _draws_info(ctx, b, w, i, j, sign):
     d = b[:, i] - b[:, j]
-    return float(w @ (0.5 * (bt.information(d + ctx.gamma, ctx.nu) + bt.information(d - ctx.gamma, ctx.nu))))
+    return float(w @ bt.information(sign * d + ctx.gamma, ctx.nu))
 
 
 def _pseudo_obs(b, w, i, j, info):
@@ -147,16 +150,16 @@ def _pseudo_obs(b, w, i, j, info):
     return w / w.sum()
 
 
-def _active_draws(ctx: _Context, state: _State, draws, ci, cj, k, pending, capv=None):
+def _active_draws(ctx: _Context, state: _State, draws, ci, cj, k, pending, capv, orders: Orders, shares=None):
     """Greedy batch scored on the draws, conditioned with Gaussian updates.
 
     Each candidate's one-judgment gain ``g_draws`` is computed once on the
     re-weighted draws (:class:`_DrawsScorer`; with more than ``draws_pool``
     candidates, the ``draws_pool`` with the largest Gaussian gains). Within
     the batch, the picks before are accounted for by the Gaussian rank-one
-    updates: a candidate's score is ``g_draws · G_t / G_0``, with ``G_t`` its
-    Gaussian score (with look-ahead for ranking) after the earlier picks and
-    ``G_0`` before them. (Fantasizing on the draws themselves either leaves
+    updates of the joint ``(β, γ)``: a candidate's score is ``g_draws · G_t / G_0``,
+    with ``G_t`` its Gaussian score (with look-ahead for ranking) after the earlier
+    picks and ``G_0`` before them. (Fantasizing on the draws themselves either leaves
     the mean in place while shrinking the variance — the gain of the same
     pair then grows — or, with sampled outcomes, lets the fantasized mean
     drift; both spoil the batch.)
@@ -166,35 +169,43 @@ def _active_draws(ctx: _Context, state: _State, draws, ci, cj, k, pending, capv=
     capv = np.full(ci.size, np.inf) if capv is None else capv
     opts = ctx.opts
     if ci.size > opts.draws_pool:
-        g = _gaussian_gains(ctx, state, ci, cj)
-        keep = np.sort(np.argsort(-g, kind="stable")[:opts.draws_pool])
+        g = _gaussian_gains(ctx, state, ci, cj, orders)
+        keep = np.sort(np.argsort(-rounded(g), kind="stable")[:opts.draws_pool])
         if capv[keep].sum() >= k:
-            ci, cj, capv = ci[keep], cj[keep], capv[keep]
+            ci, cj, capv, orders = ci[keep], cj[keep], capv[keep], orders.subset(keep)
+            shares = None if shares is None else shares.subset(keep)
     sc = _DrawsScorer(ctx, draws, pending, None if rk is None else (rk.kr, rk.lr))
     before = sc.current()
-    g_draws = sc.gains(ci, cj)
-    info = state.info(ci, cj)
+    g_draws = sc.gains(ci, cj, orders.signs())
+    one = np.ones(ci.size)
+    fwd, bwd = state.info(ci, cj, one), state.info(ci, cj, -one)
     cf = None if ranking else _ClosedForm(ctx, state)
 
     def gauss(look):
+        pick = Pick.choose(fwd, bwd, orders, shares)
         if ranking:
-            return rk.gains(state, ci, cj, info, look)
-        return cf.gains(state, ci, cj, info)
+            return rk.gains(state, ci, cj, pick, look)
+        return cf.gains(state, ci, cj, pick.s, pick.info)
     g0, g0_one = gauss(opts.lookahead), gauss((1,))
-    pairs, gains = [], []
+    pairs, gains, left = [], [], []
     cap, taken = _batch_cap(k, opts, ci.size), np.zeros(ci.size, np.int64)
     for _ in range(k):
         with np.errstate(divide="ignore", invalid="ignore"):
             score = np.where(g0 > 0, g_draws * gauss(opts.lookahead) / g0, 0.0)
-            one = np.where(g0_one > 0, g_draws * gauss((1,)) / g0_one, 0.0)
-        score = np.where(taken >= capv, -np.inf, score)
+            one_g = np.where(g0_one > 0, g_draws * gauss((1,)) / g0_one, 0.0)
+        score = rounded(np.where(taken >= capv, -np.inf, score))
         t = _capped_argmax(score, taken, cap, opts.cap_yield) if ranking else int(np.argmax(score))
+        pick = Pick.choose(fwd, bwd, orders, shares, np.array([t]))
         taken[t] += 1
         pairs.append((int(ci[t]), int(cj[t])))
-        gains.append(float(one[t]))
-        c, f = state.apply(ci[t], cj[t], info[t])
+        left.append(int(ci[t]) if pick.s[0] > 0 else int(cj[t]))
+        gains.append(float(one_g[t]))
+        orders.take(t, pick.s[0])
+        if shares is not None:
+            shares.take(t)
+        c, f = state.apply(ci[t], cj[t], pick.s[0], pick.info[0])
         if ranking:
             rk.update(c, f)
         else:
             cf.update(state, c, f)
-    return pairs, gains, before
+    return pairs, gains, before, left

@@ -22,6 +22,18 @@ Positions are balanced: ``ceil(n/2)`` judgments with the first system shown
 left (gap ``δ + γ``), ``floor(n/2)`` with it right (``δ − γ``). Integrals on a
 uniform grid of ``m ± 10√v`` split at 0 (midpoint rule; accuracy ~1e-6 at the
 default 4,000 cells).
+
+With the position effect γ *uncertain* — ``(δ, γ)`` jointly Gaussian — and the
+pair shown in ONE order ``s`` (the only order a pool has), every verdict depends
+on ``u = δ + s γ`` alone. Given ``u`` the prior leaves ``δ | u`` Gaussian, so
+
+    R_n = Σ_data min( ∫ φ(u) L_data(u) Φ(−a(u)) du , ∫ φ(u) L_data(u) Φ(a(u)) du ),
+
+``a(u) = E[δ | u] / sd(δ | u)``: a one-dimensional integral again
+(:func:`exact_misorder_one_order`). Its Gaussian counterpart is the rank-one
+update of the joint along ``x = (1, s)`` that the selection makes
+(:func:`gaussian_gain_one_order`). However many verdicts come, ``R_n`` stays above
+``E[Φ(−|E[δ|u]| / sd(δ|u))]`` at ``u`` known exactly: what γ's uncertainty hides.
 """
 
 from __future__ import annotations
@@ -100,5 +112,54 @@ def gaussian_gain(mdiff: float, vdiff: float, n: int = 1, gamma: float = 0.0, nu
     """The Gaussian preposterior's reduction of the same quantity (what the ranking objective uses)."""
     info = n * float(expected_information(mdiff, vdiff, gamma, nu))
     s2 = vdiff / (1.0 + info * vdiff)
+    h = abs(mdiff) / np.sqrt(vdiff)
+    return float(ndtr(-h) - misorder_after(h, s2, vdiff))
+
+
+def _one_order_prior(mdiff, vdiff, gamma, gamma_var, cov_dg, sign):
+    """Mean and variance of ``u = δ + s γ``, and the regression of ``δ`` on ``u``: (m_u, V_u, slope, resid var)."""
+    m_u = mdiff + sign * gamma
+    v_u = vdiff + gamma_var + 2.0 * sign * cov_dg
+    cross = vdiff + sign * cov_dg
+    if not (v_u > 0):
+        raise UsageError(f"the verdict's variance ({v_u}) must be > 0: check vdiff, gamma_var and cov_dg")
+    resid = vdiff - cross * cross / v_u
+    if resid < -1e-12 * vdiff:
+        raise UsageError("(delta, gamma) covariance is not positive semi-definite: |cov_dg| > sd x sd")
+    return m_u, v_u, cross / v_u, max(resid, 0.0)
+
+
+def exact_misorder_one_order(mdiff: float, vdiff: float, n: int, gamma: float = 0.0, gamma_var: float = 0.0,
+                             cov_dg: float = 0.0, nu: float = 0.0, sign: int = 1, cells: int = 4000) -> float:
+    """``R_n`` of ``n`` verdicts all shown in order ``sign`` with ``(δ, γ)`` jointly Gaussian (module docstring)."""
+    if int(n) != n or n < 0:
+        raise UsageError(f"n ({n}) must be a whole number >= 0")
+    if not (np.isfinite(mdiff) and np.isfinite(vdiff) and vdiff > 0):
+        raise UsageError(f"mdiff ({mdiff}) must be finite and vdiff ({vdiff}) > 0")
+    m_u, v_u, slope, resid = _one_order_prior(mdiff, vdiff, gamma, gamma_var, cov_dg, sign)
+    sd_u = float(np.sqrt(v_u))
+    lo, hi = m_u - 10 * sd_u, m_u + 10 * sd_u
+    # split where E[δ | u] = 0: with γ known P(δ < 0 | u) is a step there
+    cut = min(max(m_u - mdiff / slope, lo), hi) if slope else lo
+    (u1, w1), (u2, w2) = _grid(lo, cut, cells), _grid(cut, hi, cells)
+    u, w = np.concatenate([u1, u2]), np.concatenate([w1, w2])
+    prior = w * np.exp(-0.5 * ((u - m_u) / sd_u) ** 2) / (sd_u * np.sqrt(2 * np.pi))
+    mean_d = mdiff + slope * (u - m_u)
+    if resid > 0:
+        below = ndtr(-mean_d / np.sqrt(resid))
+    else:                                   # γ known: δ = u − s γ exactly
+        below = np.where(mean_d < 0, 1.0, np.where(mean_d == 0, 0.5, 0.0))
+    lik = np.exp(_log_lik(_triples(int(n)), u, nu))                   # (T, U)
+    return float(np.minimum(lik @ (prior * below), lik @ (prior * (1.0 - below))).sum())
+
+
+def gaussian_gain_one_order(mdiff: float, vdiff: float, n: int = 1, gamma: float = 0.0, gamma_var: float = 0.0,
+                            cov_dg: float = 0.0, nu: float = 0.0, sign: int = 1) -> float:
+    """The selection's Gaussian preposterior gain for the same design: ``n`` verdicts along
+    ``x = (1, s)`` on the joint ``(δ, γ)`` (information ``n E[I(u)]``, Sherman–Morrison)."""
+    m_u, v_u, _, _ = _one_order_prior(mdiff, vdiff, gamma, gamma_var, cov_dg, sign)
+    info = n * float(expected_information(m_u, v_u, 0.0, nu, both_positions=False))
+    cross = vdiff + sign * cov_dg
+    s2 = vdiff - info * cross * cross / (1.0 + info * v_u)
     h = abs(mdiff) / np.sqrt(vdiff)
     return float(ndtr(-h) - misorder_after(h, s2, vdiff))

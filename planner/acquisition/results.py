@@ -20,7 +20,7 @@ class Selection:
         System names; pair indices index this tuple.
     pairs : list of (int, int)
         Unordered system pairs ``(i, j)``, ``i < j``, in pick order (a pair may
-        repeat). Positions are assigned later.
+        repeat).
     gains : ndarray (k,)
         Expected reduction of the objective from each pick, given the picks
         (and pending items) before it (fantasized, see module docstring).
@@ -44,6 +44,12 @@ class Selection:
     notes : tuple of str
         What the strategy could not do as asked (a batch the allowed pairs'
         capacity cannot fill; swiss out of neighbour pairs), one sentence each.
+    left : tuple of int
+        The system shown left (first) in each pick, as the objective planned it:
+        the only order open to the pair, else the order the pair has been shown in
+        less often (judged + pending + earlier picks; an exact balance broken by
+        the seeded generator). A caller that assigns positions itself (balanced
+        within the batch) keeps each pair close to this plan.
     """
 
     systems: tuple[str, ...]
@@ -58,6 +64,7 @@ class Selection:
     reason: str
     engine: str = "gaussian"
     notes: tuple = ()
+    left: tuple = ()
 
     def pair_names(self) -> list[tuple[str, str]]:
         """The picks as ``(system_i, system_j)`` name tuples."""
@@ -69,7 +76,8 @@ class Selection:
                 "gains": [float(g) for g in self.gains],
                 "expected_reduction": float(self.expected_reduction),
                 "value_before": float(self.value_before), "value_after": float(self.value_after),
-                "settled": bool(self.settled), "reason": self.reason, "notes": list(self.notes)}
+                "settled": bool(self.settled), "reason": self.reason, "notes": list(self.notes),
+                "left": [self.systems[i] for i in self.left]}
 
 
 @array_eq

@@ -17,10 +17,14 @@ from planner.acquisition.baselines import _baseline, _least_judged
 from planner.acquisition.draws import _active_draws, _DrawsScorer
 from planner.acquisition.gains import _gaussian_gains, _Ranking, _score_sequence
 from planner.acquisition.greedy import _active_gaussian
+from planner.acquisition.clustering import Clustering
+from planner.acquisition.objectives import _basis
 from planner.acquisition.options import STRATEGIES, SelectionOptions
+from planner.acquisition.positions import Orders, order_capacities
 from planner.acquisition.results import CandidateGains, Selection
 from planner.acquisition.state import _capacity, _setup, _spend
 from planner.acquisition.stopping import _settled
+from planner.acquisition.ties import rounded
 from planner.counts import Counts
 from planner.errors import UsageError
 from planner.model import bt
@@ -32,7 +36,8 @@ def select_pairs(posterior: bt.GaussianPosterior, k: int, *, strategy: str = "ac
                  rng: np.random.Generator, draws: np.ndarray | None = None,
                  allowed=None, true_mean: np.ndarray | None = None,
                  explore: float | None = None, thompson: bool | None = None,
-                 capacity: dict | None = None, options: SelectionOptions | None = None) -> Selection:
+                 capacity: dict | None = None, order_capacity: dict | None = None,
+                 clusters: Clustering | None = None, options: SelectionOptions | None = None) -> Selection:
     """Choose ``k`` system pairs for the next batch.
 
     Parameters
@@ -93,6 +98,21 @@ def select_pairs(posterior: bt.GaussianPosterior, k: int, *, strategy: str = "ac
         it: a batch the pairs cannot fill comes back shorter, and
         ``Selection.notes`` says so (likewise when swiss runs out of
         neighbour pairs and takes the least-judged other pairs).
+    order_capacity : dict {(left, right): int}, optional
+        Most picks each presentation order may take (``left`` shown first).
+        A pair named here in one order only can only be shown that way (a
+        replay pool, existing data, a judge that sees one order): its
+        verdicts inform ``β_left − β_right + γ``, and the objective counts
+        what the position effect γ leaves unknown. Pairs not named are
+        unrestricted; where both orders are open each pick takes the order
+        its pair has been shown in less often (see ``Selection.left``).
+    clusters : Clustering, optional
+        How much a pick of each pair is worth when it repeats a (prompt,
+        pair) cluster (:class:`~planner.acquisition.clustering.Clustering`):
+        its information is scaled by the cluster's marginal effective
+        sample size, and the stopping advice widens each pair's interval by
+        the design effect of its verdicts so far. None: every verdict
+        independent (the model's own assumption).
     options : SelectionOptions, optional
         The tunables of the rules (stopping threshold, ranking risk,
         look-ahead, batch cap, pools, exploration); default
@@ -104,42 +124,48 @@ def select_pairs(posterior: bt.GaussianPosterior, k: int, *, strategy: str = "ac
     """
     k = _check_call(k, strategy, rng, true_mean)
     opts = SelectionOptions() if options is None else options
-    systems, ctx, state, ci, cj, counts, draws = _setup(
-        posterior, objective, top_k, anchor, judged, pending, draws, allowed,
-        true_mean if strategy == "oracle" else None, opts, need_anchor=strategy == "anchor")
+    su = _setup(posterior, objective, top_k, anchor, judged, pending, draws, allowed,
+                true_mean if strategy == "oracle" else None, opts, need_anchor=strategy == "anchor")
+    ctx, state, counts = su.ctx, su.state, su.counts
     # a study with no judgments (judged given and empty) and nothing pending
     no_data = judged is not None and not counts.any()
-    settled, reason = _settled(ctx, systems)
     notes: list[str] = []
-    ci, cj, capv, k = _fit_capacity(capacity, ci, cj, k, notes)
+    ci, cj, capv, caps, k = _fit_capacity(capacity, order_capacity, su.ci, su.cj, k, notes)
+    shares = None if clusters is None else clusters.shares(ci, cj)
+    settled, reason = _settled(ctx, su.systems, None if clusters is None else clusters.inflation(su.systems))
     if k == 0:
-        return Selection(systems, [], np.zeros(0), 0.0, 0.0, 0.0, strategy, objective, settled, reason,
+        return Selection(su.systems, [], np.zeros(0), 0.0, 0.0, 0.0, strategy, objective, settled, reason,
                          "gaussian", tuple(notes))
     active = strategy in ("active", "oracle") and not no_data
-    pre, pre_gains, before = [], [], None
+    pre, pre_left, pre_gains, before = [], [], [], None
     if active and strategy == "active":
         share = opts.explore if explore is None else float(explore)
-        pre, pre_gains, before, capv = _explore(ctx, state, ci, cj, counts, k, rng, capv, share)
-        k -= len(pre)
+        pre = _least_judged(ci, cj, counts, _n_explore(share, k), rng, capv)
         if (opts.thompson if thompson is None else thompson) and objective in ("ranking", "top-k"):
             ctx = _thompson_context(ctx, rng)
-    engine = "draws" if active and k > 0 and draws is not None and strategy == "active" else "gaussian"
+    orders = Orders.build(ci, cj, su.ordered, caps, rng) if active else None
+    if pre:
+        pre_left, pre_gains, before, capv = _explored(ctx, state, ci, cj, pre, capv, orders, shares)
+        k -= len(pre)
+    engine = "draws" if active and k > 0 and su.draws is not None and strategy == "active" else "gaussian"
     if active and k > 0:
         if engine == "draws":
-            pairs, gains, b0 = _active_draws(ctx, state, draws, ci, cj, k, pending, capv)
+            pairs, gains, b0, left = _active_draws(ctx, state, su.draws, ci, cj, k, pending, capv, orders, shares)
         else:
-            pairs, gains, b0 = _active_gaussian(ctx, state, ci, cj, k, rng, capv)
+            pairs, gains, b0, left = _active_gaussian(ctx, state, ci, cj, k, rng, capv, orders, shares)
         before = b0 if before is None else before
     elif active:
-        pairs, gains = [], []
+        pairs, gains, left = [], [], []
     else:
         pairs = _baseline(strategy, ctx, ci, cj, counts, k, rng, capv, allowed, anchor, notes)
-        gains, before = _score_sequence(ctx, state, pairs)
-    pairs, gains = pre + list(pairs), list(pre_gains) + list(gains)
+        left = Orders.build(ci, cj, su.ordered, caps, rng).assign(ci, cj, pairs)
+        gains, before = _score_sequence(ctx, state, pairs, left)
+    pairs, left, gains = pre + list(pairs), pre_left + list(left), list(pre_gains) + list(gains)
     gains = np.asarray(gains, dtype=float)
     total = float(gains.sum())
-    return Selection(systems, [(int(i), int(j)) for i, j in pairs], gains, total, float(before),
-                     float(before - total), strategy, objective, settled, reason, engine, tuple(notes))
+    return Selection(su.systems, [(int(i), int(j)) for i, j in pairs], gains, total, float(before),
+                     float(before - total), strategy, objective, settled, reason, engine, tuple(notes),
+                     tuple(int(x) for x in left))
 
 
 def _check_call(k, strategy, rng, true_mean) -> int:
@@ -156,44 +182,60 @@ def _check_call(k, strategy, rng, true_mean) -> int:
     return int(k)
 
 
-def _fit_capacity(capacity, ci, cj, k, notes):
-    """Candidates with capacity left, their capacity (None: unlimited) and the batch size they can hold."""
+def _fit_capacity(capacity, order_capacity, ci, cj, k, notes):
+    """Candidates with capacity left, their capacity (None: unlimited), each order's capacity (None:
+    unrestricted) and the batch size they can hold."""
     capv = _capacity(capacity, ci, cj)
+    caps = order_capacities(order_capacity, ci, cj)
+    if caps is not None:
+        capv = caps[0] + caps[1] if capv is None else np.minimum(capv, caps[0] + caps[1])
     if capv is None:
-        return ci, cj, capv, k
+        return ci, cj, capv, caps, k
     keep = capv > 0
     ci, cj, capv = ci[keep], cj[keep], capv[keep]
+    caps = None if caps is None else (caps[0][keep], caps[1][keep])
     total = float(capv.sum())
     if total < k:
         notes.append(f"only {int(total)} of the {k} requested comparison(s) can be issued: the pairs that "
                      f"may be chosen have no more unused slots (prompts); the batch is shorter")
         k = int(total)
-    return ci, cj, capv, k
+    return ci, cj, capv, caps, k
 
 
-def _explore(ctx, state, ci, cj, counts, k, rng, capv, share):
-    """The exploration floor: ``round(share · k)`` least-judged picks, their gains, the value before them."""
+def _n_explore(share, k) -> int:
+    """Picks of the exploration floor: ``round(share · k)``."""
     if not 0.0 <= share < 1.0:
         raise UsageError(f"explore ({share}) must be in [0, 1)")
-    n_e = int(round(share * k))
-    if not n_e:
-        return [], [], None, capv
-    pre = _least_judged(ci, cj, counts, n_e, rng, capv)
-    pre_gains, before = _score_sequence(ctx, state, pre)
-    return pre, pre_gains, before, _spend(capv, ci, cj, pre)
+    return int(round(share * k))
+
+
+def _explored(ctx, state, ci, cj, pre, capv, orders, shares):
+    """The exploration floor's picks: their orders and gains, the value before them, the capacity left."""
+    left = orders.assign(ci, cj, pre)
+    if shares is not None:
+        shares.spend(ci, cj, pre)
+    pre_gains, before = _score_sequence(ctx, state, pre, left)
+    return left, pre_gains, before, _spend(capv, ci, cj, pre)
 
 
 def _thompson_context(ctx, rng):
-    """The context with one posterior draw of the strengths as the ranking's means."""
-    w, v = np.linalg.eigh(ctx.cov0)
-    draw = ctx.mu + v @ (np.sqrt(np.clip(w, 0.0, None)) * rng.standard_normal(w.size))
+    """The context with one posterior draw of the strengths as the ranking's means.
+
+    The draw is ``μ + Q L z`` with ``L`` the Cholesky factor of the covariance in the
+    sum-to-zero basis ``Q``: unique, so every CPU draws the same strengths from the same
+    ``z`` (an eigendecomposition's vectors may flip sign between LAPACK builds).
+    """
+    q = _basis(ctx.mu.size)
+    sub = q.T @ ctx.cov0 @ q
+    lower = np.linalg.cholesky(0.5 * (sub + sub.T) + 1e-12 * np.trace(sub) / sub.shape[0] * np.eye(sub.shape[0]))
+    draw = ctx.mu + q @ (lower @ rng.standard_normal(sub.shape[0]))
     return replace(ctx, mu=draw - draw.mean())
 
 
 def candidate_gains(posterior: bt.GaussianPosterior, *, objective: str = "ranking",
                     top_k: int | None = None, anchor: str | None = None,
                     pending: Counts | None = None, draws: np.ndarray | None = None,
-                    allowed=None, true_mean: np.ndarray | None = None,
+                    allowed=None, true_mean: np.ndarray | None = None, order_capacity: dict | None = None,
                     options: SelectionOptions | None = None) -> CandidateGains:
     """Score every candidate pair by the expected reduction from one judgment.
 
@@ -201,17 +243,20 @@ def candidate_gains(posterior: bt.GaussianPosterior, *, objective: str = "rankin
     Gaussian closed forms, or, with ``draws`` (S, M), by importance
     re-weighting of the draws (every candidate scored). ``pending`` items are
     fantasized first; ``true_mean`` replaces the posterior mean (oracle);
-    ``options`` as in :func:`select_pairs`.
+    ``order_capacity`` and ``options`` as in :func:`select_pairs`. A pair scores
+    its next pick in the order that pick would take (an exact balance of its
+    orders broken by a fixed coin, ``numpy.random.default_rng(0)``).
     """
-    _, ctx, state, ci, cj, _, draws = _setup(posterior, objective, top_k, anchor, None, pending,
-                                             draws, allowed, true_mean,
-                                             SelectionOptions() if options is None else options)
-    if draws is not None:
+    su = _setup(posterior, objective, top_k, anchor, None, pending, draws, allowed, true_mean,
+                SelectionOptions() if options is None else options)
+    ctx, state, ci, cj = su.ctx, su.state, su.ci, su.cj
+    orders = Orders.build(ci, cj, su.ordered, order_capacities(order_capacity, ci, cj), np.random.default_rng(0))
+    if su.draws is not None:
         rk = _Ranking(ctx, state) if objective in ("ranking", "top-k") else None
-        sc = _DrawsScorer(ctx, draws, pending, None if rk is None else (rk.kr, rk.lr))
-        g, engine = sc.gains(ci, cj), "draws"
+        sc = _DrawsScorer(ctx, su.draws, pending, None if rk is None else (rk.kr, rk.lr))
+        g, engine = sc.gains(ci, cj, orders.signs()), "draws"
     else:
-        g, engine = _gaussian_gains(ctx, state, ci, cj), "gaussian"
-    order = np.argsort(-g, kind="stable")
+        g, engine = _gaussian_gains(ctx, state, ci, cj, orders), "gaussian"
+    order = np.argsort(-rounded(g), kind="stable")
     return CandidateGains(tuple(posterior.systems), [(int(ci[t]), int(cj[t])) for t in order],
                           g[order], engine)

@@ -112,6 +112,13 @@ class GaussianPosterior:
         Posterior mean of the left-position logit shift.
     nu : float
         Posterior mean (or mode) of the Davidson tie parameter.
+    gamma_var : float
+        Posterior variance of the position shift (0: treated as known).
+    gamma_cov : ndarray (M,) or None
+        Posterior covariance of each strength with the position shift (sums to
+        zero; None: 0). With ``gamma_var`` it completes the joint Gaussian of
+        ``(beta, gamma)`` that active selection updates (a judgment with ``a``
+        shown left informs ``beta_a - beta_b + gamma``).
     """
 
     systems: tuple[str, ...]
@@ -119,6 +126,8 @@ class GaussianPosterior:
     cov: np.ndarray
     gamma: float = 0.0
     nu: float = 0.0
+    gamma_var: float = 0.0
+    gamma_cov: np.ndarray | None = None
 
     @property
     def sd(self) -> np.ndarray:

@@ -298,6 +298,19 @@ def _strengths(prob: Problem, theta, cov_full, theta_draws, weights):
     return (*block(pop), np.array(sm), np.array(sd), np.stack(sdr, axis=1))
 
 
+def _with_gamma(prob: Problem, cov_full, weights) -> np.ndarray:
+    """Cov(reported strengths, gamma): the strengths' linear map of ``theta`` (as in :func:`_strengths`)
+    times the gamma column of the joint covariance."""
+    m = prob.m
+    col = cov_full[:, prob.ig]
+    out = col[:m] - col[:m].mean()
+    if prob.by_stratum:
+        for j, w in enumerate(weights):
+            block = col[m + j * m: m + (j + 1) * m]
+            out = out + w * (block - block.mean())
+    return out
+
+
 def robust_at_mode(counts: Counts, by_stratum: bool, prior: Prior, clusters: ClusterCells):
     """``(prob, hyper, theta, robust covariance, iterations, converged)``: the Laplace mode of checked inputs
     and its cluster-robust covariance (:func:`planner.model.robust.robust_covariance`)."""
@@ -348,11 +361,34 @@ def fit_laplace(counts: Counts, strata: tuple[str, ...], by_stratum: bool, prior
                         "Check the data for systems that always win or always lose, "
                         "or use --engine nuts.")
     diag = Diagnostics(iterations=iters, converged=ok, warnings=tuple(warnings))
-    post = bt.GaussianPosterior(tuple(counts.systems), mean, cov, gamma=gamma.mean, nu=nu.mean)
+    post = bt.GaussianPosterior(tuple(counts.systems), mean, cov, gamma=gamma.mean, nu=nu.mean,
+                                gamma_var=float(cov_full[prob.ig, prob.ig]),
+                                gamma_cov=_with_gamma(prob, cov_full, weights))
     return Fit(tuple(counts.systems), strata, "laplace", post, beta_draws,
                gamma, nu, sigma, tau, stratum_mean, stratum_sd, stratum_draws,
                weights_dict(counts.strata, weights) if by_stratum else None,
                int(counts.usable.sum()), int(counts.invalid.sum()), diag, prior, seed, clustering=clustering)
+
+
+def joint_laplace(counts: Counts, prior: Prior | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The pooled Laplace posterior of ``(beta, gamma, log_nu)`` jointly: its mean (M + 2) and covariance.
+
+    The mode and negative Hessian of :func:`fit_laplace` on the counts pooled over strata, with the
+    strengths projected on sum-to-zero (the first M entries match ``fit(counts).posterior``). A forecast
+    draws whole parameter vectors from it, so the strengths, the position effect and the tie parameter
+    keep their correlations.
+    """
+    prior = (prior or Prior()).check()
+    counts = counts.pooled() if len(counts.strata) > 1 else counts
+    prob = Problem(counts, False, prior)
+    _, theta, c, _, _ = _mode(prob, prior, False)
+    cov = linalg.cho_solve(c, np.eye(theta.size), check_finite=False)
+    m = prob.m
+    maps = np.zeros((m + 2, prob.p))
+    maps[:m, :m] = np.eye(m) - 1.0 / m
+    maps[m, prob.ig] = maps[m + 1, prob.il] = 1.0
+    joint = maps @ cov @ maps.T
+    return maps @ theta, 0.5 * (joint + joint.T)
 
 
 def weights_dict(strata, weights) -> dict[str, float]:
@@ -361,5 +397,5 @@ def weights_dict(strata, weights) -> dict[str, float]:
 
 
 __all__ = ["LOG_SIGMA_BOUNDS", "Problem", "clustering_summary", "fit_laplace", "gaussian_at_mode",
-           "half_normal_log_scale", "laplace_log_marginal", "lognormal_summary", "newton", "normal_summary",
-           "robust_at_mode", "strength_maps", "type2_log_sigma", "weights_dict"]
+           "half_normal_log_scale", "joint_laplace", "laplace_log_marginal", "lognormal_summary", "newton",
+           "normal_summary", "robust_at_mode", "strength_maps", "type2_log_sigma", "weights_dict"]

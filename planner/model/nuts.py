@@ -293,7 +293,10 @@ def fit_nuts(counts: Counts, strata: tuple[str, ...], *, by_stratum: bool, prior
     cov = np.atleast_2d(np.cov(beta_draws, rowvar=False))
     gamma = _summary(gamma_draws)
     nu = _summary(np.exp(log_nu_draws) if clusters is not None else _flat(idata, "nu"))
-    post = bt.GaussianPosterior(systems, mean, cov, gamma=gamma.mean, nu=nu.mean)
+    g_c = gamma_draws.reshape(-1) - gamma_draws.mean()
+    post = bt.GaussianPosterior(systems, mean, cov, gamma=gamma.mean, nu=nu.mean,
+                                gamma_var=float(g_c @ g_c / max(g_c.size - 1, 1)),
+                                gamma_cov=(beta_draws - mean).T @ g_c / max(g_c.size - 1, 1))
     return Fit(systems, strata, "nuts", post, beta_draws, gamma, nu, _summary(_flat(idata, "sigma")),
                _summary(_flat(idata, "tau")) if by_stratum else None,
                stratum_mean, stratum_sd, stratum_draws, weights_dict(strata, weights) if by_stratum else None,

@@ -27,13 +27,14 @@ import numpy as np
 from planner.counts import Counts
 from planner.equality import array_eq
 from planner.errors import DataError, PlannerError, UsageError
-from planner.simulation.metrics import metrics
-from planner.simulation.replay import ReplayPool
+from planner.model import bt
+from planner.simulation.metrics import meets, metrics
+from planner.simulation.replay import ReplayWalk
 from planner.simulation.spec import METRICS, SimulationSpec, Strategy
 from planner.simulation.streams import ColumnRng, PairStreams
 from planner.simulation.truth import make_truth
 
-__all__ = ["Trace", "run_one", "safe_run"]
+__all__ = ["Trace", "run_one", "safe_run", "truth_rng"]
 
 
 @array_eq
@@ -64,36 +65,10 @@ def _rngs(seed: int, s_index: int, rep: int) -> tuple[np.random.Generator, np.ra
     return truth_rng, rng, verdict_seq.spawn(rep + 1)[rep]
 
 
-class _ReplayDraws:
-    """A run's walk through a replay pool: each pair's judgments in a seeded order, drawn without replacement.
-
-    ``rng`` depends only on (seed, repetition), so every strategy walks each pair's pool in the same order.
-    """
-
-    def __init__(self, pool: ReplayPool, rng: np.random.Generator):
-        self.pool = pool
-        self.order = {p: rng.permutation(idx) for p, idx in pool.by_pair.items()}
-        self.used = {p: 0 for p in self.order}
-
-    def capacity(self) -> dict:
-        """Judgments left per pair, for the pairs that have any."""
-        return {p: self.order[p].size - n for p, n in self.used.items() if n < self.order[p].size}
-
-    def draw(self, pairs: np.ndarray, systems) -> tuple[Counts | None, int]:
-        """The next unused judgment of each pair (a pair that ran dry within the batch is skipped)."""
-        lefts, rights, outs = [], [], []
-        for i, j in pairs:
-            p = (min(i, j), max(i, j))
-            if self.used[p] >= self.order[p].size:
-                continue  # the pair ran dry within this batch
-            idx = self.order[p][self.used[p]]
-            self.used[p] += 1
-            lefts.append(self.pool.left[idx])
-            rights.append(self.pool.right[idx])
-            outs.append(self.pool.outcome[idx])
-        if not outs:
-            return None, 0
-        return Counts.from_arrays(systems, lefts, rights, outs), len(outs)
+def truth_rng(seed: int, rep: int) -> np.random.Generator:
+    """The generator repetition ``rep`` draws its truth (and a forecast its parameters and pool) from:
+    the first of :func:`_rngs`'s three, the same for every strategy."""
+    return _rngs(seed, 0, rep)[0]
 
 
 def _shown(pairs: np.ndarray, streams: PairStreams) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -157,7 +132,7 @@ def _judge_prompts(spec: SimulationSpec, truth, pairs: np.ndarray, log: _PromptL
 
 
 def _select(post, k: int, strategy: Strategy, spec: SimulationSpec, truth, counts: Counts,
-            rng: np.random.Generator, allowed, capacity):
+            rng: np.random.Generator, allowed, capacity, orders=None, clusters=None):
     """(selection, fallback reason or None): the strategy's pairs, or round-robin's when a replay
     pool leaves the strategy no pair it may choose."""
     from planner.acquisition import select_pairs
@@ -166,7 +141,8 @@ def _select(post, k: int, strategy: Strategy, spec: SimulationSpec, truth, count
         sel = select_pairs(post.posterior, k, strategy=strategy.strategy, objective=strategy.objective,
                            top_k=strategy.top_k, anchor=truth.systems[spec.anchor], judged=counts, rng=rng,
                            allowed=allowed, true_mean=truth.strengths, capacity=capacity,
-                           explore=strategy.explore, thompson=strategy.thompson)
+                           order_capacity=orders, clusters=clusters, explore=strategy.explore,
+                           thompson=strategy.thompson)
         if any(n.startswith("swiss:") for n in sel.notes):
             return sel, sel.notes[-1]
         return sel, None
@@ -177,27 +153,53 @@ def _select(post, k: int, strategy: Strategy, spec: SimulationSpec, truth, count
         # neighbour pair used up): fill the batch with the least-judged pairs still in the pool
         reason = str(exc)[:120]
         sel = select_pairs(post.posterior, k, strategy="round-robin", judged=counts, rng=rng,
-                           allowed=allowed, capacity=capacity)
+                           allowed=allowed, capacity=capacity, order_capacity=orders)
         return sel, reason
 
 
+def _truth_and_pool(spec: SimulationSpec, truth_rng: np.random.Generator):
+    """The repetition's truth and replay pool: drawn by a forecast's ``source``, given (replay, study),
+    or a synthetic scenario's (drawn from ``truth_rng``)."""
+    if spec.source is not None:
+        return spec.source.draw(truth_rng)
+    if spec.truth is not None:
+        return spec.truth, spec.replay
+    return make_truth(spec.scenario, spec.n_systems, truth_rng, spread=spec.spread,
+                      arena_gamma=spec.arena_gamma), spec.replay
+
+
+class _Targets:
+    """A forecast's stopping rule: a run ends once every target in ``stop_at`` has been met."""
+
+    def __init__(self, stop_at):
+        self.open = {metric: value for metric, value in stop_at}
+
+    def update(self, row: dict) -> bool:
+        """Record a checkpoint's metrics; True when nothing is left to wait for (and there was a target)."""
+        if not self.open:
+            return False
+        self.open = {k: v for k, v in self.open.items() if not meets(k, row[k], v)}
+        return not self.open
+
+
 def run_one(spec: SimulationSpec, s_index: int, rep: int) -> Trace:
-    """Run strategy ``s_index`` for repetition ``rep``: select → judge → refit until the budget is spent."""
+    """Run strategy ``s_index`` for repetition ``rep``: select → judge → refit until the budget is spent
+    (or, in a forecast, until every target of ``spec.stop_at`` is met)."""
     from planner.model import fit
 
     strategy = spec.strategies[s_index]
     truth_rng, rng, verdict_seq = _rngs(spec.seed, s_index, rep)
-    truth = spec.truth if spec.truth is not None else make_truth(
-        spec.scenario, spec.n_systems, truth_rng, spread=spec.spread, arena_gamma=spec.arena_gamma)
-    replay = _ReplayDraws(spec.replay, np.random.default_rng(verdict_seq)) if spec.replay is not None else None
+    truth, pool = _truth_and_pool(spec, truth_rng)
+    replay = ReplayWalk(pool, np.random.default_rng(verdict_seq)) if pool is not None else None
     streams = PairStreams(verdict_seq)
     if strategy.prefers_prompts and truth.discrimination is None:
         raise UsageError(f"`strategies` ({strategy.name!r}): +prompts needs the prompts scenario "
                          "(`scenario` prompts)", parameters=("strategies", "scenario"))
     prompts = None if truth.discrimination is None else _PromptLog(len(truth.discrimination),
                                                                      strategy.prefers_prompts)
-    credible = truth.credible()
-    counts = Counts.empty(truth.systems)
+    credible, margin = truth.credible(), spec.margin_elo / bt.ELO_SCALE
+    counts = Counts.empty(truth.systems) if spec.start is None else spec.start
+    targets = _Targets(spec.stop_at)
     spent = 0
     checkpoints: list[int] = []
     values: dict[str, list[float]] = {k: [] for k in METRICS}
@@ -207,40 +209,48 @@ def run_one(spec: SimulationSpec, s_index: int, rep: int) -> Trace:
         # the loop uses only the Gaussian summary: one Laplace draw (the minimum) instead of 200
         post = fit(counts, engine=spec.engine, seed=spec.seed, draws=1 if spec.engine == "laplace" else 500,
                    tune=500)
-        if spent > 0:
-            row = metrics(post.posterior.mean, post.posterior.sd, truth.strengths, credible)
+        if spent > 0 or spec.start is not None:
+            row = metrics(post.posterior.mean, post.posterior.sd, truth.strengths, credible,
+                          cov=post.posterior.cov, margin=margin)
             checkpoints.append(spent)
             for k in METRICS:
                 values[k].append(row[k])
+            if targets.update(row):
+                break
         if spent >= spec.budget:
             break
-        allowed = capacity = None
+        allowed = capacity = orders = clusters = None
         if replay is not None:
-            capacity = replay.capacity()
+            capacity, orders, clusters = replay.capacity(), replay.order_capacity(), replay.clusters()
             allowed = set(capacity)
             if not allowed:
                 exhausted = True
                 break
         sel, fell_back = _select(post, min(spec.batch, spec.budget - spent), strategy, spec, truth, counts, rng,
-                                 allowed, capacity)
+                                 allowed, capacity, orders, clusters)
         if fell_back is not None:
             fallbacks += 1
             fallback_reason = fallback_reason or fell_back
-        pairs = np.asarray(sel.pairs, dtype=np.int64).reshape(-1, 2)
-        if replay is not None:
-            new, n = replay.draw(pairs, truth.systems)
-            if new is None:
-                exhausted = True
-                break
-        elif prompts is not None:
-            new, n = _judge_prompts(spec, truth, pairs, prompts, post.posterior.mean, streams, rng), len(pairs)
-        else:
-            new, n = _judge_synthetic(spec, truth, pairs, streams), len(pairs)
+        new, n = _judge(spec, truth, np.asarray(sel.pairs, dtype=np.int64).reshape(-1, 2), sel.left, replay,
+                        prompts, post.posterior.mean, streams, rng)
+        if new is None:
+            exhausted = True
+            break
         spent += n
         counts = counts + new
     return Trace(strategy.name, rep, np.asarray(checkpoints, dtype=np.int64),
                  {k: np.asarray(v, dtype=float) for k, v in values.items()}, exhausted, counts.totals(),
                  fallbacks, fallback_reason)
+
+
+def _judge(spec, truth, pairs, left, replay, prompts, mean, streams, rng) -> tuple[Counts | None, int]:
+    """The batch's verdicts: drawn from the replay pool in each pick's order (``left``: the system shown
+    first), or given by the synthetic judge."""
+    if replay is not None:
+        return replay.draw(pairs, left, truth.systems)
+    if prompts is not None:
+        return _judge_prompts(spec, truth, pairs, prompts, mean, streams, rng), len(pairs)
+    return _judge_synthetic(spec, truth, pairs, streams), len(pairs)
 
 
 def safe_run(args) -> Trace:

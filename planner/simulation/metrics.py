@@ -25,6 +25,8 @@ SMALLER_IS_BETTER = {"rmse", "width", "max_width"}
 TARGET_TOL = 1e-9
 # A replay pair is "credibly separated" when the full-pool posterior puts P(order) above this.
 CREDIBLE = 0.95
+# ``resolved``: a pair is settled when P(order) or P(|gap| < margin) exceeds this.
+RESOLVED = 0.95
 
 def meets(metric: str, value, target: float):
     """Whether ``value`` meets ``target`` for ``metric``, within ``TARGET_TOL`` (works on arrays)."""
@@ -35,16 +37,40 @@ def meets(metric: str, value, target: float):
 
 def pair_order_probs(mean: np.ndarray, cov: np.ndarray) -> np.ndarray:
     """P(strength i > strength j) for every pair under a Gaussian posterior (M x M)."""
-    from scipy.stats import norm
+    from scipy.special import ndtr   # what scipy.stats.norm.cdf computes, without its per-call overhead
 
     d = mean[:, None] - mean[None, :]
     v = np.diag(cov)[:, None] + np.diag(cov)[None, :] - 2 * cov
     with np.errstate(divide="ignore", invalid="ignore"):
         z = d / np.sqrt(np.maximum(v, 0))
     z = np.where(np.isfinite(z), z, np.where(d > 0, np.inf, np.where(d < 0, -np.inf, 0.0)))
-    p = norm.cdf(z)
+    p = ndtr(z)
     np.fill_diagonal(p, 0.5)
     return p
+
+
+def resolved_pairs(mean: np.ndarray, cov: np.ndarray, margin: float) -> np.ndarray:
+    """Upper-triangle mask of the resolved pairs: P(order) > ``RESOLVED`` or P(|β_i − β_j| < margin) > ``RESOLVED``.
+
+    ``margin`` is in logits (0: only credibly ordered pairs count). The target ``resolved`` asks for
+    every pair; it needs no truth, so it is measured the same way in a simulation, a replay and a live
+    study (the Gaussian posterior of the strengths: the Laplace fit, or the NUTS draws' moments).
+    """
+    from planner.acquisition.objectives import tie_probability
+
+    m = mean.size
+    p_order = pair_order_probs(mean, cov)
+    v = np.diag(cov)[:, None] + np.diag(cov)[None, :] - 2 * cov
+    p_tie = tie_probability(mean[:, None] - mean[None, :], np.sqrt(np.maximum(v, 0.0)), margin)
+    settled = (np.maximum(p_order, 1 - p_order) > RESOLVED) | (p_tie > RESOLVED)
+    return settled & np.triu(np.ones((m, m), dtype=bool), 1)
+
+
+def resolved_share(mean: np.ndarray, cov: np.ndarray, margin: float) -> float:
+    """Share of the pairs that are resolved (:func:`resolved_pairs`); 1.0 when every pair is."""
+    m = mean.size
+    n = m * (m - 1) // 2
+    return float(resolved_pairs(mean, cov, margin).sum() / n) if n else 1.0
 
 
 def credible_scores(mean: np.ndarray, truth: np.ndarray, credible: np.ndarray) -> tuple[float, float]:
@@ -61,7 +87,8 @@ def credible_scores(mean: np.ndarray, truth: np.ndarray, credible: np.ndarray) -
 
 
 def metrics(mean: np.ndarray, sd: np.ndarray, truth: np.ndarray,
-            credible: np.ndarray | None = None) -> dict[str, float]:
+            credible: np.ndarray | None = None, *, cov: np.ndarray | None = None,
+            margin: float = 0.0) -> dict[str, float]:
     """Accuracy of a posterior against the truth.
 
     ``tau``/``rho``: Kendall tau-b / Spearman rho between posterior means and
@@ -70,7 +97,8 @@ def metrics(mean: np.ndarray, sd: np.ndarray, truth: np.ndarray,
     ``coverage``: share of systems whose (centred) truth lies in its 95%
     interval; ``top1``: 1 if the top system is right; ``credible_tau`` /
     ``credible_all``: see :func:`credible_scores` (``credible`` defaults to
-    every pair of unequal true strengths).
+    every pair of unequal true strengths); ``resolved``: the share of pairs
+    resolved at ``margin`` logits (:func:`resolved_share`; NaN without ``cov``).
     """
     from scipy.stats import kendalltau, spearmanr
 
@@ -95,6 +123,7 @@ def metrics(mean: np.ndarray, sd: np.ndarray, truth: np.ndarray,
         "top1": float(np.argmax(mean) == np.argmax(t)),
         "credible_tau": ctau,
         "credible_all": call_,
+        "resolved": float("nan") if cov is None else resolved_share(mean, cov, margin),
     }
 
 

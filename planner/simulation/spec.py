@@ -11,13 +11,15 @@ import math
 from dataclasses import dataclass, replace
 from typing import Sequence
 
+from planner.counts import Counts
 from planner.errors import UsageError
 from planner.simulation.judge import Judge
 from planner.simulation.replay import ReplayPool
 from planner.simulation.truth import Truth
 
-METRICS = ("tau", "rho", "rmse", "width", "max_width", "coverage", "top1", "credible_tau", "credible_all")
-TARGET_METRICS = ("tau", "rho", "rmse", "width", "coverage", "top1", "credible-tau", "credible-all")
+METRICS = ("tau", "rho", "rmse", "width", "max_width", "coverage", "top1", "credible_tau", "credible_all",
+           "resolved")
+TARGET_METRICS = ("tau", "rho", "rmse", "width", "coverage", "top1", "credible-tau", "credible-all", "resolved")
 
 __all__ = ["METRICS", "TARGET_METRICS", "SimulationSpec", "Strategy", "parse_strategies", "parse_target"]
 
@@ -127,19 +129,26 @@ class SimulationSpec:
     anchor: int = 0
     truth: Truth | None = None          # from-study / replay
     replay: ReplayPool | None = None
+    margin_elo: float = 0.0             # the ``resolved`` metric's margin (Elo points)
+    # a forecast (planner plan): the data every run continues from, the runs stop once every
+    # target in ``stop_at`` is met, and ``source`` draws each repetition's truth and pool
+    start: Counts | None = None
+    stop_at: tuple = ()                 # ((metric, value), ...)
+    source: object | None = None        # has ``draw(rng) -> (Truth, ReplayPool)`` (planner.simulation.forecast)
 
 
 def parse_target(text: str) -> tuple[str, float]:
     """``"tau=0.9"`` → ("tau", 0.9); ``"credible-tau=0.9"`` → ("credible_tau", 0.9);
-    ``"credible-all"`` (every credibly separated pair right) → ("credible_all", 1.0)."""
-    if text.strip() == "credible-all":
-        text = "credible-all=1"
+    ``"credible-all"`` (every credibly separated pair right) → ("credible_all", 1.0);
+    ``"resolved"`` (every pair credibly ordered or credibly within the margin) → ("resolved", 1.0)."""
+    if text.strip() in ("credible-all", "resolved"):
+        text = f"{text.strip()}=1"
     try:
         name, value = text.split("=", 1)
         name, val = name.strip(), float(value)
     except ValueError:
         raise UsageError(f"`target` ({text[:80]!r}) must look like tau=0.9, credible-tau=0.9, "
-                         "credible-all, rho=0.9, rmse=0.3 or width=100", parameters=('target',)) from None
+                         "credible-all, resolved, rho=0.9, rmse=0.3 or width=100", parameters=('target',)) from None
     if name not in TARGET_METRICS or not math.isfinite(val):
         raise UsageError(f"`target` ({text[:80]!r}): metric must be one of {', '.join(TARGET_METRICS)}",
                          parameters=('target',))

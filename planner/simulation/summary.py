@@ -144,7 +144,7 @@ def _on_grid(trace: Trace, key: str, grid: np.ndarray) -> np.ndarray:
     checkpoints drift off the multiples of ``batch``; a run that stopped early
     (pool exhausted) keeps its last value.
     """
-    if trace.spent.size == 0:
+    if trace.spent.size == 0 or key not in trace.values:   # a results file from before the metric existed
         return np.full(grid.size, np.nan)
     idx = np.searchsorted(trace.spent, grid, side="right") - 1
     return trace.values[key][np.clip(idx, 0, None)]
@@ -215,7 +215,8 @@ def build_result(spec: SimulationSpec, metric: str, value: float, by_strategy, n
         spread = float(np.ptp(truth.strengths) * bt.ELO_SCALE)
     elif spec.scenario == "linear":
         spread = float(spec.spread)
-    systems = truth.systems if truth is not None else synthetic_names(spec.n_systems)
+    systems = (truth.systems if truth is not None else spec.start.systems if spec.start is not None
+               else spec.source.start.systems if spec.source is not None else synthetic_names(spec.n_systems))
     pairs = pair_table(truth) if truth is not None and truth.pair_prob is not None else ()
     notes = list(notes)
     if pairs:

@@ -87,6 +87,9 @@ class StatusResult:
     retracted_files: int = 0
     aliases: dict | None = None
     judge: tuple = ()
+    # the saved forecast updated with the data now (planner.simulation.remaining.Remaining), filled by
+    # planner.workflows.status; None when no `planner plan` forecast is saved in the study
+    forecast: object | None = None
 
     def totals_sentence(self) -> str:
         """The one-line account of the totals, from the same numbers as the table."""

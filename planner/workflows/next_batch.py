@@ -277,6 +277,9 @@ def next_batch(study_path, selection: Selection | None = None, *, qc: QualityCon
             manifest.update(strategy="for humans", objective="hybrid (IPW-PPI)", for_humans=design)
         if prompt_choice is not None:
             manifest["prompt_choice"] = prompt_choice
+        forecast = _forecast(study)
+        if forecast is not None:
+            manifest["forecast"] = forecast.to_dict()
         if output.dry_run:
             return NextBatchResult(None, (), manifest, bool(selection_.settled), selection_.reason, tuple(notes),
                                    True, batch.items)
@@ -289,6 +292,14 @@ def next_batch(study_path, selection: Selection | None = None, *, qc: QualityCon
         batch_id, targets = _issue(study, batch, manifest, rendering, out, output.force)
     return NextBatchResult(batch_id, tuple(str(t) for t in targets), manifest, bool(selection_.settled),
                            selection_.reason, tuple(notes), False, batch.items)
+
+
+def _forecast(study):
+    """The forecast saved by ``planner plan``, updated with the judgments now (None when none is saved);
+    ``resolved`` is read on the plain Laplace fit, as the forecast's loop reads it."""
+    from planner.workflows.forecast_saved import remaining
+
+    return remaining(study)
 
 
 def _prepare(study, study_path, output: Output, names, rates, template_text, temperature,

@@ -258,13 +258,25 @@ def plan_next_batch(study, selection, *, seed: int, rng: np.random.Generator, ma
         result = select_pairs(fit.posterior, sel.size, strategy=sel.strategy, objective=sel.objective,
                               top_k=sel.top_k, anchor=anchor, judged=judged, pending=pending, rng=rng,
                               draws=draws, allowed=allowed, capacity=pp.capacities(),
-                              options=_selection_options(sel))
+                              clusters=_clusters(pp, judged + pending), options=_selection_options(sel))
     notes.extend(result.notes)   # what the strategy could not do (short batch, swiss fallback)
     strata, slots = _stratum_slots(prompts, judged_s + pending_s, len(result.pairs), len(allowed), rng, notes)
     scores = _prompt_scores(study, fit, prompts, getattr(sel, "prompts_by", "uniform"), notes)
     drawn = [] if scores is not None else None
     planned = _choose(prompts, pp, result.pairs, strata, slots, rng, sel.frozen_first, notes, scores, drawn)
     return planned, result, fit, notes, _prompt_choice_record(drawn)
+
+
+def _clusters(pp, counts):
+    """What the selection knows of the (prompt, pair) clusters: each pair's verdicts over its used prompts,
+    and the prompts it has not used (:func:`planner.acquisition.clustering.from_pair_usage`; ICC: the default)."""
+    from planner.acquisition.clustering import from_pair_usage
+
+    m = len(pp.systems)
+    per = np.zeros((m, m))
+    np.add.at(per, (counts.a, counts.b), counts.usable + counts.invalid)
+    n = (per + per.T)[pp.pair_i, pp.pair_j]
+    return from_pair_usage(pp.pair_i, pp.pair_j, n, pp.n_both - pp.n_fresh, pp.n_fresh)
 
 
 def _prompt_choice_record(drawn) -> dict | None:

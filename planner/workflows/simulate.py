@@ -13,7 +13,11 @@ ratios.
 
 Truths read here:
 
-* ``from-study``: the truth is the current posterior mean of a study.
+* ``from-study``: every repetition draws its truth from the study's posterior
+  (strengths, position effect and tie parameter jointly) and simulates a study
+  of the same design from scratch (:func:`study_source`: the machinery of
+  ``planner plan``, without the pilot's data); credible-τ counts the pairs that
+  simulated study separates at its end, as a replay counts those its file does.
 * replay: a requested comparison draws an unused real judgment for that pair
   (without replacement); an exhausted pair is unavailable. The truth is the
   Laplace fit on the whole pool. Real judges bring real ties, invalid verdicts
@@ -22,19 +26,20 @@ Truths read here:
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from planner.errors import DataError, UsageError, check_range
-from planner.simulation.replay import ReplayPool, pool_from_records, replay_truth
+from planner.simulation.replay import ReplayPool, order_balance, pool_from_records, replay_truth
 from planner.simulation.spec import (
     SimulationSpec,
     parse_target,
 )
 from planner.simulation.summary import SimulationResult, build_result, run_notes, summarise
-from planner.simulation.truth import SCENARIOS, Truth, truth_from_counts
+from planner.simulation.truth import SCENARIOS, Truth
 
 # the workflow's own functions, then the core names a caller of simulate() works with (re-exported)
-__all__ = ["simulate", "load_truth", "read_replay", "study_truth"]
+__all__ = ["simulate", "load_truth", "read_replay", "study_source"]
 
 
 def read_replay(path: str | Path) -> ReplayPool:
@@ -53,33 +58,41 @@ def read_replay(path: str | Path) -> ReplayPool:
     return pool_from_records(load_normalized(path, "replay"), str(path))
 
 
-def study_truth(study_path: str | Path) -> Truth:
-    """The truth of ``--from-study``: the study's current posterior mean (Laplace), with each
-    pair's P(order), so credible-tau counts only the pairs the study already settles."""
+def study_source(study_path: str | Path, budget: int, seed: int = 0):
+    """``--from-study``: a :class:`~planner.simulation.forecast.ForecastSource` whose repetitions draw the
+    truth from the study's posterior and the verdicts of a fresh study of its design (its prompts per pair,
+    one order per prompt) — the study's judgments are the posterior's data, not the runs' start."""
+    from planner.counts import Counts
+    from planner.simulation.pilot import JudgeOverrides, forecast_source, posterior_params
+    from planner.simulation.study_pool import PilotVerdicts, PoolDesign
     from planner.store.study import Study
+    from planner.workflows.plan import read_pilot
 
     with Study.open(study_path) as study:
-        counts = study.counts(by_stratum=False)
-    tot = counts.totals()
-    if tot["A"] + tot["B"] == 0:   # the posterior mean ranks every system equal: no ranking to recover
+        pilot, _ = read_pilot(study)
+    tot = pilot.counts.totals()
+    if tot["A"] + tot["B"] == 0:   # the posterior ranks every system equal: no ranking to recover
         raise DataError(f"`from_study` ({study_path}) has no decisive judgment ({sum(tot.values()):,} counted: "
                         f"tie {tot['tie']:,}, invalid {tot['invalid']:,}); its posterior ranks every system "
                         "equal, so no strategy can recover a ranking. Ingest judgments first, or simulate a "
                         "`scenario`", parameters=("from_study", "scenario"))
-    return truth_from_counts(counts)
+    params = posterior_params(pilot, "laplace", seed)
+    fresh = replace(pilot, counts=Counts.empty(pilot.systems), verdicts=PilotVerdicts.empty())
+    source = forecast_source(fresh, params, JudgeOverrides(), PoolDesign(pilot.prompts, "one", 1), budget)
+    return replace(source, invalid=(int(pilot.counts.invalid.sum()), int(pilot.counts.usable.sum())))
 
 
 def load_truth(scenario: str, *, replay: str | Path | None = None,
                from_study: str | Path | None = None) -> tuple[str, Truth | None, ReplayPool | None]:
-    """(scenario name, truth, replay pool): a replay file's pool and its truth, a study's truth, or a
-    synthetic scenario (its truth is drawn per repetition, so None here)."""
+    """(scenario name, truth, replay pool): a replay file's pool and its truth, or a synthetic scenario or
+    a study (their truth is drawn per repetition, so None here: a study's by :func:`study_source`)."""
     if replay is not None and from_study is not None:
         raise UsageError("`replay` and `from_study` cannot be used together", parameters=('replay', 'from_study'))
     if replay is not None:
         pool = read_replay(replay)
         return "replay", replay_truth(pool), pool
     if from_study is not None:
-        return "from-study", study_truth(from_study), None
+        return "from-study", None, None
     if scenario not in SCENARIOS:
         raise UsageError(f"`scenario` ({scenario!r}) must be one of {', '.join(SCENARIOS)}", parameters=('scenario',))
     return scenario, None, None
@@ -142,4 +155,10 @@ def simulate(spec: SimulationSpec, *, target: str = "tau=0.9", workers: int | No
                    for si, strat in enumerate(spec.strategies)]
     by_strategy, notes = add_ratios(by_strategy, metric, value, spec.seed)
     notes.extend(run_notes(by_strategy, results, out=out))
+    if spec.replay is not None and (unbalanced := order_balance(spec.replay).note()):
+        notes.append(unbalanced)
+    if spec.source is not None:
+        notes.append("from-study: each repetition draws the truth from the study's posterior (strengths, position "
+                     "effect and ties jointly) and the verdicts of a fresh study of its design; credible-tau counts "
+                     "the pairs that simulated study separates at its end (P(order) > 0.95 in its fit)")
     return build_result(spec, metric, value, by_strategy, notes)

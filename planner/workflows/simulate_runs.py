@@ -55,6 +55,13 @@ def fingerprint(spec) -> str:
     if spec.replay is not None:
         for a in (spec.replay.left, spec.replay.right, spec.replay.outcome):
             h.update(np.ascontiguousarray(a, dtype=np.int64).tobytes())
+    if spec.margin_elo:     # only the resolved metric reads it; runs from before it existed keep their print
+        h.update(f"margin={spec.margin_elo!r}".encode())
+    if spec.source is not None:     # --from-study: the study's posterior and design
+        h.update("\x00".join(spec.source.start.systems).encode())
+        for a in (spec.source.params.mean, spec.source.params.cov, spec.source.layout.design.prompts):
+            if a is not None:
+                h.update(np.ascontiguousarray(a, dtype=float).tobytes())
     return h.hexdigest()[:16]
 
 
