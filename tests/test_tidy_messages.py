@@ -126,12 +126,9 @@ def test_the_command_line_prints_flags(tmp_path):
 
 
 # ---------------------------------------------------------------- every option error names its parameters
-#: UsageErrors still without ``parameters=`` in modules another branch is rewriting this session (to name
-#: when it lands); everywhere else every UsageError passes ``parameters=`` — ``()`` when it is about no
-#: parameter (an environment variable, a missing package), said so at the call
-NOT_YET_NAMED = {"planner/acquisition/baselines.py": 1, "planner/acquisition/exact.py": 2,
-                 "planner/acquisition/objectives.py": 1, "planner/acquisition/select.py": 4,
-                 "planner/acquisition/state.py": 5}
+#: UsageErrors allowed without ``parameters=``, per module: none. Every UsageError passes ``parameters=``
+#: — ``()`` when it is about no parameter (an environment variable, a missing package), said so at the call
+NOT_YET_NAMED: dict[str, int] = {}
 
 
 def _unnamed_usage_errors(source: str) -> list[int]:

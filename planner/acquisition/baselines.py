@@ -51,7 +51,7 @@ def _anchor(ci, cj, counts, k, rng, capv, a_idx, anchor, notes):
     """Every system vs the anchor, least-judged first."""
     sel = (ci == a_idx) | (cj == a_idx)
     if not sel.any():
-        raise UsageError(f"no allowed pair includes the anchor {anchor!r}")
+        raise UsageError(f"no allowed pair includes the anchor {anchor!r}", parameters=("anchor", "allowed"))
     pairs = _least_judged(ci[sel], cj[sel], counts, k, rng, None if capv is None else capv[sel])
     if len(pairs) < k:
         notes.append(f"anchor: the pairs with the anchor {anchor} have only {len(pairs)} unused slot(s) "

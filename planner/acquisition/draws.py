@@ -12,7 +12,7 @@ from scipy.special import ndtr
 
 from planner.acquisition.gains import _ClosedForm, _gaussian_gains, _Ranking
 from planner.acquisition.greedy import _batch_cap, _capped_argmax
-from planner.acquisition.objectives import _basis, _logistic, _pair_weights
+from planner.acquisition.objectives import sum_to_zero_basis, _logistic, _pair_weights
 from planner.acquisition.positions import Orders
 from planner.acquisition.state import Pick, _Context, _State
 from planner.acquisition.ties import rounded
@@ -96,7 +96,7 @@ def _draws_value(ctx, draws, wmat, rel=None):
         x = _logistic(draws - draws[:, [ctx.a_idx]])
         mean = wmat @ x
         return (wmat @ (x * x) - mean * mean).sum(axis=1)
-    q = _basis(draws.shape[1])
+    q = sum_to_zero_basis(draws.shape[1])
     z = draws @ q
     out = np.empty(wmat.shape[0])
     for r, w in enumerate(wmat):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from planner.acquisition.objectives import (_basis, _diff_var, _logistic, _pair_weights, _value_gaussian,
+from planner.acquisition.objectives import (sum_to_zero_basis, _diff_var, _logistic, _pair_weights, _value_gaussian,
                                             pair_risk, tie_probability)
 from planner.acquisition.state import Pick, _Context, _State
 
@@ -246,7 +246,7 @@ class _ClosedForm:
             self.dm = cov[:m] - cov[self.a][None, :]
             self.g = (self.dm * self.wv[:, None]).T @ self.dm
         elif self.objective == "entropy":
-            q = _basis(m)
+            q = sum_to_zero_basis(m)
             self.pinv = q @ np.linalg.inv(q.T @ cov[:m, :m] @ q) @ q.T       # Σ_ββ⁺
             self.h = self.pinv @ cov[:m, m]                                   # Σ_ββ⁺ Σ_βγ
 

@@ -117,7 +117,9 @@ def _lazy_greedy_ranking(ctx: _Context, state: _State, ci, cj, info: _Info, k, c
     stale = _chunked(score, pi.size)
     cap = _batch_cap(k, opts, ci.size)
     taken = np.zeros(pi.size, np.int64)
-    pairs, gains, left = [], [], []
+    pairs: list[tuple[int, int]] = []
+    left: list[int] = []
+    gains: list[float] = []
     step = -(-k // opts.greedy_steps)       # picks per greedy step: 1 unless the batch is large
     current = before
     while len(pairs) < k:
@@ -151,7 +153,7 @@ def _lazy_greedy_ranking(ctx: _Context, state: _State, ci, cj, info: _Info, k, c
     return pairs, gains, before, left
 
 
-def _take(pairs, left, pi, pj, t, s) -> None:
+def _take(pairs: list[tuple[int, int]], left: list[int], pi, pj, t, s) -> None:
     """Record one pick of pool candidate ``t`` in order ``s``."""
     pairs.append((int(pi[t]), int(pj[t])))
     left.append(int(pi[t]) if s > 0 else int(pj[t]))

@@ -22,7 +22,7 @@ _GH_Z, _GH_W = np.polynomial.hermite_e.hermegauss(7)
 _GH_W = _GH_W / _GH_W.sum()
 
 
-def _basis(m: int) -> np.ndarray:
+def sum_to_zero_basis(m: int) -> np.ndarray:
     """Orthonormal basis (M, M-1) of the sum-to-zero subspace."""
     q, _ = np.linalg.qr(np.eye(m)[:, :-1] - 1.0 / m)
     return q
@@ -173,7 +173,7 @@ def _check_objective(objective, m, systems, top_k, anchor):
                          parameters=('objective',))
     if objective == "top-k":
         if top_k is None or not (1 <= int(top_k) <= m - 1):
-            raise UsageError(f"top-k K ({top_k}) must be an integer in [1, {m - 1}]")
+            raise UsageError(f"top-k K ({top_k}) must be an integer in [1, {m - 1}]", parameters=("top_k",))
     if objective == "anchor":
         _anchor_index(systems, anchor)
 
@@ -242,7 +242,7 @@ def _value_gaussian(objective, mu, cov, top_k, a_idx, risk_mode):
         r = pair_risk(np.abs(mu[kr] - mu[lr]), v, v, risk_mode)
         return float(np.where(v > 0, r, 0.0).sum())
     if objective == "entropy":
-        q = _basis(mu.size)
+        q = sum_to_zero_basis(mu.size)
         return float(0.5 * np.linalg.slogdet(q.T @ cov @ q)[1])
     if objective == "variance":
         return float(np.trace(cov))

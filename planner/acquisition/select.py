@@ -18,7 +18,7 @@ from planner.acquisition.draws import _active_draws, _DrawsScorer
 from planner.acquisition.gains import _gaussian_gains, _Ranking, _score_sequence
 from planner.acquisition.greedy import _active_gaussian
 from planner.acquisition.clustering import Clustering
-from planner.acquisition.objectives import _basis
+from planner.acquisition.objectives import sum_to_zero_basis
 from planner.acquisition.options import STRATEGIES, SelectionOptions
 from planner.acquisition.positions import Orders, order_capacities
 from planner.acquisition.results import CandidateGains, Selection
@@ -148,13 +148,13 @@ def select_pairs(posterior: bt.GaussianPosterior, k: int, *, strategy: str = "ac
         pre_left, pre_gains, before, capv = _explored(ctx, state, ci, cj, pre, capv, orders, shares)
         k -= len(pre)
     engine = "draws" if active and k > 0 and su.draws is not None and strategy == "active" else "gaussian"
-    if active and k > 0:
+    if orders is not None and k > 0:      # orders are built for an active selection only
         if engine == "draws":
             pairs, gains, b0, left = _active_draws(ctx, state, su.draws, ci, cj, k, pending, capv, orders, shares)
         else:
             pairs, gains, b0, left = _active_gaussian(ctx, state, ci, cj, k, rng, capv, orders, shares)
         before = b0 if before is None else before
-    elif active:
+    elif orders is not None:
         pairs, gains, left = [], [], []
     else:
         pairs = _baseline(strategy, ctx, ci, cj, counts, k, rng, capv, allowed, anchor, notes)
@@ -163,6 +163,8 @@ def select_pairs(posterior: bt.GaussianPosterior, k: int, *, strategy: str = "ac
     pairs, left, gains = pre + list(pairs), pre_left + list(left), list(pre_gains) + list(gains)
     gains = np.asarray(gains, dtype=float)
     total = float(gains.sum())
+    # set by the exploration picks, the active search or the baseline's scoring: k > 0 here, so one ran
+    assert before is not None
     return Selection(su.systems, [(int(i), int(j)) for i, j in pairs], gains, total, float(before),
                      float(before - total), strategy, objective, settled, reason, engine, tuple(notes),
                      tuple(int(x) for x in left))
@@ -171,14 +173,15 @@ def select_pairs(posterior: bt.GaussianPosterior, k: int, *, strategy: str = "ac
 def _check_call(k, strategy, rng, true_mean) -> int:
     """The batch size as an int, after the checks of the call itself."""
     if isinstance(k, bool) or int(k) != k or k < 1:
-        raise UsageError(f"batch size ({k}) must be an integer >= 1")
+        raise UsageError(f"batch size ({k}) must be an integer >= 1", parameters=("k",))
     if strategy not in STRATEGIES:
         raise UsageError(f"`strategy` ({strategy!r}) must be one of " + ", ".join(STRATEGIES),
                          parameters=('strategy',))
     if not isinstance(rng, np.random.Generator):
-        raise UsageError("rng must be a numpy.random.Generator (np.random.default_rng(seed))")
+        raise UsageError("rng must be a numpy.random.Generator (np.random.default_rng(seed))", parameters=("rng",))
     if strategy == "oracle" and true_mean is None:
-        raise UsageError("the oracle strategy needs true_mean (the true strengths)")
+        raise UsageError("the oracle strategy needs true_mean (the true strengths)",
+                         parameters=("strategy", "true_mean"))
     return int(k)
 
 
@@ -205,7 +208,7 @@ def _fit_capacity(capacity, order_capacity, ci, cj, k, notes):
 def _n_explore(share, k) -> int:
     """Picks of the exploration floor: ``round(share · k)``."""
     if not 0.0 <= share < 1.0:
-        raise UsageError(f"explore ({share}) must be in [0, 1)")
+        raise UsageError(f"explore ({share}) must be in [0, 1)", parameters=("explore",))
     return int(round(share * k))
 
 
@@ -225,7 +228,7 @@ def _thompson_context(ctx, rng):
     sum-to-zero basis ``Q``: unique, so every CPU draws the same strengths from the same
     ``z`` (an eigendecomposition's vectors may flip sign between LAPACK builds).
     """
-    q = _basis(ctx.mu.size)
+    q = sum_to_zero_basis(ctx.mu.size)
     sub = q.T @ ctx.cov0 @ q
     lower = np.linalg.cholesky(0.5 * (sub + sub.T) + 1e-12 * np.trace(sub) / sub.shape[0] * np.eye(sub.shape[0]))
     draw = ctx.mu + q @ (lower @ rng.standard_normal(sub.shape[0]))

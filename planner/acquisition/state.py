@@ -11,7 +11,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from planner.acquisition.objectives import _anchor_index, _basis, _check_objective, _project, expected_information
+from planner.acquisition.objectives import (
+    _anchor_index,
+    _check_objective,
+    _project,
+    expected_information,
+    sum_to_zero_basis,
+)
 from planner.acquisition.options import SelectionOptions
 from planner.acquisition.positions import ordered_counts
 from planner.counts import Counts
@@ -133,7 +139,7 @@ class Pick:
 def _joint_basis(m: int, with_gamma: bool) -> np.ndarray:
     """Orthonormal basis of the joint's support: sum-to-zero strengths (and γ when it is uncertain)."""
     q = np.zeros((m + 1, m - 1 + int(with_gamma)))
-    q[:m, :m - 1] = _basis(m)
+    q[:m, :m - 1] = sum_to_zero_basis(m)
     if with_gamma:
         q[m, m - 1] = 1.0
     return q
@@ -176,15 +182,15 @@ def _check_counts(counts, systems, name):
                         f"the posterior over {list(systems)[:5]}...; they must match", parameters=parameters_of(name))
 
 
-def _pairs_array(pairs, what: str) -> np.ndarray:
+def _pairs_array(pairs, what: str, parameter: str) -> np.ndarray:
     """``pairs`` (an iterable of 2-sequences of integers) as an (n, 2) int64 array (array operations
     instead of a Python loop over tens of thousands of pairs)."""
     try:
         arr = np.array(list(pairs), dtype=float).reshape(-1, 2)
     except (TypeError, ValueError):
-        raise UsageError(f"{what}: every pair must be two system indices") from None
+        raise UsageError(f"{what}: every pair must be two system indices", parameters=(parameter,)) from None
     if not np.all(arr == np.round(arr)):
-        raise UsageError(f"{what}: every pair must be two integer system indices")
+        raise UsageError(f"{what}: every pair must be two integer system indices", parameters=(parameter,))
     return arr.astype(np.int64)
 
 
@@ -193,13 +199,14 @@ def _candidates(m, allowed):
         i, j = np.triu_indices(m, 1)
         return i.astype(np.int64), j.astype(np.int64)
     given = list(allowed)
-    arr = _pairs_array(given, "allowed pairs")
+    arr = _pairs_array(given, "allowed pairs", "allowed")
     bad = (arr[:, 0] == arr[:, 1]) | (arr.min(axis=1) < 0) | (arr.max(axis=1) >= m)
     if bad.any():
         p = given[int(np.argmax(bad))]
-        raise UsageError(f"allowed pair {p!r} is not a pair of distinct system indices in [0, {m - 1}]")
+        raise UsageError(f"allowed pair {p!r} is not a pair of distinct system indices in [0, {m - 1}]",
+                         parameters=("allowed",))
     if not arr.size:
-        raise UsageError("allowed pairs: the set is empty")
+        raise UsageError("allowed pairs: the set is empty", parameters=("allowed",))
     keys = np.unique(arr.min(axis=1) * m + arr.max(axis=1))
     return keys // m, keys % m
 
@@ -217,7 +224,7 @@ def _capacity(capacity, ci, cj):
         return capv
     names = list(capacity)
     vals = list(capacity.values())
-    arr = _pairs_array(names, "capacity")
+    arr = _pairs_array(names, "capacity", "capacity")
     lo, hi = arr.min(axis=1), arr.max(axis=1)
     m = int(max(ci.max(initial=0), cj.max(initial=0))) + 1
     cand = ci * m + cj                                     # sorted (candidates come sorted)
@@ -229,7 +236,8 @@ def _capacity(capacity, ci, cj):
     if wrong.any():
         t = int(np.argmax(wrong))
         n = vals[t]
-        raise UsageError(f"capacity of pair {names[t]!r} ({'missing' if n is None else n}) must be >= 0")
+        raise UsageError(f"capacity of pair {names[t]!r} ({'missing' if n is None else n}) must be >= 0",
+                         parameters=("capacity",))
     rev = np.flatnonzero(hit)[::-1]                        # the later entry counts
     _, first = np.unique(pos[rev], return_index=True)
     take = rev[first]
@@ -268,7 +276,7 @@ def _setup(posterior, objective, top_k, anchor, judged, pending, draws, allowed,
     systems = tuple(posterior.systems)
     m = len(systems)
     if m < 2:
-        raise UsageError(f"need at least two systems to compare (got {m})")
+        raise UsageError(f"need at least two systems to compare (got {m})", parameters=("posterior",))
     _check_objective(objective, m, systems, top_k, anchor)
     _check_counts(judged, systems, "judged")
     _check_counts(pending, systems, "pending")
@@ -280,7 +288,8 @@ def _setup(posterior, objective, top_k, anchor, judged, pending, draws, allowed,
     if true_mean is not None:
         true_mean = np.asarray(true_mean, dtype=float)
         if true_mean.shape != (m,) or not np.all(np.isfinite(true_mean)):
-            raise UsageError(f"true_mean must be finite with shape ({m},), got {true_mean.shape}")
+            raise UsageError(f"true_mean must be finite with shape ({m},), got {true_mean.shape}",
+                             parameters=("true_mean",))
         est_mu = mu - mu.mean()
         mu = true_mean
     if draws is not None:

@@ -163,7 +163,7 @@ def minimize_scalar_bounded(func: Callable[[float], float], bounds: Sequence[flo
     return float(xf)
 
 
-def nelder_mead_bounded(func: Callable[[np.ndarray], float], x0: Sequence[float],
+def nelder_mead_bounded(func: Callable[[np.ndarray], float], x0: Sequence[float] | np.ndarray,
                         bounds: Sequence[tuple[float, float]], xatol: float = 1e-4,
                         fatol: float = 1e-4) -> np.ndarray:
     """The minimiser's ``x`` of ``scipy.optimize.minimize(func, x0, method="Nelder-Mead", bounds=bounds,
