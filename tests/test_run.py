@@ -54,6 +54,27 @@ def test_run_until_budget_never_exceeds_it(tmp_path, srv):
     assert srv.chat_calls == res.judgments_used == status(study).judgments
 
 
+def test_run_fits_the_model_once_per_round(tmp_path, srv, monkeypatch):
+    """A round's dry runs (the first, then smaller ones while its items overflow the budget left) and the
+    batch it issues share one fit; the run's closing top 3 is one more fit of every judgment."""
+    import planner.model
+
+    fits = []
+    real_fit = planner.model.fit
+
+    def counted(*args, **kwargs):
+        fits.append(kwargs.get("engine"))
+        return real_fit(*args, **kwargs)
+
+    monkeypatch.setattr(planner.model, "fit", counted)
+    study = make_study(tmp_path)
+    # both orders: 22 items, then 8 left: a plan of 8 comparisons (16+ items) overflows and is planned
+    # again smaller (6 items), then 2 (measured: 9 fits before a round's plans shared one, 4 now)
+    res = run_loop(study, _judge(srv), RunOptions(budget=30, batch_size=10, until="budget", both_orders=True))
+    assert res.stopped == "budget" and [r.items for r in res.rounds] == [22, 6, 2]
+    assert len(fits) == len(res.rounds) + 1, fits     # one per round, and final_top3's
+
+
 def test_run_cost_cap(tmp_path, srv):
     study = make_study(tmp_path)
     # $1000 per 1M tokens: ~$0.27 a judgment at the fake's usage; a $3 cap buys roughly ten

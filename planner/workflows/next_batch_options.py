@@ -15,11 +15,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from planner import limits
 from planner.errors import UsageError
 from planner.vocabulary import ENGINES, OBJECTIVES, QC_KINDS, STUDY_STRATEGIES
+
+if TYPE_CHECKING:
+    from planner.workflows.next_batch_plan import PlanFit
 
 DEFAULT_SIZE = 50
 #: who a batch is for: the ranked selection, or human labels where the surrogate judge is least reliable
@@ -231,6 +234,9 @@ class NextBatchResult:
         One sentence of stopping advice.
     notes : tuple of str
         Everything skipped or changed on the way (never silent).
+    plan_fit : PlanFit or None
+        The model fit the plan was made on (None for ``for`` humans), for a later plan of the same
+        study state to reuse (``next_batch(..., reuse=)``).
     """
 
     batch_id: int | None
@@ -241,6 +247,7 @@ class NextBatchResult:
     notes: tuple[str, ...] = ()
     dry_run: bool = False
     items: tuple = field(default=(), repr=False)
+    plan_fit: PlanFit | None = field(default=None, repr=False, compare=False)
 
     def to_dict(self) -> dict:
         return {"batch_id": self.batch_id, "files": list(self.files), "dry_run": self.dry_run,

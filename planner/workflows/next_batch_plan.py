@@ -10,7 +10,8 @@ Every random choice comes from the caller's ``rng``, in a fixed order.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from typing import Sequence
+from dataclasses import dataclass
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -24,16 +25,46 @@ def _target_shares(prompts, strata: Sequence[str]) -> dict[str, float]:
     return stratum_weights(prompts, strata).weights
 
 
-def _fit(judged_s, pending_s, study, selection, seed: int, notes: list[str]):
-    """``(judged, pending, fit)``: the counts pooled over strata, and the model's fit."""
+@dataclass(frozen=True)
+class PlanFit:
+    """The model fit a plan was made on, with what it depends on: the engine, the seed, style control
+    and the judgments (systems, usable and invalid counts). A later plan of the same study state
+    (``planner run``'s smaller retry, then the batch it issues) passes it back instead of fitting again;
+    a plan whose inputs differ in any of these fits afresh."""
+
+    fit: Any
+    engine: str
+    seed: int
+    style_control: bool
+    systems: tuple[str, ...]
+    usable: int
+    invalid: int
+
+    @classmethod
+    def of(cls, fit, selection, seed: int) -> PlanFit:
+        return cls(fit, selection.engine, int(seed), bool(selection.style_control), tuple(fit.systems),
+                   int(fit.n_usable), int(fit.n_invalid))
+
+    def serves(self, judged, selection, seed: int) -> bool:
+        return (self.engine, self.seed, self.style_control, self.systems, self.usable, self.invalid) == (
+            selection.engine, int(seed), bool(selection.style_control), tuple(judged.systems),
+            int(judged.usable.sum()), int(judged.invalid.sum()))
+
+
+def _fit(judged_s, pending_s, study, selection, seed: int, notes: list[str], reuse: PlanFit | None = None):
+    """``(judged, pending, fit)``: the counts pooled over strata, and the model's fit (``reuse``'s when
+    it was made on the same inputs)."""
     from planner.model import fit as fit_model
 
     judged, pending = judged_s.pooled(), pending_s.pooled()
     if selection.style_control:   # the style-controlled strengths (planner.workflows.style_report)
+        notes.append("style control: pairs chosen on the strengths controlled for length and markdown style")
+    if reuse is not None and reuse.serves(judged, selection, seed):
+        return judged, pending, reuse.fit
+    if selection.style_control:
         from planner.workflows.style_report import controlled_fit
 
         fit = controlled_fit(study, engine=selection.engine, seed=seed)[0].fit
-        notes.append("style control: pairs chosen on the strengths controlled for length and markdown style")
     else:
         fit = fit_model(judged, engine=selection.engine, seed=seed, progressbar=False)
     return judged, pending, fit
@@ -211,7 +242,8 @@ def _prompt_scores(study, fit, prompts, prompts_by: str, notes: list[str]):
     return scores
 
 
-def plan_next_batch(study, selection, *, seed: int, rng: np.random.Generator, max_words: int | None = None):
+def plan_next_batch(study, selection, *, seed: int, rng: np.random.Generator, max_words: int | None = None,
+                    reuse: PlanFit | None = None):
     """Choose ``selection.size`` (prompt, system pair, stratum) comparisons for the study.
 
     ``selection`` is a :class:`planner.workflows.next_batch.Selection` (size,
@@ -226,6 +258,8 @@ def plan_next_batch(study, selection, *, seed: int, rng: np.random.Generator, ma
     With ``max_words`` (skip mode, no truncation) responses longer than that
     are not eligible, so pairs take other prompts and ``size`` is honoured as
     far as eligible prompts allow; one note names the prompts affected.
+
+    ``reuse``: the :class:`PlanFit` of an earlier plan, used when it was made on the same inputs.
 
     Returns ``(planned, selection_result, fit, notes, prompt_choice)``; ``prompt_choice`` is None
     unless ``prompts_by`` is discriminative (then each planned prompt's draw probability); ``planned`` is a list of
@@ -244,7 +278,7 @@ def plan_next_batch(study, selection, *, seed: int, rng: np.random.Generator, ma
     # counts by stratum, pending and the pairs' used prompts: one scan of the judgments (Study.plan_counts)
     judged_s, pending_s, usage_codes = study.plan_counts()
     with blas_policy(sel.engine):
-        judged, pending, fit = _fit(judged_s, pending_s, study, sel, seed, notes)
+        judged, pending, fit = _fit(judged_s, pending_s, study, sel, seed, notes, reuse)
     prompts = list(study.prompts())
     pp = _pair_prompts(study, usage_codes, systems, sel.reuse_prompts, max_words, notes)
     allowed = pp.allowed()

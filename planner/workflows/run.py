@@ -12,7 +12,9 @@ Each round (one function each, reading top to bottom):
    or with ``until="settled"`` the stopping advice of a dry-run plan;
 3. **next-batch** — :func:`planner.workflows.next_batch.next_batch` with ``format="judge"``
    (the same seed as the dry run, so the same plan), sized so the round's
-   items fit in the budget left;
+   items fit in the budget left; the round's model is fitted once, by the
+   first dry run, and its fit serves the smaller retries and the batch issued
+   (``reuse``: a fit is reused only on the same judgments, engine and seed);
 4. **judge + ingest** — :func:`planner.workflows.judge_run.judge_batch`; the next
    round's fit sees the new judgments.
 
@@ -136,14 +138,17 @@ def top3(manifest: dict) -> tuple[str, ...]:
 
 
 def _plan(study_path, judge: JudgeOptions, run: RunOptions, size: int, remaining: int):
-    """A dry-run plan whose items fit in ``remaining`` (shrinking ``size``); None if none fits."""
+    """A dry-run plan whose items fit in ``remaining`` (shrinking ``size``); None if none fits. The
+    round's model is fitted once: each smaller retry reuses the first plan's fit."""
     from planner.workflows.next_batch import Output, QualityControl, Selection, next_batch
 
+    reuse = None
     while True:
         plan = next_batch(study_path,
                           Selection(size=size, strategy=run.strategy, objective=run.objective, engine=run.engine),
                           qc=QualityControl(both_orders=run.both_orders),
-                          output=Output(format="judge", judge_model=judge.model, dry_run=True))
+                          output=Output(format="judge", judge_model=judge.model, dry_run=True), reuse=reuse)
+        reuse = plan.plan_fit
         n = len(plan.items)
         if n <= remaining or plan.settled and run.until == "settled":
             return plan, size
@@ -220,7 +225,7 @@ def _loop(study_path, judge: JudgeOptions, run: RunOptions, progress, stop, on_a
         nb = next_batch(study_path,
                         Selection(size=size, strategy=run.strategy, objective=run.objective, engine=run.engine),
                         qc=QualityControl(both_orders=run.both_orders),
-                        output=Output(format="judge", judge_model=judge.model))
+                        output=Output(format="judge", judge_model=judge.model), reuse=plan.plan_fit)
         notes.extend(nb.notes)
         jr = _judge(study_path, judge, nb.batch_id, progress, stop, on_answer)
         notes.extend(jr.notes)
