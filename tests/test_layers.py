@@ -17,3 +17,41 @@ def test_plain_pytest_runs_this_tree():
     import planner
 
     assert Path(planner.__file__).resolve().parents[1] == ROOT
+
+
+def _manifest_reads(source: str) -> list[int]:
+    """Lines that read a batch manifest: ``.manifest`` (the stored dict) or a name ``manifest`` subscripted."""
+    import ast
+
+    return sorted({n.lineno for n in ast.walk(ast.parse(source))
+                   if (isinstance(n, ast.Attribute) and n.attr == "manifest")
+                   or (isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name) and n.value.id == "manifest")})
+
+
+def test_the_cli_reads_no_manifest_keys():
+    """The CLI renders the typed results the workflows return (``NextBatchResult.summary``), not the
+    manifest dict the study stores (``--json`` prints it whole, unread)."""
+    reads = [f"{p.relative_to(ROOT)}:{line}" for p in sorted((ROOT / "cli").glob("*.py"))
+             for line in _manifest_reads(p.read_text(encoding="utf-8"))]
+    assert not reads, "render a typed result instead:\n" + "\n".join(reads)
+
+
+def test_the_manifest_check_sees_a_read():
+    assert _manifest_reads('w = result.manifest["model"]\nx = manifest["seed"]\ny = result.summary.seed\n') == [1, 2]
+
+
+def test_the_batch_summary_is_the_manifest_typed():
+    from planner.workflows.next_batch_options import BatchSummary
+
+    manifest = {"seed": 7, "strategy": "active", "objective": "ranking", "objective_before": 2.5,
+                "objective_after": 1.25, "model": {"warnings": ["w"]}, "forecast": {"sentence": "about 40 more"},
+                "batch_manifest": {"n_items": 3, "n_comparisons": 2, "kinds": {"regular": 2, "attention": 1},
+                                   "per_pair": [{"systems": ["a", "b"], "n": 2}], "per_stratum": {"all": 2}}}
+    s = BatchSummary.of(manifest)
+    assert (s.n_items, s.n_comparisons, s.seed, s.strategy, s.objective) == (3, 2, 7, "active", "ranking")
+    assert s.per_pair == ((("a", "b"), 2),) and s.kinds == (("regular", 2), ("attention", 1))
+    assert s.per_stratum == (("all", 2),) and s.model_warnings == ("w",) and s.forecast == "about 40 more"
+    assert s.for_humans is None and (s.objective_before, s.objective_after) == (2.5, 1.25)
+    humans = BatchSummary.of({**manifest, "for_humans": {"chosen": [["p", "a", "b"]], "expected_labels": 1.0,
+                                                          "surrogate": "judge"}})
+    assert humans.for_humans is not None and humans.for_humans.chosen == 1 and humans.for_humans.surrogate == "judge"

@@ -216,6 +216,50 @@ def _options(**given) -> tuple:
 
 
 @dataclass(frozen=True)
+class HumansDraw:
+    """A batch drawn for human labels: ``chosen`` items, ``expected_labels``, the ``surrogate`` judge."""
+
+    chosen: int
+    expected_labels: float
+    surrogate: str
+
+
+@dataclass(frozen=True)
+class BatchSummary:
+    """What ``next-batch`` shows of its batch, typed (read from the manifest the study stores):
+    items and comparisons, the plan's strategy/objective/seed, comparisons per pair (``(systems, n)``),
+    items per kind, comparisons per stratum, the objective before and after, the model's warnings, the
+    draw for humans (None for a ranked batch) and the saved forecast's sentence ("" when none)."""
+
+    n_items: int
+    n_comparisons: int
+    strategy: str
+    objective: str
+    seed: int
+    per_pair: tuple[tuple[tuple[str, ...], int], ...]
+    kinds: tuple[tuple[str, int], ...]
+    per_stratum: tuple[tuple[str, int], ...]
+    objective_before: float
+    objective_after: float
+    model_warnings: tuple[str, ...]
+    for_humans: HumansDraw | None
+    forecast: str
+
+    @classmethod
+    def of(cls, manifest: dict) -> BatchSummary:
+        bm = manifest["batch_manifest"]
+        fh = manifest.get("for_humans")
+        humans = None if not fh else HumansDraw(len(fh["chosen"]), float(fh["expected_labels"]), fh["surrogate"])
+        return cls(int(bm["n_items"]), int(bm["n_comparisons"]), manifest["strategy"], manifest["objective"],
+                   int(manifest["seed"]), tuple((tuple(r["systems"]), int(r["n"])) for r in bm.get("per_pair") or ()),
+                   tuple((k, int(v)) for k, v in (bm.get("kinds") or {}).items()),
+                   tuple((k, int(v)) for k, v in (bm.get("per_stratum") or {}).items()),
+                   float(manifest["objective_before"]), float(manifest["objective_after"]),
+                   tuple((manifest.get("model") or {}).get("warnings") or ()), humans,
+                   (manifest.get("forecast") or {}).get("sentence") or "")
+
+
+@dataclass(frozen=True)
 class NextBatchResult:
     """What ``next-batch`` did (or, with ``dry_run``, would do).
 
@@ -248,6 +292,11 @@ class NextBatchResult:
     dry_run: bool = False
     items: tuple = field(default=(), repr=False)
     plan_fit: PlanFit | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def summary(self) -> BatchSummary:
+        """The batch as the CLI shows it (typed; the manifest stays the stored and ``--json`` form)."""
+        return BatchSummary.of(self.manifest)
 
     def to_dict(self) -> dict:
         return {"batch_id": self.batch_id, "files": list(self.files), "dry_run": self.dry_run,
