@@ -152,3 +152,20 @@ def test_the_usage_error_counter_sees_a_bare_one():
     src = ('raise UsageError("x")\nraise UsageError("`y` bad", parameters=("y",))\n'
            'raise errors.UsageError("z", parameters=())\nraise UsageError(f"w")\n')
     assert _unnamed_usage_errors(src) == [1, 4]
+
+
+# ---------------------------------------------------------------- comments say why, not which ticket
+ISSUE_REFERENCE = re.compile(r"\bissues? #?\d+", re.IGNORECASE)
+
+
+def test_code_names_no_issue_numbers():
+    """The library and the CLI explain their choices; which ticket asked for one is git's history."""
+    found = [f"{p.relative_to(ROOT)}:{n}: {line.strip()[:90]}"
+             for folder in ("planner", "cli") for p in sorted((ROOT / folder).rglob("*.py"))
+             for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1) if ISSUE_REFERENCE.search(line)]
+    assert not found, "say why instead of which issue:\n" + "\n".join(found)
+
+
+def test_the_issue_reference_check_sees_one():
+    assert ISSUE_REFERENCE.search("a default (issue 13) dropped answers")
+    assert ISSUE_REFERENCE.search("see Issue #7") and not ISSUE_REFERENCE.search("issued 3 batches")

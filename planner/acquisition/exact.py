@@ -1,4 +1,4 @@
-"""The exact one-dimensional preposterior misorder of one system pair (issue 14 audit).
+"""The exact one-dimensional preposterior misorder of one system pair: the audit of the Gaussian score.
 
 :mod:`planner.acquisition` scores a pair by the Gaussian preposterior: after
 ``n`` judgments the posterior mean gap is ``N(m, τ²)`` and the expected

@@ -79,7 +79,7 @@ def _model_summary(fit) -> dict:
 
 #: ``planner init`` stored ``max_words: 400`` in every study config whether asked or not; that silent
 #: default dropped 22 of 640 Vicuna80 answers (12 of them gpt-4's, under a judge whose longer answer
-#: wins 73%). In those configs (``planner_study`` 1) it is treated as "no limit" (issue 13); any other stored
+#: wins 73%). In those configs (``planner_study`` 1) it is treated as "no limit"; any other stored
 #: value was chosen and is honoured. ``planner_study`` 2 configs store only what was asked for (null: no limit).
 LEGACY_DEFAULT_MAX_WORDS = 400
 
@@ -164,7 +164,7 @@ def _qc_rates(config, names, attention, repeat, overlap, acceptability, notes) -
                           ("acceptability", acceptability))}
     if (names is None or len(names) < 2) and rates["overlap"] > 0 and overlap is None:
         # the study's default overlap rate does not apply to a single annotator: silently 0 (a note on
-        # every single-annotator batch was noise, issue 13); an explicit --overlap is refused in batch.py
+        # every single-annotator batch was noise); an explicit --overlap is refused in batch.py
         rates["overlap"] = 0.0
     return rates
 
