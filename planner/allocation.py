@@ -415,7 +415,8 @@ def _where(p: Any) -> str:
 def _check_prompts(prompts: Sequence[Any]) -> None:
     if not prompts:
         raise DataError("no prompts to allocate")
-    problems, seen = [], {}
+    problems: list[str] = []
+    seen: dict[str, str] = {}
     for p in prompts:
         if p.id in seen:
             problems.append(f"{_where(p)}: duplicate prompt id {p.id!r} (first at {seen[p.id]})")

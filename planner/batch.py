@@ -199,7 +199,7 @@ def _balanced_orientations(pairs: list[tuple[str, str]], rng: np.random.Generato
     """For each planned pair (i, j): True when i goes left. See module docstring."""
     by_pair: dict[tuple[str, str], list[int]] = defaultdict(list)
     for idx, (i, j) in enumerate(pairs):
-        by_pair[tuple(sorted((i, j)))].append(idx)
+        by_pair[(min(i, j), max(i, j))].append(idx)
     imbalance: dict[str, int] = defaultdict(int)   # (# left) - (# right) per system
     flips: dict[tuple[str, str], list[bool]] = {}  # per pair: True = first (sorted) system left
     keys = sorted(by_pair)
@@ -255,7 +255,7 @@ def _name_mentions(items: Sequence[Item], systems: Sequence[str]) -> list[dict[s
     by_lower = {s.lower(): s for s in systems}
     names = sorted(systems, key=len, reverse=True)  # longest first: "gpt-4-turbo" before "gpt-4"
     rx = re.compile(r"(?<![\w-])(" + "|".join(re.escape(s) for s in names) + r")(?![\w-])", re.IGNORECASE)
-    out = []
+    out: list[dict[str, str]] = []
     for it in items:
         found: dict[str, None] = {}
         for text in (it.prompt, it.left_text, it.right_text):
@@ -425,7 +425,8 @@ def _regular_items(kept: Sequence[Issuable], ctx: Context) -> list[Item]:
 def _presentation_order(everything: Sequence[Item], ann: list[str] | None,
                         rng: np.random.Generator) -> list[Item]:
     """Per annotator (in the order of ``ann``), shuffled; a repeat moved after its original."""
-    groups: dict[str | None, list[Item]] = {a: [] for a in (ann or [None])}
+    keys: list[str | None] = list(ann) if ann else [None]
+    groups: dict[str | None, list[Item]] = {a: [] for a in keys}
     for it in everything:
         groups[it.annotator].append(it)
     ordered: list[Item] = []
@@ -433,9 +434,9 @@ def _presentation_order(everything: Sequence[Item], ann: list[str] | None,
         seq = [members[int(k)] for k in rng.permutation(len(members))]
         pos = {it.item_id: n for n, it in enumerate(seq)}
         for n in range(len(seq)):
-            it = seq[n]
-            if it.kind == "repeat" and pos[it.link] > n:
-                m = pos[it.link]
+            link = seq[n].link           # a repeat's original
+            if seq[n].kind == "repeat" and link is not None and pos[link] > n:
+                m = pos[link]
                 seq[n], seq[m] = seq[m], seq[n]
                 pos[seq[n].item_id], pos[seq[m].item_id] = n, m
         ordered.extend(seq)
@@ -455,12 +456,12 @@ def build_manifest(items: list[Item], skipped: list[Skipped], rates: dict[str, f
         kinds[it.kind] += 1
         if it.annotator is not None:
             per_annotator.setdefault(it.annotator, {k: 0 for k in KINDS})[it.kind] += 1
-        if it.kind in ("regular", "swap"):
-            a, b = sorted((it.left_system, it.right_system))
-            per_pair[(a, b)] += 1
+        left, right = it.left_system, it.right_system
+        if it.kind in ("regular", "swap") and left is not None and right is not None:   # both: a comparison
+            per_pair[(min(left, right), max(left, right))] += 1
             per_stratum[str(it.stratum)] += 1
-            left_count[it.left_system][0] += 1
-            left_count[it.right_system][1] += 1
+            left_count[left][0] += 1
+            left_count[right][1] += 1
     systems = sorted({s for it in items for s in (it.left_system, it.right_system) if s})
     skipped_prompts = sorted({s.prompt_id for s in skipped})
     return BatchManifest(

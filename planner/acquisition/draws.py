@@ -204,8 +204,8 @@ def _active_draws(ctx: _Context, state: _State, draws, ci, cj, k, pending, capv,
         if shares is not None:
             shares.take(t)
         c, f = state.apply(ci[t], cj[t], pick.s[0], pick.info[0])
-        if ranking:
+        if rk is not None:       # ranking and top-k: the pair-risk ranking; else the closed form
             rk.update(c, f)
-        else:
+        elif cf is not None:
             cf.update(state, c, f)
     return pairs, gains, before, left

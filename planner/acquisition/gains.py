@@ -28,8 +28,9 @@ class _Ranking:
         gap = mu[:, None] - mu[None, :]
         kr, lr = np.nonzero((w > 0) & (v0 > 0))
         # the risk only falls as information arrives: a pair below risk_eps stays there
-        if self.mode == "oracle":
-            x = ctx.est_mu[:, None] - ctx.est_mu[None, :]
+        est_mu = ctx.est_mu
+        if est_mu is not None:   # the oracle: the risk under the estimate, not the truth
+            x = est_mu[:, None] - est_mu[None, :]
             keep = ((pair_risk(x[kr, lr], v0[kr, lr], v0[kr, lr] / 2, "bayes") > eps)
                     | (x[kr, lr] * gap[kr, lr] <= 0))
             self.est = x[kr, lr][keep]
@@ -310,11 +311,12 @@ def _score_sequence(ctx: _Context, state: _State, pairs, left):
     for (i, j), lf in zip(pairs, left):
         ci, cj, s = np.array([i]), np.array([j]), np.array([1.0 if lf == i else -1.0])
         info = state.info(ci, cj, s)
-        if ranking:
+        if rk is not None:       # ranking and top-k: the pair-risk ranking; else the closed form
             g = rk.gains(state, ci, cj, Pick(s, info, np.zeros(1, bool), info))[0]
             c, f = state.apply(i, j, s[0], info[0])
             rk.update(c, f)
         else:
+            assert cf is not None    # built whenever rk is not
             g = cf.gains(state, ci, cj, s, info)[0]
             cf.update(state, *state.apply(i, j, s[0], info[0]))
         gains.append(float(g))

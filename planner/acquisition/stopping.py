@@ -30,9 +30,9 @@ def _settled(ctx: _Context, systems, inflation=None) -> tuple[bool, str]:
         others = [c for c in range(mu.size) if c != a]
         unsure = [c for c in others if 1 - settle <= p_beat[c] <= settle and p_tie[c, a] <= settle]
         if not unsure:
-            tied = _tied_words([(c, a) for c in others if p_tie[c, a] > settle], systems, ctx.opts.tie_margin)
-            return True, (f"every system beats or loses to the anchor {systems[a]}{tied[0]} with probability "
-                          f"> {settle:g}{tied[1]}: you can stop; more comparisons buy little")
+            words = _tied_words([(c, a) for c in others if p_tie[c, a] > settle], systems, ctx.opts.tie_margin)
+            return True, (f"every system beats or loses to the anchor {systems[a]}{words[0]} with probability "
+                          f"> {settle:g}{words[1]}: you can stop; more comparisons buy little")
         c = min(unsure, key=lambda c: abs(p_beat[c] - 0.5))
         return False, (f"{len(unsure)} system(s) not yet separated from the anchor; least settled: "
                        f"{systems[c]} beats {systems[a]} with probability {p_beat[c]:.2f}")

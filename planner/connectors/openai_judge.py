@@ -288,7 +288,10 @@ def _try_once(client, ep: Endpoint, body: dict, abort: threading.Event | None):
     except (Deadline, openai.APITimeoutError):
         return (lambda cid: error_line(cid, "timeout", f"no complete answer within {ep.timeout:g} s")), True, None
     except OffOrigin as exc:  # some SDK versions pass an event hook's exception through unwrapped
-        raise fatal_connection(exc, ep.url) from None
+        fatal = fatal_connection(exc, ep.url)
+        if fatal is None:     # cannot happen: a redirect off the origin is always fatal
+            raise
+        raise fatal from None
     except openai.APIStatusError as exc:
         status = exc.status_code
         body_ = exc.body if isinstance(exc.body, dict) and "error" in exc.body else {"error": exc.body}

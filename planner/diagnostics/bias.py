@@ -47,7 +47,8 @@ def position_bias(counts: Counts, gamma: Any = None,
     n = left + right
     p = proportion(left, n, confidence_level)
     diff = 100.0 * (left - right) / n if n else None
-    credible = n > 0 and (p.ci_low > 0.5 or p.ci_high < 0.5)
+    lo, hi = p.ci_low, p.ci_high            # None without verdicts
+    credible = lo is not None and hi is not None and (lo > 0.5 or hi < 0.5)
     flagged = diff is not None and abs(diff) > threshold_points and credible
     return PositionBias(left, right, n, p.rate, p.ci_low, p.ci_high, diff, binom_p(left, n),
                         threshold_points, flagged, gamma)

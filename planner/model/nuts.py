@@ -77,6 +77,8 @@ def choose_centred_by_stratum(counts: Counts, prior: Prior) -> tuple[bool, tuple
     if len(counts.systems) < 2 or k < 2:
         return False, (False,) * k
     lap = fit_laplace(counts, tuple(counts.strata), True, prior, np.full(k, 1.0 / k), 0, 1)
+    if lap.tau is None or lap.sigma is None or lap.stratum_sd is None:
+        raise ValueError("a per-stratum Laplace fit reports tau, sigma and the strata's sds")
     tau, sigma = lap.tau.mean, lap.sigma.mean
     return bool(tau / np.sqrt(k) < sigma / 4), tuple(bool(v) for v in lap.stratum_sd.max(axis=1) < tau / 2)
 

@@ -49,7 +49,11 @@ class Judge:
         if truth.observer == "thurstone":
             from scipy.stats import norm
 
-            d = (truth.scores[left] - truth.scores[right]) / ASAP_SIGMA + self.position / 1.702
+            scores = truth.scores
+            if scores is None:
+                raise ValueError("a Thurstone truth carries its observer's scores")
+
+            d = (scores[left] - scores[right]) / ASAP_SIGMA + self.position / 1.702
             p_left = norm.cdf(d)
             tie = u < self.tie_rate
             u2 = rng.random(left.size)
@@ -72,6 +76,8 @@ class Judge:
                       rng: Uniforms) -> np.ndarray:
         """Outcome codes on the ``prompts`` scenario: Davidson with gap ``d_p (beta_l - beta_r) + position``
         and the tie rate of :meth:`prompt_tie_rate`; decisive verdicts flipped with probability ``flip``."""
+        if truth.discrimination is None:
+            raise ValueError("the prompts scenario's truth carries each prompt's discrimination")
         d = truth.discrimination[prompt]
         t = self.prompt_tie_rate(d)
         pa, pb, _ = bt.outcome_probs(d * (truth.strengths[left] - truth.strengths[right]) + self.position,

@@ -134,7 +134,8 @@ class Ledger:
 
     def spent(self, model: str | None = None) -> float:
         """USD recorded (all models, or one)."""
-        q, args = "SELECT total(cost_usd) FROM judge_cache", ()   # type: tuple[str, ...]
+        q = "SELECT total(cost_usd) FROM judge_cache"
+        args: tuple[str, ...] = ()
         if model is not None:
             q, args = q + " WHERE model = ?", (model,)
         got = float(self._con.execute(q, args).fetchone()[0])

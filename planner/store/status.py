@@ -125,7 +125,7 @@ def status(path) -> StatusResult:
         for x in range(m):
             w, l, t, inv = (int(v) for v in tab[x].sum(axis=0))
             per_system.append(SystemStatus(names[x], w, l, t, inv, half_tie_score(w, l, t)))
-        con = study._con
+        con = study.connection
         ann = [AnnotatorStatus(row[0], *(int(v) for v in row[1:])) for row in con.execute(
             "SELECT annotator, count(*), sum(verdict='A'), sum(verdict='B'), sum(verdict='tie'), "
             "sum(verdict='invalid'), sum(verdict='pass'), sum(verdict='fail') FROM judgments "

@@ -173,8 +173,8 @@ def run_demo(directory, *, n_systems: int = 6, n_prompts: int = 40, rounds: int 
         vfile = directory / f"verdicts-{r + 1}.jsonl"
         vfile.write_text("".join(json.dumps(x) + "\n" for x in rows), encoding="utf-8")
         ingest(study, [vfile])
-        counts = {v: sum(1 for x in rows if x["verdict"] == v) for v in PAIRWISE_VERDICTS}
-        done.append(DemoRound(res.batch_id, len(res.items), counts, res.files, res.manifest["expected_reduction"],
+        verdicts = {v: sum(1 for x in rows if x["verdict"] == v) for v in PAIRWISE_VERDICTS}
+        done.append(DemoRound(res.issued, len(res.items), verdicts, res.files, res.manifest["expected_reduction"],
                               res.advice))
         if progress:
             progress(f"round {r + 1}: {len(res.items)} items issued and judged")

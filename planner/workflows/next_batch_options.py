@@ -294,6 +294,13 @@ class NextBatchResult:
     plan_fit: PlanFit | None = field(default=None, repr=False, compare=False)
 
     @property
+    def issued(self) -> int:
+        """The id of the batch written (a dry run wrote none: ValueError)."""
+        if self.batch_id is None:
+            raise ValueError("a dry run issues no batch")
+        return self.batch_id
+
+    @property
     def summary(self) -> BatchSummary:
         """The batch as the CLI shows it (typed; the manifest stays the stored and ``--json`` form)."""
         return BatchSummary.of(self.manifest)

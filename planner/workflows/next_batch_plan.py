@@ -172,7 +172,7 @@ def _choose(prompts, pp, pairs, strata, slots, rng, frozen_first: bool, notes: l
     left: dict[tuple[int, int], dict[str, list]] = {}
     planned = []
     fallbacks = 0
-    dropped = Counter()
+    dropped: Counter[tuple[str, str]] = Counter()
     for (i, j), stratum in zip(pairs, slots):
         key = (min(i, j), max(i, j))
         if key not in left:
@@ -296,7 +296,7 @@ def plan_next_batch(study, selection, *, seed: int, rng: np.random.Generator, ma
     notes.extend(result.notes)   # what the strategy could not do (short batch, swiss fallback)
     strata, slots = _stratum_slots(prompts, judged_s + pending_s, len(result.pairs), len(allowed), rng, notes)
     scores = _prompt_scores(study, fit, prompts, getattr(sel, "prompts_by", "uniform"), notes)
-    drawn = [] if scores is not None else None
+    drawn: list | None = [] if scores is not None else None
     planned = _choose(prompts, pp, result.pairs, strata, slots, rng, sel.frozen_first, notes, scores, drawn)
     return planned, result, fit, notes, _prompt_choice_record(drawn)
 

@@ -321,7 +321,7 @@ def _projects(srv: dict, batch_id: int | None) -> list[int]:
 
 def _username_aliases(client, planned: set[str]) -> dict[str, str]:
     """``{e-mail: username}`` for LS users whose username is a planned name but whose e-mail local part is not."""
-    out = {}
+    out: dict[str, str] = {}
     try:
         users = client.users()
     except DataError:  # listing users may be restricted; e-mail local parts still map

@@ -133,8 +133,9 @@ def _strata_report(study, counts: Counts, fit, by_stratum: bool, weights: dict[s
     for i in range(len(systems)):
         num = den = 0.0
         for r in rows:
-            if r.scores[i] is not None and r.weight > 0:
-                num += r.weight * r.scores[i]
+            score = r.scores[i]
+            if score is not None and r.weight > 0:
+                num += r.weight * score
                 den += r.weight
         weighted.append(num / den if den else None)
     gaps = [abs(r.judgment_share - r.weight) for r in rows if r.judgment_share is not None]
@@ -429,8 +430,9 @@ def _closing_notes(style, by_stratum: bool, n_strata: int, strata: StrataReport,
         if style.n_excluded:
             notes.append(text.style_excluded_note(style.n_excluded, style.n_used))
         notes.extend(style.lc_notes)
-    if not by_stratum and n_strata > 1 and (strata.max_share_gap or 0) > 0.05:
-        notes.append(text.strata_gap_note(strata.max_share_gap))
+    gap = strata.max_share_gap
+    if not by_stratum and n_strata > 1 and gap is not None and gap > 0.05:
+        notes.append(text.strata_gap_note(gap))
     if triads.zeta is None and triads.n_unobserved_pairs:
         notes.append(text.zeta_note(triads.n_unobserved_pairs))
     if reasons.n_decisive and reasons.share_without_reason:

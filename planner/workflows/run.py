@@ -227,9 +227,9 @@ def _loop(study_path, judge: JudgeOptions, run: RunOptions, progress, stop, on_a
                         qc=QualityControl(both_orders=run.both_orders),
                         output=Output(format="judge", judge_model=judge.model), reuse=plan.plan_fit)
         notes.extend(nb.notes)
-        jr = _judge(study_path, judge, nb.batch_id, progress, stop, on_answer)
+        jr = _judge(study_path, judge, nb.issued, progress, stop, on_answer)
         notes.extend(jr.notes)
-        info = RoundInfo(n_round + 1, nb.batch_id, jr.requests, jr.answered + jr.cached, jr.failed, jr.spent_usd,
+        info = RoundInfo(n_round + 1, nb.issued, jr.requests, jr.answered + jr.cached, jr.failed, jr.spent_usd,
                          float(last.get("objective_before", float("nan"))), top3(last))
         rounds.append(info)
         if progress is not None:

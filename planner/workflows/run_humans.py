@@ -161,8 +161,8 @@ def _humans_loop(study_path, run: RunOptions, human: HumanOptions, progress, sto
                         qc=QualityControl(annotators=list(human.annotators) or None, both_orders=run.both_orders),
                         output=Output(format="label-studio", out=out))
         notes.extend(nb.notes)
-        w = _round(study_path, nb.batch_id, human, client, on_wait(nb.batch_id), sleep, clock, stop)
-        info = RoundInfo(n_round + 1, nb.batch_id, len(nb.items), w.pull.new, 0, None,
+        w = _round(study_path, nb.issued, human, client, on_wait(nb.issued), sleep, clock, stop)
+        info = RoundInfo(n_round + 1, nb.issued, len(nb.items), w.pull.new, 0, None,
                          float(plan.manifest.get("objective_before", float("nan"))), top3(plan.manifest))
         rounds.append(info)
         if progress is not None:
