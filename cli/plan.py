@@ -119,7 +119,7 @@ def _batches(text: str | None) -> tuple[int, ...]:
 def _render(result) -> None:
     from rich.table import Table
 
-    from planner.simulation.plan_result import count_text, rounds_text
+    from planner.simulation.plan_result import count_text, money_text, rounds_text
 
     c = out()
     pilot = (f"{result.source}: {len(result.systems)} systems, {result.pilot_judgments:,} judgments"
@@ -142,7 +142,8 @@ def _render(result) -> None:
     for f, cost in zip(result.targets, result.costs):
         t.add_row(f.text, f"{count_text(f.median, f.budget)} [{count_text(f.lo, f.budget)}–"
                           f"{count_text(f.hi, f.budget)}]", rounds_text(f, ""), f"{f.reached:.0%}", f"{f.already:.0%}",
-                  "—" if cost is None else f"{cost.median.total:,.2f} [{cost.lo.total:,.2f}–{cost.hi.total:,.2f}]")
+                  "—" if cost is None else f"{money_text(cost.median.total)} [{money_text(cost.lo.total)}–"
+                                           f"{money_text(cost.hi.total)}]")
     print_table(t)
     if result.tradeoff:
         t = Table(title=f"batch size trade-off ({result.targets[0].text})")
@@ -152,7 +153,7 @@ def _render(result) -> None:
             f = r.forecast
             t.add_row(f"{r.batch:,}", f"{count_text(f.median, f.budget)} [{count_text(f.lo, f.budget)}–"
                                       f"{count_text(f.hi, f.budget)}]", rounds_text(f, ""),
-                      "—" if r.cost is None else f"{r.cost.median.total:,.2f}")
+                      "—" if r.cost is None else money_text(r.cost.median.total))
         print_table(t)
     for note in result.notes:
         err().print(f"note: {note}", markup=False)

@@ -94,7 +94,12 @@ def test_reuse_prompts_is_not_advised_when_given_and_a_one_pair_batch_says_why(e
     assert r.exit_code == 0, r.output
     assert "lets them take one again" not in flat(r.stderr)
     assert "28 system pair(s) have used every prompt and take one again (--reuse-prompts)" in flat(r.stderr)
-    # every other adjacent pair is settled: the batch goes to the one that is not (P 0.72), and says so
+    # every other adjacent pair is settled: the batch goes to the one that is not (P 0.71 once its interval is
+    # widened by the design effect of two verdicts a prompt), and says so
     assert "Why one pair: 50 of the 50 comparisons go to gpt-3.5-turbo vs vicuna-13b, the pair where" in flat(r.stdout)
-    assert re.search(r"Expected misordered system pairs \(objective ranking\): 0\.5683 now, 0\.5668 expected after "
-                     r"this batch \(-0\.001467\)\.", flat(r.stdout))
+    # every pick repeats a (prompt, pair) cluster of two verdicts: at the default ICC 0.15 each is worth
+    # Δ(2) = 0.85 / (1.30 · 1.15) = 0.569 of a fresh one, and the objective's reduction (a pair whose posterior
+    # mean must cross 0 to change its misorder probability) falls much faster than the information: -0.001465
+    # with the clusters ignored, -0.000159 with them (measured by patching the clustering out)
+    assert re.search(r"Expected misordered system pairs \(objective ranking\): 0\.5683 now, 0\.5681 expected after "
+                     r"this batch \(-0\.000158\d\)\.", flat(r.stdout))

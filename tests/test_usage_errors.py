@@ -103,7 +103,7 @@ def test_simulate_from_an_empty_study_says_why_without_raw_warnings(demo, tmp_pa
     init_study(tmp_path / "empty", systems=systems, prompts_file=prompts)
     r = runner.invoke(app, ["simulate", "--from-study", str(tmp_path / "empty"), "--reps", "2", "--budget", "60"])
     line = _error(r, 1)
-    assert "--from-study" in line and "no decisive judgment" in line and "--scenario" in line
+    assert "--from-study" in line and "no judgments to forecast from" in line and "--scenario" in line
 
 
 def test_a_negative_prompt_difficulty_is_kept(tmp_path):

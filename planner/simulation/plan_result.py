@@ -16,7 +16,8 @@ from planner.simulation.costing import Cost, Prices
 from planner.simulation.forecast import TargetForecast
 from planner.simulation.pilot import Setting
 
-__all__ = ["DesignInfo", "PlanResult", "TargetCost", "TradeoffRow", "count_text", "rounds_text", "target_text"]
+__all__ = ["DesignInfo", "PlanResult", "TargetCost", "TradeoffRow", "count_text", "money_text", "rounds_text",
+           "target_text"]
 
 
 def target_text(metric: str, value: float, margin_elo: float) -> str:
@@ -102,7 +103,7 @@ class PlanResult:
                 f"({f.level:.0%} interval) to {f.text}: {rounds_text(f)} of {f.batch:,}")
         cost = self.costs[k]
         if cost is not None:
-            head += f"; cost {_money(cost.median.total)} [{_money(cost.lo.total)}–{_money(cost.hi.total)}]"
+            head += f"; cost {money_text(cost.median.total)} [{money_text(cost.lo.total)}–{money_text(cost.hi.total)}]"
         tail = "." if f.reached == 1 else (f"; met within the budget of {b:,} in {f.reached:.0%} of the "
                                            "repetitions.")
         return head + tail
@@ -147,7 +148,8 @@ def rounds_text(f: TargetForecast, unit: str = " rounds") -> str:
     return f"{r(f.rounds_median)} [{r(f.rounds_lo)}–{r(f.rounds_hi)}]{unit}"
 
 
-def _money(x: float) -> str:
+def money_text(x: float) -> str:
+    """An amount as printed: ``1,234.50``, or ``more`` when the target is beyond the budget."""
     return f"{x:,.2f}" if math.isfinite(x) else "more"
 
 

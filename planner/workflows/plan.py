@@ -120,8 +120,12 @@ def _prompts_per_pair(study, systems, codes: dict[str, int]) -> tuple[np.ndarray
     return (has[i] & has[j]).sum(axis=1).astype(np.int64), ""
 
 
-def read_pilot(study, *, surrogate: str | None = None, prompts: int | tuple | None = None) -> tuple[Pilot, list[str]]:
-    """The pilot in the open ``study`` (counted judgments; a ``surrogate`` judge's left out) and notes."""
+def read_pilot(study, *, surrogate: str | None = None, prompts: int | tuple | None = None,
+               otherwise: tuple[str, tuple[str, ...]] = ("plan from assumptions (`systems`, `spread`)",
+                                                         ("systems", "spread"))) -> tuple[Pilot, list[str]]:
+    """The pilot in the open ``study`` (counted judgments; a ``surrogate`` judge's left out) and notes.
+
+    ``otherwise``: what the error of a study without judgments advises instead, and its parameters."""
     from planner.simulation.pilot import pilot_from_records
     from planner.store.study import COUNTED_KINDS
 
@@ -134,7 +138,7 @@ def read_pilot(study, *, surrogate: str | None = None, prompts: int | tuple | No
                if j.kind in COUNTED_KINDS and j.b is not None and (surrogate is None or j.annotator != surrogate)]
     if not records:
         raise DataError(f"{study.path}: the study holds no judgments to forecast from; ingest a pilot first, "
-                        "or plan from assumptions (`systems`, `spread`)", parameters=("systems", "spread"))
+                        f"or {otherwise[0]}", parameters=otherwise[1])
     codes = {p.id: k for k, p in enumerate(study.prompts())}
     per_pair, note = _prompts_per_pair(study, systems, codes)
     if isinstance(prompts, tuple):

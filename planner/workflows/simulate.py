@@ -69,7 +69,8 @@ def study_source(study_path: str | Path, budget: int, seed: int = 0):
     from planner.workflows.plan import read_pilot
 
     with Study.open(study_path) as study:
-        pilot, _ = read_pilot(study)
+        pilot, _ = read_pilot(study, otherwise=("simulate a `scenario` instead of `from_study`",
+                                                ("from_study", "scenario")))
     tot = pilot.counts.totals()
     if tot["A"] + tot["B"] == 0:   # the posterior ranks every system equal: no ranking to recover
         raise DataError(f"`from_study` ({study_path}) has no decisive judgment ({sum(tot.values()):,} counted: "
