@@ -55,3 +55,33 @@ def test_the_batch_summary_is_the_manifest_typed():
     humans = BatchSummary.of({**manifest, "for_humans": {"chosen": [["p", "a", "b"]], "expected_labels": 1.0,
                                                           "surrogate": "judge"}})
     assert humans.for_humans is not None and humans.for_humans.chosen == 1 and humans.for_humans.surrogate == "judge"
+
+
+def _private_reaches(source: str) -> list[str]:
+    """``from planner.x import _name`` (another module's private name) and ``other._con``/``._sys_id``
+    (a study's private handles read through anything but ``self``)."""
+    import ast
+
+    found = []
+    for n in ast.walk(ast.parse(source)):
+        if isinstance(n, ast.ImportFrom) and (n.level or (n.module or "").split(".")[0] in ("planner", "cli")):
+            found += [f"{n.lineno}: {a.name}" for a in n.names
+                      if a.name.startswith("_") and not a.name.startswith("__")]
+        if (isinstance(n, ast.Attribute) and n.attr in ("_con", "_sys_id")
+                and not (isinstance(n.value, ast.Name) and n.value.id == "self")):
+            found.append(f"{n.lineno}: .{n.attr}")
+    return found
+
+
+def test_no_module_reaches_into_another():
+    """A name another module needs is public in its home; the study's connection and system ids are read
+    through ``Study.connection`` and ``Study.system_ids``."""
+    files = [p for folder in ("planner", "cli") for p in sorted((ROOT / folder).rglob("*.py"))]
+    reaches = [f"{p.relative_to(ROOT)}:{hit}" for p in files for hit in _private_reaches(p.read_text(encoding="utf-8"))]
+    assert not reaches, "import a public name instead:\n" + "\n".join(reaches)
+
+
+def test_the_private_check_sees_a_reach():
+    src = ("from planner.acquisition.state import _setup, setup\nfrom . import _x\nfrom typer import _click\n"
+           "con = study._con\nself._con.execute('')\n")
+    assert _private_reaches(src) == ["1: _setup", "2: _x", "4: ._con"]

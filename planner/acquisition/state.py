@@ -1,7 +1,7 @@
 """The inputs of a selection, checked, and the Gaussian posterior under fantasized updates.
 
-:class:`_Context` is the frozen batch-start view (means, covariance, objective,
-options); :class:`_State` carries the covariance as picks and pending items are
+:class:`SelectionContext` is the frozen batch-start view (means, covariance, objective,
+options); :class:`SelectionState` carries the covariance as picks and pending items are
 fantasized (rank-one precision updates, Sherman–Morrison).
 """
 
@@ -12,9 +12,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from planner.acquisition.objectives import (
-    _anchor_index,
-    _check_objective,
-    _project,
+    anchor_index,
+    check_objective,
+    project_sum_to_zero,
     expected_information,
     sum_to_zero_basis,
 )
@@ -25,7 +25,7 @@ from planner.errors import DataError, UsageError, parameters_of, shown
 
 
 @dataclass(frozen=True, eq=False)
-class _Context:
+class SelectionContext:
     """The batch-start view every rule reads: strengths, covariance, objective, options.
 
     ``cov0`` is the strengths' covariance (M, M); ``joint0`` the joint covariance of
@@ -44,7 +44,7 @@ class _Context:
     joint0: np.ndarray | None = None
 
 
-class _State:
+class SelectionState:
     """The joint Gaussian of ``(β, γ)`` under fantasized rank-one precision updates.
 
     A judgment of ``(i, j)`` shown with ``i`` left (``s = +1``) or right (``s = −1``) has
@@ -121,7 +121,7 @@ class Pick:
         return Pick(self.s[idx], self.info[idx], self.free[idx], self.bal[idx])
 
     @classmethod
-    def of(cls, state: "_State", ci, cj, orders, share=None) -> "Pick":
+    def of(cls, state: "SelectionState", ci, cj, orders, share=None) -> "Pick":
         """From the candidates' :class:`~planner.acquisition.positions.Orders` (information now)."""
         one = np.ones(ci.size)
         return cls.choose(state.info(ci, cj, one), state.info(ci, cj, -one), orders, share)
@@ -194,7 +194,7 @@ def _pairs_array(pairs, what: str, parameter: str) -> np.ndarray:
     return arr.astype(np.int64)
 
 
-def _candidates(m, allowed):
+def candidate_pairs(m, allowed):
     if allowed is None:
         i, j = np.triu_indices(m, 1)
         return i.astype(np.int64), j.astype(np.int64)
@@ -211,7 +211,7 @@ def _candidates(m, allowed):
     return keys // m, keys % m
 
 
-def _capacity(capacity, ci, cj):
+def pair_capacity(capacity, ci, cj):
     """Per-candidate pick limit (inf where the mapping says nothing), or None without a mapping.
 
     A pair may be named in either order; a pair that is not a candidate is ignored; named twice,
@@ -245,7 +245,7 @@ def _capacity(capacity, ci, cj):
     return capv
 
 
-def _spend(capv, ci, cj, pairs):
+def spend(capv, ci, cj, pairs):
     """Capacity left after ``pairs`` were picked."""
     if capv is None or not pairs:
         return capv
@@ -261,8 +261,8 @@ class _Setup:
     """A checked call: the context, the fantasized state, the candidates and what was judged."""
 
     systems: tuple
-    ctx: _Context
-    state: _State
+    ctx: SelectionContext
+    state: SelectionState
     ci: np.ndarray
     cj: np.ndarray
     counts: np.ndarray          # judged + pending per unordered pair, symmetric (M, M)
@@ -270,14 +270,14 @@ class _Setup:
     draws: np.ndarray | None
 
 
-def _setup(posterior, objective, top_k, anchor, judged, pending, draws, allowed, true_mean,
+def setup(posterior, objective, top_k, anchor, judged, pending, draws, allowed, true_mean,
            opts: SelectionOptions, need_anchor=False) -> _Setup:
     """Validate the inputs; build the context, the fantasized state and the candidates."""
     systems = tuple(posterior.systems)
     m = len(systems)
     if m < 2:
         raise UsageError(f"need at least two systems to compare (got {m})", parameters=("posterior",))
-    _check_objective(objective, m, systems, top_k, anchor)
+    check_objective(objective, m, systems, top_k, anchor)
     _check_counts(judged, systems, "judged")
     _check_counts(pending, systems, "pending")
     mu = np.asarray(posterior.mean, dtype=float)
@@ -296,15 +296,15 @@ def _setup(posterior, objective, top_k, anchor, judged, pending, draws, allowed,
         draws = np.asarray(draws, dtype=float)
         if draws.ndim != 2 or draws.shape[1] != m or draws.shape[0] < 2:
             raise DataError(f"draws must have shape (S, {m}) with S >= 2, got {draws.shape}")
-    a_idx = _anchor_index(systems, anchor) if (need_anchor or objective == "anchor") else None
+    a_idx = anchor_index(systems, anchor) if (need_anchor or objective == "anchor") else None
     mu = mu - mu.mean()
-    cov = _project(cov)
-    ci, cj = _candidates(m, allowed)
+    cov = project_sum_to_zero(cov)
+    ci, cj = candidate_pairs(m, allowed)
     ordered = ordered_counts(judged, m, all_fields=False) + ordered_counts(pending, m, all_fields=True)
     joint = _joint(posterior, cov)
-    ctx = _Context(mu, cov, float(posterior.gamma), float(posterior.nu), objective, top_k, a_idx,
+    ctx = SelectionContext(mu, cov, float(posterior.gamma), float(posterior.nu), objective, top_k, a_idx,
                    opts, est_mu, joint)
-    state = _State(mu, joint, ctx.gamma, ctx.nu)
+    state = SelectionState(mu, joint, ctx.gamma, ctx.nu)
     if pending is not None and pending.n_cells:
         state.apply_counts(pending)
     return _Setup(systems, ctx, state, ci, cj, ordered + ordered.T, ordered, draws)

@@ -42,7 +42,7 @@ def fit_style_nuts(design, *, prior, coef_sd: float, sigma: float, seed: int, dr
                    cores: int | None, progressbar: bool):
     """Sample the style-controlled model; see :func:`planner.model.style.fit_style`."""
     from planner.model.types import Fit, Summary
-    from planner.model.nuts import _flat, _summary, diagnose, sample_model
+    from planner.model.nuts import flat_draws, draw_summary, diagnose, sample_model
     from planner.model.style import StyleFit
 
     with warnings.catch_warnings():
@@ -50,15 +50,15 @@ def fit_style_nuts(design, *, prior, coef_sd: float, sigma: float, seed: int, dr
         idata = sample_model(build_style_model(design, prior, coef_sd, sigma), seed, draws, tune, chains, cores,
                              progressbar)
     diag = diagnose(idata, ["beta", "coef", "gamma", "log_nu"], chains)
-    beta_draws = _flat(idata, "beta")
+    beta_draws = flat_draws(idata, "beta")
     beta_draws = beta_draws - beta_draws.mean(axis=1, keepdims=True)
     mean = beta_draws.mean(axis=0)
     cov = np.atleast_2d(np.cov(beta_draws, rowvar=False))
-    gamma, nu = _summary(_flat(idata, "gamma")), _summary(_flat(idata, "nu"))
+    gamma, nu = draw_summary(flat_draws(idata, "gamma")), draw_summary(flat_draws(idata, "nu"))
     post = bt.GaussianPosterior(design.systems, mean, cov, gamma=gamma.mean, nu=nu.mean)
     nan = float("nan")
     fit = Fit(design.systems, ("all",), "nuts", post, beta_draws, gamma, nu, Summary(sigma, nan, nan, nan),
               None, None, None, None, None, design.n_judgments, 0, diag, prior, seed, idata=idata)
-    coef_draws = _flat(idata, "coef")
-    coef = tuple(_summary(coef_draws[:, j]) for j in range(coef_draws.shape[1]))
+    coef_draws = flat_draws(idata, "coef")
+    coef = tuple(draw_summary(coef_draws[:, j]) for j in range(coef_draws.shape[1]))
     return StyleFit(fit, design.features, coef, design.scale, coef_draws, coef_sd)

@@ -53,8 +53,8 @@ import numpy as np
 from planner.errors import DataError, UsageError, quote
 from planner.limits import check_optional_int
 from planner.workflows.next_batch_options import (DEFAULT_SIZE, HumansDesign, NextBatchResult, Output, QualityControl,
-                                                  Selection, TextOptions, _options, options_from)
-from planner.workflows.next_batch_plan import PlanFit, _target_shares, plan_next_batch  # noqa: F401 (re-exported)
+                                                  Selection, TextOptions, option_objects, options_from)
+from planner.workflows.next_batch_plan import PlanFit, target_shares, plan_next_batch  # noqa: F401 (re-exported)
 
 __all__ = ["DEFAULT_SIZE", "HumansDesign", "LEGACY_DEFAULT_MAX_WORDS", "MAX_SIZE", "NextBatchResult", "Output",
            "QualityControl", "Selection", "TextOptions", "next_batch", "options_from", "plan_next_batch"]
@@ -238,7 +238,7 @@ def next_batch(study_path, selection: Selection | None = None, *, qc: QualityCon
     from planner.formats.writers import check_temperature, read_attention_pool
     from planner.store.study import Study
 
-    sel, qc, output, text, humans = _options(selection=selection, qc=qc, output=output, text=text, humans=humans)
+    sel, qc, output, text, humans = option_objects(selection=selection, qc=qc, output=output, text=text, humans=humans)
     _check_options(sel.size, sel.strategy, sel.objective, sel.top_k, sel.engine, output.format,
                    text.normalize_style, sel.seed)
     if humans.for_ not in ("ranking", "humans"):

@@ -201,7 +201,7 @@ def options_from(**flat) -> dict:
     return {arg: _OPTION_TYPES[arg](**kw) for arg, kw in grouped.items()}
 
 
-def _options(**given) -> tuple:
+def option_objects(**given) -> tuple:
     """The five option objects (defaults for the ones not given); a wrong type is a usage error."""
     out = []
     for name, cls in _OPTION_TYPES.items():

@@ -18,7 +18,7 @@ import numpy as np
 from planner.errors import DataError, UsageError
 
 
-def _target_shares(prompts, strata: Sequence[str]) -> dict[str, float]:
+def target_shares(prompts, strata: Sequence[str]) -> dict[str, float]:
     """Population share of each stratum: the one rule, :func:`planner.strata.stratum_weights`."""
     from planner.strata import stratum_weights
 
@@ -132,7 +132,7 @@ def _stratum_slots(prompts, received, k: int, n_allowed: int, rng: np.random.Gen
     from planner.allocation import plan_strata
 
     strata = sorted({p.stratum or "all" for p in prompts})
-    target = _target_shares(prompts, strata)
+    target = target_shares(prompts, strata)
     already = _received_by_stratum(received)
     n_prompts = Counter(p.stratum or "all" for p in prompts)
     available = {s: n_prompts[s] * n_allowed for s in strata}
