@@ -65,13 +65,17 @@ def _state(study_path) -> tuple[int, list[int], int]:
 
 
 def _plan(study_path, run: RunOptions, human: HumanOptions, size: int, remaining: int):
+    """A dry-run plan whose items fit in ``remaining`` (shrinking ``size``); None if none fits. The round's
+    model is fitted once: the smaller retries and the batch issued reuse the first plan's fit."""
     from planner.workflows.next_batch import Output, QualityControl, Selection, next_batch
 
+    reuse = None
     while True:
         plan = next_batch(study_path,
                           Selection(size=size, strategy=run.strategy, objective=run.objective, engine=run.engine),
                           qc=QualityControl(annotators=list(human.annotators) or None, both_orders=run.both_orders),
-                          output=Output(format="label-studio", dry_run=True))
+                          output=Output(format="label-studio", dry_run=True), reuse=reuse)
+        reuse = plan.plan_fit
         if len(plan.items) <= remaining or (plan.settled and run.until == "settled"):
             return plan, size
         if size == 1:
@@ -159,7 +163,7 @@ def _humans_loop(study_path, run: RunOptions, human: HumanOptions, progress, sto
         nb = next_batch(study_path,
                         Selection(size=size, strategy=run.strategy, objective=run.objective, engine=run.engine),
                         qc=QualityControl(annotators=list(human.annotators) or None, both_orders=run.both_orders),
-                        output=Output(format="label-studio", out=out))
+                        output=Output(format="label-studio", out=out), reuse=plan.plan_fit)
         notes.extend(nb.notes)
         w = _round(study_path, nb.issued, human, client, on_wait(nb.issued), sleep, clock, stop)
         info = RoundInfo(n_round + 1, nb.issued, len(nb.items), w.pull.new, 0, None,
