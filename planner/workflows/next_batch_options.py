@@ -229,7 +229,8 @@ class BatchSummary:
     """What ``next-batch`` shows of its batch, typed (read from the manifest the study stores):
     items and comparisons, the plan's strategy/objective/seed, comparisons per pair (``(systems, n)``),
     items per kind, comparisons per stratum, the objective before and after, the model's warnings, the
-    draw for humans (None for a ranked batch) and the saved forecast's sentence ("" when none)."""
+    draw for humans (None for a ranked batch), the saved forecast's sentence ("" when none) and the top 3
+    systems by the fit's posterior mean strength (none without a fit)."""
 
     n_items: int
     n_comparisons: int
@@ -244,6 +245,7 @@ class BatchSummary:
     model_warnings: tuple[str, ...]
     for_humans: HumansDraw | None
     forecast: str
+    top3: tuple[str, ...] = ()
 
     @classmethod
     def of(cls, manifest: dict) -> BatchSummary:
@@ -256,7 +258,13 @@ class BatchSummary:
                    tuple((k, int(v)) for k, v in (bm.get("per_stratum") or {}).items()),
                    float(manifest["objective_before"]), float(manifest["objective_after"]),
                    tuple((manifest.get("model") or {}).get("warnings") or ()), humans,
-                   (manifest.get("forecast") or {}).get("sentence") or "")
+                   (manifest.get("forecast") or {}).get("sentence") or "", _top3(manifest))
+
+
+def _top3(manifest: dict) -> tuple[str, ...]:
+    """The top 3 systems by posterior mean strength in the manifest's model summary."""
+    s = (manifest.get("model") or {}).get("strengths") or {}
+    return tuple(sorted(s, key=lambda k: -s[k]["mean"])[:3])
 
 
 @dataclass(frozen=True)

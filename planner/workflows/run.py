@@ -131,12 +131,6 @@ def _state(study_path, model: str) -> LoopState:
                      tuple(b.id for b in mine if b.pending > 0), len(mine), spent)
 
 
-def top3(manifest: dict) -> tuple[str, ...]:
-    """The top 3 systems by posterior mean strength in a next-batch manifest's model summary."""
-    s = (manifest.get("model") or {}).get("strengths") or {}
-    return tuple(sorted(s, key=lambda k: -s[k]["mean"])[:3])
-
-
 def _plan(study_path, judge: JudgeOptions, run: RunOptions, size: int, remaining: int):
     """A dry-run plan whose items fit in ``remaining`` (shrinking ``size``); None if none fits. The
     round's model is fitted once: each smaller retry reuses the first plan's fit."""
@@ -197,7 +191,7 @@ def _loop(study_path, judge: JudgeOptions, run: RunOptions, progress, stop, on_a
     rounds: list[RoundInfo] = []
     notes: list[str] = []
     _resume(study_path, judge, _state(study_path, judge.model), progress, stop, on_answer, rounds, notes)
-    stopped, advice, last = "", "", {}
+    stopped, advice = "", ""
     while not stopped:
         state = _state(study_path, judge.model)
         used, n_round = state.answered, state.rounds
@@ -218,7 +212,7 @@ def _loop(study_path, judge: JudgeOptions, run: RunOptions, progress, stop, on_a
         if plan is None:
             stopped = "budget"
             break
-        last, advice = plan.manifest, plan.advice
+        advice = plan.advice
         if plan.settled and run.until == "settled":
             stopped = "settled"
             break
@@ -230,7 +224,7 @@ def _loop(study_path, judge: JudgeOptions, run: RunOptions, progress, stop, on_a
         jr = _judge(study_path, judge, nb.issued, progress, stop, on_answer)
         notes.extend(jr.notes)
         info = RoundInfo(n_round + 1, nb.issued, jr.requests, jr.answered + jr.cached, jr.failed, jr.spent_usd,
-                         float(last.get("objective_before", float("nan"))), top3(last))
+                         plan.summary.objective_before, plan.summary.top3)
         rounds.append(info)
         if progress is not None:
             progress({"phase": "round", "round": info.round, "batch": nb.batch_id, "used": used + jr.answered,

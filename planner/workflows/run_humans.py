@@ -19,7 +19,7 @@ from pathlib import Path
 
 from planner.errors import DataError, UsageError, quote
 from planner import limits
-from planner.workflows.run import RoundInfo, RunOptions, RunResult, final_top3, top3
+from planner.workflows.run import RoundInfo, RunOptions, RunResult, final_top3
 
 STOP_HUMANS = ("settled", "budget", "interrupted", "exhausted", "waiting")
 
@@ -167,7 +167,7 @@ def _humans_loop(study_path, run: RunOptions, human: HumanOptions, progress, sto
         notes.extend(nb.notes)
         w = _round(study_path, nb.issued, human, client, on_wait(nb.issued), sleep, clock, stop)
         info = RoundInfo(n_round + 1, nb.issued, len(nb.items), w.pull.new, 0, None,
-                         float(plan.manifest.get("objective_before", float("nan"))), top3(plan.manifest))
+                         plan.summary.objective_before, plan.summary.top3)
         rounds.append(info)
         if progress is not None:
             progress({"phase": "round", "round": info.round, "batch": nb.batch_id, "used": used + len(nb.items),
