@@ -237,8 +237,10 @@ def _score_tests(tally: np.ndarray, q: _Question, deffs: list[float]):
         basics.append((w, l, t, inv, s, tie, lo, hi))
         zp = zr = None
         if w + l + t > 0:   # trinomial score tests: the tie share is estimated under H0, not taken as known
-            zp = finite(half_tie_score_z(w, l, t, q.theta_pass, deffs[k]))
-            zr = finite(-half_tie_score_z(w, l, t, q.theta_reg, deffs[k]))
+            up = half_tie_score_z(w, l, t, q.theta_pass, deffs[k])
+            down = half_tie_score_z(w, l, t, q.theta_reg, deffs[k])
+            zp = None if up is None else finite(up)
+            zr = None if down is None else finite(-down)
         z_p.append(zp)
         z_r.append(zr)
         p_p.append(None if zp is None else float(stats.norm.sf(zp)))

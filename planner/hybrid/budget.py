@@ -120,7 +120,7 @@ def continuous_split(n0: float, rho: float, human_cost: float, judge_cost: float
     else:
         n, m = n0 * (1 - r2), math.inf
     capped = max_items is not None and m > max_items
-    if capped:
+    if capped and max_items is not None:
         if max_items <= n0:
             return None
         m = float(max_items)

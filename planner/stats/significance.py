@@ -183,7 +183,8 @@ def _conclusion(r: SignificanceResult) -> str:
         out = f"{head}; {test}: the candidate is distinguishably {direction} than 50%."
     else:
         out = f"{head}; {test}: not distinguishable from 50%."
-    wald_excludes = r.wald.low is not None and not (r.wald.low <= 0.5 <= r.wald.high)
+    low, high = r.wald.low, r.wald.high
+    wald_excludes = low is not None and high is not None and not (low <= 0.5 <= high)
     if r.pvalue is not None and wald_excludes != r.significant:
         quoted = "above" if iv.startswith("Wald") else f"[{r.wald.low:.1%}, {r.wald.high:.1%}]"
         out += (f" The Wald interval {quoted} "
