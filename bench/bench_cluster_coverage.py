@@ -44,8 +44,11 @@ ANCHOR = 0
 SCENARIOS = {"orders": (2, True), "annotators": (3, False), "independent": (2, True)}
 
 
-def simulate(rng, n_prompts: int, per_cluster: int, both_orders: bool, icc: float) -> JudgmentArrays:
-    """One study: every pair on every prompt, ``per_cluster`` verdicts per (prompt, pair)."""
+def simulate(rng, n_prompts: int, per_cluster: int, both_orders: bool, icc: float, offset=None) -> JudgmentArrays:
+    """One study: every pair on every prompt, ``per_cluster`` verdicts per (prompt, pair).
+
+    ``offset(q, a, b)``: a known term added to the logit of ``a`` (shown first) over ``b`` on prompt ``q``
+    (the style term of bench_style_cluster_coverage.py); None: 0."""
     copy = math.sqrt(icc)
     left, right, outcome, prompt = [], [], [], []
     pairs = [(i, j) for i in range(M) for j in range(i + 1, M)]
@@ -55,7 +58,8 @@ def simulate(rng, n_prompts: int, per_cluster: int, both_orders: bool, icc: floa
             for v in range(per_cluster):
                 first = (v % 2 == 0) if both_orders else bool(rng.random() < 0.5)
                 a, b = (i, j) if first else (j, i)
-                pa, pb, pt = bt.outcome_probs(BETA[a] - BETA[b] + GAMMA, NU)
+                shift = 0.0 if offset is None else offset(q, a, b)
+                pa, pb, pt = bt.outcome_probs(BETA[a] - BETA[b] + GAMMA + shift, NU)
                 u = shared if rng.random() < copy else rng.random()
                 # i's preference order: i wins, tie, j wins (so a shared U means the same preference)
                 p_i = pa if a == i else pb
@@ -97,13 +101,18 @@ def one_study(ja: JudgmentArrays) -> dict:
     return out
 
 
-def main() -> None:
+def parse_args() -> argparse.Namespace:
+    """``--reps``, ``--icc``, ``--prompts``, ``--seed`` (this script's and bench_style_cluster_coverage.py's)."""
     ap = argparse.ArgumentParser()
     ap.add_argument("--reps", type=int, default=200)
     ap.add_argument("--icc", type=float, default=0.3)
     ap.add_argument("--prompts", type=int, default=40)
     ap.add_argument("--seed", type=int, default=26)
-    a = ap.parse_args()
+    return ap.parse_args()
+
+
+def main() -> None:
+    a = parse_args()
     print(f"{M} systems, every pair on each of {a.prompts} prompts, BTD beta {BETA[0]:+.1f}..{BETA[-1]:+.1f}, "
           f"nu {NU}, gamma {GAMMA}; {a.reps} studies per scenario; 95% intervals")
     print("| scenario | ICC | verdicts per cluster | strength coverage (independent / clustered) "

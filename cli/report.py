@@ -228,6 +228,9 @@ def _render_leaderboard(con, r) -> None:
     print_table(tab, key=(2,), console=con)
     if r.clusters is not None:
         con.print(r.clusters.sentence, markup=False, soft_wrap=True)
+    if r.forecast is not None:
+        con.print(f"Remaining budget (the forecast planner plan saved): {r.forecast.sentence()}.", markup=False,
+                  soft_wrap=True)
 
 
 def _render_pairs(con, r) -> None:
@@ -358,7 +361,7 @@ def _render_style(sc) -> None:
     """Raw and controlled leaderboards, style coefficients, LC win rates (planner.workflows.style_report)."""
     from rich.table import Table
 
-    from planner.text import lc_sentence
+    from planner.text import lc_sentence, style_cluster_sentence
 
     con = out()
     if sc.rows:
@@ -380,5 +383,7 @@ def _render_style(sc) -> None:
                         f"{c.odds_ratio:.2f} [{c.odds_lo:.2f}, {c.odds_hi:.2f}]")
         print_table(tab, console=con)
         con.print(sc.sentence, markup=False, soft_wrap=True)
+        if sc.clusters is not None:
+            con.print(style_cluster_sentence(sc), markup=False, soft_wrap=True)
     for r in sc.lc:
         con.print(lc_sentence(sc.lc_anchor, r), markup=False, soft_wrap=True)

@@ -11,7 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["ClusterReport", "LeaderRow", "StratumRow", "StrataReport", "ModelReport", "RankingReading", "Report"]
+__all__ = ["ClusterReport", "LeaderRow", "ModelReport", "RankingReading", "Report", "StrataReport", "StratumRow",
+           "cluster_report"]
 
 
 @dataclass(frozen=True)
@@ -316,11 +317,41 @@ class Report:
     clusters: ClusterReport | None = None
     fit: Any = field(default=None, repr=False, compare=False)
     ranking: RankingReading | None = None
+    # the forecast `planner plan` saved, updated with the judgments now (planner.simulation.remaining.Remaining)
+    forecast: Any = None
 
     def to_dict(self) -> dict:
         """JSON-ready dict of every field except ``fit`` (and ``style_control`` when not computed)."""
         from planner.jsonable import jsonable
 
         skip = ({"fit"} | ({"style_control"} if self.style_control is None else set())  # key only when asked
-                | ({"ranking"} if self.ranking is None else set()))
-        return {name: jsonable(getattr(self, name)) for name in self.__dataclass_fields__ if name not in skip}
+                | ({"ranking"} if self.ranking is None else set())
+                | ({"forecast"} if self.forecast is None else set()))
+        out = {name: jsonable(getattr(self, name)) for name in self.__dataclass_fields__ if name not in skip}
+        if self.forecast is not None:
+            out["forecast"]["sentence"] = self.forecast.sentence()
+        return out
+
+
+def cluster_report(judged, counts, fit, cluster: str, cells=None) -> ClusterReport:
+    """The ICC of verdicts on the same prompt and pair, and what the chosen clustering did to ``fit``'s intervals
+    (``fit.clustering``; ``judged``: the judgments it was fitted to (``JudgmentArrays``), ``counts`` their pooled
+    counts; ``cells``: their tallies when at hand)."""
+    from dataclasses import replace
+
+    import numpy as np
+
+    from planner import text
+    from planner.stats.clusters import verdict_icc
+
+    est = verdict_icc(judged, cells)
+    c = fit.clustering
+    if c is None:
+        deff, n, low, high = 1.0, int(counts.usable.sum()), None, None
+    else:
+        deff, n = c.design_effect, c.n_clusters
+        pairs = c.pair_design_effects()[np.triu(counts.pair_matrix() > 0, 1)]
+        pairs = pairs[np.isfinite(pairs)]
+        low, high = (float(pairs.min()), float(pairs.max())) if pairs.size else (None, None)
+    rep = ClusterReport(cluster, n, est.icc, est.mean_size, est.design_effect, deff, float(np.sqrt(deff)), low, high)
+    return replace(rep, sentence=text.cluster_sentence(rep))

@@ -234,6 +234,16 @@ FEW_CLUSTERS = 30
 _SHARED = {"item": "the same prompt and pair", "prompt": "the same prompt", "annotator": "the same annotator"}
 
 
+def style_cluster_sentence(sc: Any) -> str:
+    """What clustering did to the style-controlled intervals (a :class:`StyleControlReport`); "" without a fit.
+
+    "style-controlled model: verdicts on the same prompt and pair agree beyond chance (…): intervals
+    widened 1.10× (…)"
+    """
+    c = getattr(sc, "clusters", None)
+    return "" if c is None else f"style-controlled model: {c.sentence}"
+
+
 def cluster_sentence(c: Any) -> str:
     """What clustering did to the intervals, from a :class:`planner.report_results.ClusterReport`.
 

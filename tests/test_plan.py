@@ -114,6 +114,21 @@ def test_status_and_next_batch_show_the_saved_forecast_updated(pilot_study, pilo
     nb = runner.invoke(app, ["next-batch", str(study), "--dry-run", "--size", "10"])
     assert nb.exit_code == 0, nb.output
     assert "Forecast:" in nb.stdout and "pairs resolved now" in " ".join(nb.stdout.split())
+    # report carries the same updated forecast: one sentence in the text, the JSON and the HTML page
+    st = json.loads(runner.invoke(app, ["status", str(study), "--json"]).stdout)
+    rep = json.loads(runner.invoke(app, ["report", str(study), "--json"]).stdout)
+    assert rep["forecast"]["sentence"] == st["forecast"]["sentence"]
+    assert rep["forecast"]["median"] == st["forecast"]["median"] and rep["forecast"]["new_judgments"] == 100
+    text = " ".join(runner.invoke(app, ["report", str(study)]).stdout.split())
+    assert f"Remaining budget (the forecast planner plan saved): {st['forecast']['sentence']}." in text
+    html = study.parent / "r.html"
+    assert runner.invoke(app, ["report", str(study), "--html", str(html)]).exit_code == 0
+    page = html.read_text(encoding="utf-8")
+    assert '<h2>Remaining budget</h2>' in page and "bound method" not in page
+
+
+def test_report_without_a_saved_forecast_has_no_forecast_key(pilot_study):
+    assert "forecast" not in json.loads(runner.invoke(app, ["report", str(pilot_study), "--json"]).stdout)
 
 
 @pytest.mark.parametrize("args, flag", [

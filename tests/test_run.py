@@ -175,3 +175,29 @@ def test_demo_live_judge_through_the_cli(tmp_path):
     assert doc["run"]["stopped"] == "budget" and doc["run"]["judgments_used"] <= 20 and doc["http_calls"] > 0
     r = runner.invoke(app, ["demo", str(tmp_path / "d" / "study"), "--live-judge", "--force"])
     assert r.exit_code == 2 and "holds a study" in r.stderr  # the demo never replaces a study
+
+
+def test_a_dead_endpoint_stops_the_run_after_one_round(tmp_path, srv):
+    study = make_study(tmp_path)
+    srv.rule = lambda text: "context"        # every request refused (400 context_length_exceeded, not retried)
+    res = run_loop(study, _judge(srv), RunOptions(budget=100, batch_size=20, until="budget"))
+    assert res.stopped == "no-answers" and len(res.rounds) == 1 and res.judgments_used == 0
+    assert any("none of" in n and "was answered; stopping" in n for n in res.notes)
+
+
+def test_a_small_round_that_fails_whole_by_chance_does_not_stop_the_run(tmp_path, srv):
+    study = make_study(tmp_path)
+    srv.script = ["context"] * 3             # the first round's three requests fail, later ones are answered
+    res = run_loop(study, _judge(srv), RunOptions(budget=9, batch_size=3, until="budget"))
+    # the three failed items stay pending (held against the budget, asked again by the next run): 6 answered
+    assert res.stopped == "budget" and len(res.rounds) == 3 and res.judgments_used == 6 == status(study).judgments
+    assert not any("was answered; stopping" in n for n in res.notes)
+    assert "3 item(s) of this judge's batches are unanswered" in " ".join(res.notes)
+
+
+def test_two_small_rounds_with_nothing_answered_stop_the_run(tmp_path, srv):
+    study = make_study(tmp_path)
+    srv.rule = lambda text: "context"
+    res = run_loop(study, _judge(srv), RunOptions(budget=9, batch_size=3, until="budget"))
+    assert res.stopped == "no-answers" and len(res.rounds) == 2 and res.judgments_used == 0
+    assert any("(nor in the round before); stopping" in n for n in res.notes)

@@ -215,7 +215,9 @@ def _style(r) -> str:
             for x in sc.rows]
     coefs = [[c.feature, f"{c.scale:.3f}", f"{c.mean:+.3f} [{c.lo:+.3f}, {c.hi:+.3f}]",
               f"{c.odds_ratio:.2f} [{c.odds_lo:.2f}, {c.odds_hi:.2f}]"] for c in sc.coefficients]
+    cs = text.style_cluster_sentence(sc)
     return ('<section id="style"><h2>Raw and style-controlled ranking</h2>' + _p(sc.sentence)
+            + (_p(cs[0].upper() + cs[1:] + ".") if cs else "")
             + '<div class="side">'
             + _table(["system", "raw rank", "raw β [95% CrI]", "controlled rank", "controlled β [95% CrI]",
                       "controlled rank 95%", "controlled P(best)"], rows, cls="style")
@@ -245,12 +247,13 @@ def _hybrid(h) -> str:
 
 
 def _forecast(r) -> str:
-    """The remaining-budget forecast, when the report carries one (``planner plan`` fills it)."""
+    """The remaining-budget forecast, when the study holds one (``planner plan`` saves it)."""
     fc = getattr(r, "forecast", None)
     if fc is None:
         return ""
     data = jsonable(fc)
     sentence = getattr(fc, "sentence", None) or (data.get("sentence") if isinstance(data, dict) else None)
+    sentence = sentence() if callable(sentence) else sentence
     rows = ([[k, json.dumps(v, ensure_ascii=False) if isinstance(v, (dict, list)) else v]
              for k, v in data.items() if k != "sentence"] if isinstance(data, dict) else [["forecast", data]])
     return ('<section id="forecast"><h2>Remaining budget</h2>' + (_p(sentence) if sentence else "")

@@ -90,8 +90,9 @@ def _leaderboard(r) -> list[str]:
         rows.append(row)
     L += table(head, rows)
     L += ["Tied with the leader (not credibly below it): " + ", ".join(map(for_markdown, r.tied_with_leader)), ""]
-    return L + ([r.clusters.sentence[0].upper() + r.clusters.sentence[1:] + ".", ""]
-                if r.clusters is not None else [])
+    L += ([r.clusters.sentence[0].upper() + r.clusters.sentence[1:] + ".", ""] if r.clusters is not None else [])
+    return L + ([f"Remaining budget (the forecast `planner plan` saved): {for_markdown(r.forecast.sentence())}.", ""]
+                if r.forecast is not None else [])
 
 
 def _pairs_and_anchor(r) -> list[str]:
@@ -257,6 +258,9 @@ def style_section(sc: Any) -> list[str]:
               f"style control), engine {sc.engine}, {sc.n_used:,} judgments"
               + (f" ({sc.n_excluded:,} without both response texts left out)" if sc.n_excluded else "") + ".",
               "", for_markdown(sc.sentence), ""]
+        if sc.clusters is not None:
+            cs = text.style_cluster_sentence(sc)
+            L += [for_markdown(cs[0].upper() + cs[1:]) + ".", ""]
         L += table(["system", "raw rank", "raw β [95% CrI]", "controlled rank", "controlled β [95% CrI]",
                     "controlled rank 95%", "P(best)"],
                    [[r.system, r.raw_rank, f"{r.raw_mean:+.3f} [{r.raw_lo:+.3f}, {r.raw_hi:+.3f}]", r.rank,

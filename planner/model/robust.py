@@ -66,14 +66,19 @@ class RobustCovariance:
     n_clusters: int
 
 
-def cluster_scores(prob, theta: np.ndarray, cells: ClusterCells) -> sparse.csr_matrix:
+def cluster_scores(prob, theta: np.ndarray, cells: ClusterCells, x=None) -> sparse.csr_matrix:
     """``(G, P)``: the log-likelihood score of each cluster at ``theta`` (its judgments' scores summed).
+
+    ``cells``: per row a cluster id and A / B / tie tallies (:class:`ClusterCells`, or
+    :class:`planner.model.style.StyleClusters`); ``x``: the rows' design (default
+    ``prob.design(cells.a, cells.b, cells.stratum)``; the style-controlled model passes its design rows,
+    which carry the style covariates).
 
     Per (cluster, shown pair, stratum) row with ``n_A``, ``n_B``, ``n_T`` judgments and ``u = delta/2``:
     ``dl/du = (n_A - n_B) - n (P_A - P_B)``, ``dl/dlog nu = n_T - n P_T``, mapped to ``theta`` by the
     row's design (``prob.design``): ``g = 1/2 dl/du x + dl/dlog nu e_lognu``.
     """
-    x = prob.design(cells.a, cells.b, cells.stratum)
+    x = prob.design(cells.a, cells.b, cells.stratum) if x is None else sparse.csr_matrix(x)
     u = 0.5 * (x @ theta)
     lam = theta[prob.il]
     big = np.maximum(np.abs(u), lam)
@@ -91,17 +96,19 @@ def cluster_scores(prob, theta: np.ndarray, cells: ClusterCells) -> sparse.csr_m
     return sparse.csr_matrix((vals, (rows, cols)), shape=(cells.n_clusters, prob.p))
 
 
-def robust_covariance(prob, theta: np.ndarray, prec: np.ndarray, cells: ClusterCells) -> RobustCovariance:
+def robust_covariance(prob, theta: np.ndarray, prec: np.ndarray, cells: ClusterCells, x=None) -> RobustCovariance:
     """The model posterior covariance at the mode and its cluster-robust version (module docstring).
+
+    ``x``: the design of ``cells``' rows when it is not ``prob.design`` of their pairs (:func:`cluster_scores`).
 
     On one BLAS thread (:func:`planner.stats.blas.one_blas_thread`): two small eigendecompositions, which
     a threaded LAPACK on a busy 2-core machine made 10x slower (0.65 s for an 82 x 82 pair, by stratum).
     """
     with one_blas_thread():
-        return _robust_covariance(prob, theta, prec, cells)
+        return _robust_covariance(prob, theta, prec, cells, x)
 
 
-def _robust_covariance(prob, theta: np.ndarray, prec: np.ndarray, cells: ClusterCells) -> RobustCovariance:
+def _robust_covariance(prob, theta: np.ndarray, prec: np.ndarray, cells: ClusterCells, x) -> RobustCovariance:
     _, _, h = prob.derivatives(theta, prec)
     j = h - np.diag(prec)
     j = 0.5 * (j + j.T)
@@ -109,7 +116,7 @@ def _robust_covariance(prob, theta: np.ndarray, prec: np.ndarray, cells: Cluster
     g = cells.n_clusters
     if g < 2:
         return RobustCovariance(model, model, np.zeros(0), g)
-    s = cluster_scores(prob, theta, cells)
+    s = cluster_scores(prob, theta, cells, x)
     meat = np.asarray((s.T @ s).todense()) * (g / (g - 1.0))
     vals, vecs = np.linalg.eigh(j)
     keep = vals > RANGE_TOL * max(float(vals.max()), 0.0) if vals.size else vals > 0

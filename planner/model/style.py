@@ -115,6 +115,9 @@ class StyleDesign:
         judgments (1 where it is 0: a feature that never differs).
     a_wins, b_wins, ties : ndarray of int (n_rows,)
         Judgments per identical (a, b, position, x) row.
+    clusters : StyleClusters or None
+        With ``cluster`` given to :meth:`build`: the judgments tallied per (cluster, row), what the
+        cluster-robust covariance of the fit sums over; None: judgments independent.
     """
 
     systems: tuple[str, ...]
@@ -127,6 +130,7 @@ class StyleDesign:
     a_wins: np.ndarray
     b_wins: np.ndarray
     ties: np.ndarray
+    clusters: "StyleClusters | None" = None
 
     @property
     def n_judgments(self) -> int:
@@ -134,7 +138,7 @@ class StyleDesign:
 
     @classmethod
     def build(cls, systems, a, b, position, outcome, feat_a, feat_b,
-              features: tuple[str, ...] = FEATURES) -> "StyleDesign":
+              features: tuple[str, ...] = FEATURES, cluster=None, cluster_by: str = "item") -> "StyleDesign":
         """Group usable judgments into design rows.
 
         Parameters
@@ -147,6 +151,9 @@ class StyleDesign:
             0 = a won, 1 = b won, 2 = tie (invalid judgments are left out by the caller).
         feat_a, feat_b : arrays (n, F)
             Style features of a's and b's responses (:func:`style_features`).
+        cluster : int array (n,), optional
+            The cluster of each judgment (:func:`planner.stats.clusters.cluster_ids`, named ``cluster_by``):
+            the design then carries :class:`StyleClusters`. The rows are the same with or without it.
         """
         a = np.asarray(a, dtype=np.int64)
         b = np.asarray(b, dtype=np.int64)
@@ -166,8 +173,55 @@ class StyleDesign:
         inv = inv.reshape(-1)
         tab = np.zeros((uniq.shape[0], 3), dtype=np.int64)
         np.add.at(tab, (inv, outcome), 1)
+        clusters = None if cluster is None else StyleClusters.tally(cluster_by, cluster, inv, outcome)
         return cls(tuple(systems), tuple(features), uniq[:, 0].astype(np.int64), uniq[:, 1].astype(np.int64),
-                   uniq[:, 2].copy(), uniq[:, 3:].copy(), scale, tab[:, 0], tab[:, 1], tab[:, 2])
+                   uniq[:, 2].copy(), uniq[:, 3:].copy(), scale, tab[:, 0], tab[:, 1], tab[:, 2], clusters)
+
+
+@array_eq
+@dataclass(frozen=True)
+class StyleClusters:
+    """Judgments of a :class:`StyleDesign` tallied per (cluster, design row): the sandwich's meat sums over these.
+
+    Attributes
+    ----------
+    by : str
+        The clustering (:data:`planner.vocabulary.CLUSTER_BY`).
+    n_clusters : int
+    cluster, row : ndarray of int64
+        One entry per distinct (cluster, row of the design) with a judgment.
+    a_wins, b_wins, ties : ndarray of int64
+        Its judgments by outcome (``a`` as in the design row).
+    """
+
+    by: str
+    n_clusters: int
+    cluster: np.ndarray
+    row: np.ndarray
+    a_wins: np.ndarray
+    b_wins: np.ndarray
+    ties: np.ndarray
+
+    @classmethod
+    def tally(cls, by: str, cluster, row, outcome) -> "StyleClusters":
+        """Per-judgment ``cluster`` ids, design ``row`` and ``outcome`` (0/1/2) tallied per (cluster, row)."""
+        from planner.stats.clusters import check_cluster_by, dense_codes
+
+        check_cluster_by(by)
+        cluster = np.asarray(cluster, dtype=np.int64).ravel()
+        row = np.asarray(row, dtype=np.int64).ravel()
+        if cluster.size != row.size:
+            raise UsageError(f"style design: {cluster.size} cluster ids for {row.size} judgments")
+        z = np.zeros(0, dtype=np.int64)
+        if row.size == 0:
+            return cls(by, 0, z, z, z, z, z)
+        key = dense_codes(cluster, row)
+        k = int(key.max()) + 1
+        first = np.zeros(k, dtype=np.int64)
+        first[key[::-1]] = np.arange(key.size - 1, -1, -1)
+        tab = [np.bincount(key, weights=(outcome == o), minlength=k).astype(np.int64) for o in range(3)]
+        ids = dense_codes(cluster[first])
+        return cls(by, int(ids.max()) + 1, ids, row[first], *tab)
 
 
 # ----------------------------------------------------------------- result
@@ -237,6 +291,10 @@ def fit_style(design: StyleDesign, *, engine: str = "laplace", prior=None, coef_
         ``None``: the raw model's type-II MAP of sigma (Laplace only).
     seed, draws, tune, chains, cores, progressbar
         As in :func:`planner.model.fit`.
+
+    With ``design.clusters`` (:meth:`StyleDesign.build` given the judgments' clusters) the covariance is
+    cluster-robust (:mod:`planner.model.robust`; ``fit.clustering`` says by how much it widened), else
+    model-based.
     """
     from planner.model.types import Prior
     from planner.vocabulary import ENGINES

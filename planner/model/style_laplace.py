@@ -4,6 +4,10 @@ The raw model's Newton problem (:class:`planner.model.laplace.Problem`) with the
 added to its design matrix: parameters ``(beta, coef, gamma_pos, log_nu)``, sigma fixed or at its
 type-II MAP as in the raw model, the Gaussian at the mode, draws seeded by ``seed``. The model is
 written out in :mod:`planner.model.style`; the NUTS engine is :mod:`planner.model.style_nuts`.
+
+When the design carries clusters (:class:`planner.model.style.StyleClusters`) the covariance is the
+cluster-robust one of :func:`planner.model.robust.robust_covariance` at the same mode (bread: the
+posterior's Hessian there, prior included; meat: the clusters' summed scores, style columns included).
 """
 
 from __future__ import annotations
@@ -25,7 +29,8 @@ from planner.model.laplace import (
     type2_log_sigma,
 )
 from planner.model.style import StyleDesign, StyleFit
-from planner.model.types import Diagnostics, Fit, Prior, Summary
+from planner.model.robust import RobustCovariance, gaussian_draws, robust_covariance
+from planner.model.types import Clustering, Diagnostics, Fit, Prior, Summary
 
 
 class StyleProblem(Problem):
@@ -64,11 +69,10 @@ class StyleProblem(Problem):
         return prec
 
 
-def fit_style_laplace(design: StyleDesign, prior: Prior, coef_sd: float, seed: int, draws: int,
-                      sigma: float | None) -> StyleFit:
-    """The Laplace fit of checked inputs (see :func:`planner.model.style.fit_style`, which checks them)."""
+def style_mode(design: StyleDesign, prior: Prior, coef_sd: float, sigma: float | None):
+    """``(prob, theta, prec, chol, log_sigma, iterations, converged)``: the posterior mode of checked inputs,
+    with the precision and the Cholesky factor of the negative Hessian there."""
     prob = StyleProblem(design, prior, coef_sd)
-    m, f = prob.m, prob.f
     state = {"theta": prob.mu.copy(), "iters": 0, "ok": True}
 
     def inner(log_sigma: float):
@@ -76,11 +80,42 @@ def fit_style_laplace(design: StyleDesign, prior: Prior, coef_sd: float, seed: i
         theta, fval, c, it, ok = newton(prob, prec, state["theta"])
         state.update(theta=theta, iters=state["iters"] + it, ok=state["ok"] and ok)
         lml = laplace_log_marginal(prob, prec, fval, c)
-        return -(lml + half_normal_log_scale(log_sigma, prior.sigma_scale)), theta, c
+        return -(lml + half_normal_log_scale(log_sigma, prior.sigma_scale)), theta, c, prec
 
     log_sigma = type2_log_sigma(lambda s: inner(s)[0]) if sigma is None else math.log(sigma)
-    _, theta, c = inner(log_sigma)
-    cov, theta_draws = gaussian_at_mode(theta, c, seed, draws)
+    _, theta, c, prec = inner(log_sigma)
+    return prob, theta, prec, c, log_sigma, state["iters"], state["ok"]
+
+
+def style_robust(prob: StyleProblem, theta: np.ndarray, prec: np.ndarray, clusters) -> RobustCovariance:
+    """The model and cluster-robust covariances of the full parameter vector at the mode."""
+    return robust_covariance(prob, theta, prec, clusters, x=prob.x[clusters.row])
+
+
+def style_clustering(prob: StyleProblem, by: str, rc: RobustCovariance) -> Clustering:
+    """The sum-to-zero strengths' model and robust covariances and the design effects."""
+    proj = np.eye(prob.m) - 1.0 / prob.m
+
+    def sym(c):
+        c = proj @ c[: prob.m, : prob.m] @ proj.T
+        return 0.5 * (c + c.T)
+
+    return Clustering(by, rc.n_clusters, sym(rc.model), sym(rc.robust), rc.design_effects)
+
+
+def fit_style_laplace(design: StyleDesign, prior: Prior, coef_sd: float, seed: int, draws: int,
+                      sigma: float | None) -> StyleFit:
+    """The Laplace fit of checked inputs (see :func:`planner.model.style.fit_style`, which checks them);
+    cluster-robust when ``design.clusters`` is set."""
+    prob, theta, prec, c, log_sigma, iters, ok = style_mode(design, prior, coef_sd, sigma)
+    m, f = prob.m, prob.f
+    clustering = None
+    if design.clusters is None:
+        cov, theta_draws = gaussian_at_mode(theta, c, seed, draws)
+    else:
+        rc = style_robust(prob, theta, prec, design.clusters)
+        cov, theta_draws = rc.robust, gaussian_draws(theta, rc.robust, seed, draws)
+        clustering = style_clustering(prob, design.clusters.by, rc)
     proj = np.eye(m) - 1.0 / m
     mean = proj @ theta[:m]
     bcov = proj @ cov[:m, :m] @ proj.T
@@ -88,16 +123,16 @@ def fit_style_laplace(design: StyleDesign, prior: Prior, coef_sd: float, seed: i
 
     nu = lognormal_summary(theta, cov, prob.il)
     nan = float("nan")
-    warnings = () if state["ok"] else (
+    warnings = () if ok else (
         "The Laplace optimiser did not converge for the style-controlled model; use --engine nuts.",)
     post = bt.GaussianPosterior(design.systems, mean, 0.5 * (bcov + bcov.T), gamma=float(theta[prob.ig]),
                                 nu=nu.mean)
     fit = Fit(design.systems, ("all",), "laplace", post, beta_draws, normal_summary(theta, cov, prob.ig), nu,
               Summary(math.exp(log_sigma), nan, nan, nan), None, None, None, None, None,
-              design.n_judgments, 0, Diagnostics(iterations=int(state["iters"]), converged=bool(state["ok"]),
-                                                 warnings=warnings), prior, seed)
+              design.n_judgments, 0, Diagnostics(iterations=iters, converged=ok, warnings=warnings), prior, seed,
+              clustering=clustering)
     coef = tuple(normal_summary(theta, cov, m + j) for j in range(f))
     return StyleFit(fit, design.features, coef, design.scale, theta_draws[:, m: m + f], coef_sd)
 
 
-__all__ = ["StyleProblem", "fit_style_laplace"]
+__all__ = ["StyleProblem", "fit_style_laplace", "style_clustering", "style_mode", "style_robust"]

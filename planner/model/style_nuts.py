@@ -4,7 +4,9 @@ The same likelihood as :mod:`planner.model.style` — Davidson's three outcomes 
 ``delta = beta[a] - beta[b] + gamma_pos * p + x @ coef`` — over the grouped
 design rows, each a Multinomial over (a wins, b wins, tie). Strengths have a
 fixed prior sd (:data:`planner.model.style.STRENGTH_SD`), so there is no funnel; sampling and diagnostics are those of
-:mod:`planner.model.nuts`.
+:mod:`planner.model.nuts`. With clusters in the design the draws are convolved with the variance the
+independent-judgment model misses, as the raw model's NUTS draws are (:func:`planner.model.robust.inflate_draws`
+with the Laplace covariances at the mode, :mod:`planner.model.style_laplace`).
 """
 
 from __future__ import annotations
@@ -50,15 +52,35 @@ def fit_style_nuts(design, *, prior, coef_sd: float, sigma: float, seed: int, dr
         idata = sample_model(build_style_model(design, prior, coef_sd, sigma), seed, draws, tune, chains, cores,
                              progressbar)
     diag = diagnose(idata, ["beta", "coef", "gamma", "log_nu"], chains)
-    beta_draws = flat_draws(idata, "beta")
+    beta_draws, coef_draws = flat_draws(idata, "beta"), flat_draws(idata, "coef")
+    gamma_draws, log_nu_draws = flat_draws(idata, "gamma"), flat_draws(idata, "log_nu")
+    clustering = None
+    if design.clusters is not None:
+        clustering, eps = _cluster_noise(design, prior, coef_sd, sigma, seed, beta_draws.shape[0])
+        m, f = len(design.systems), len(design.features)
+        beta_draws, coef_draws = beta_draws + eps[:, :m], coef_draws + eps[:, m: m + f]
+        gamma_draws, log_nu_draws = gamma_draws + eps[:, m + f], log_nu_draws + eps[:, m + f + 1]
     beta_draws = beta_draws - beta_draws.mean(axis=1, keepdims=True)
     mean = beta_draws.mean(axis=0)
     cov = np.atleast_2d(np.cov(beta_draws, rowvar=False))
-    gamma, nu = draw_summary(flat_draws(idata, "gamma")), draw_summary(flat_draws(idata, "nu"))
+    gamma = draw_summary(gamma_draws)
+    nu = draw_summary(np.exp(log_nu_draws) if clustering is not None else flat_draws(idata, "nu"))
     post = bt.GaussianPosterior(design.systems, mean, cov, gamma=gamma.mean, nu=nu.mean)
     nan = float("nan")
     fit = Fit(design.systems, ("all",), "nuts", post, beta_draws, gamma, nu, Summary(sigma, nan, nan, nan),
-              None, None, None, None, None, design.n_judgments, 0, diag, prior, seed, idata=idata)
-    coef_draws = flat_draws(idata, "coef")
+              None, None, None, None, None, design.n_judgments, 0, diag, prior, seed, idata=idata,
+              clustering=clustering)
     coef = tuple(draw_summary(coef_draws[:, j]) for j in range(coef_draws.shape[1]))
     return StyleFit(fit, design.features, coef, design.scale, coef_draws, coef_sd)
+
+
+def _cluster_noise(design, prior, coef_sd: float, sigma: float, seed: int, n_draws: int):
+    """``(Clustering, eps)``: the Laplace robust and model covariances at the mode, and ``n_draws`` draws
+    (S, P) of N(0, C_robust - C_model) over ``(beta, coef, gamma, log_nu)``."""
+    from planner.model.robust import inflate_draws
+    from planner.model.style_laplace import style_clustering, style_mode, style_robust
+
+    prob, theta, prec, _, _, _, _ = style_mode(design, prior, coef_sd, sigma)
+    rc = style_robust(prob, theta, prec, design.clusters)
+    eps = inflate_draws(np.zeros((n_draws, prob.p)), rc.robust - rc.model, seed)
+    return style_clustering(prob, design.clusters.by, rc), eps

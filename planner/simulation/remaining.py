@@ -102,8 +102,13 @@ class Remaining:
             return f"the forecast to {self.text} is out of date ({self.why}): run planner plan again{now}"
         f = lambda x: "more than the budget" if math.isinf(x) else f"{x:,.0f}"  # noqa: E731
         since = f"updated with {self.new:,} judgments since, {self.ess:.0f} of {self.reps} repetitions effective"
+        basis = since if self.new else "as forecast"
+        if math.isinf(self.median):
+            low = "" if math.isinf(self.lo) else f"; the {self.level:.0%} interval starts at {f(self.lo)}"
+            return (f"{self.text} is out of reach within the budget in most repetitions{low} "
+                    f"({basis}){now}")
         return (f"about {f(self.median)} [{f(self.lo)}–{f(self.hi)}] more comparisons to {self.text} "
-                f"({self.level:.0%} interval; {since if self.new else 'as forecast'}){now}")
+                f"({self.level:.0%} interval; {basis}){now}")
 
     def to_dict(self) -> dict:
         fin = lambda x: None if math.isinf(x) else float(x)  # noqa: E731

@@ -56,7 +56,7 @@ def decide(path, candidate: str, baseline: str, *, margin: float = 0.05, mode: s
         if style_control:
             from planner.workflows.style_report import controlled_fit_by_stratum
 
-            fit = controlled_fit_by_stratum(study, counts.strata, engine=engine, seed=seed)
+            fit = controlled_fit_by_stratum(study, counts.strata, engine=engine, seed=seed, cluster=cluster)
     deffs, cells = _clustering(judged, cluster, candidate, baseline)
     with blas_policy(engine):
         res = decide_counts(counts, candidate, baseline, stratum_weights=weights, acceptability=acc,

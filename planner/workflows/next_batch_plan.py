@@ -64,7 +64,8 @@ def _fit(judged_s, pending_s, study, selection, seed: int, notes: list[str], reu
     if selection.style_control:
         from planner.workflows.style_report import controlled_fit
 
-        fit = controlled_fit(study, engine=selection.engine, seed=seed)[0].fit
+        # model-based like the raw fit below: the selection accounts for clusters itself (_clusters)
+        fit = controlled_fit(study, engine=selection.engine, seed=seed, cluster="none")[0].fit
     else:
         fit = fit_model(judged, engine=selection.engine, seed=seed, progressbar=False)
     return judged, pending, fit

@@ -52,7 +52,6 @@ Formulas and references: docs/methods.md, sections "Report diagnostics" and
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -62,10 +61,10 @@ from planner import text
 from planner.counts import Counts, half_tie_score, half_tie_scores
 from planner.errors import UsageError, check_range
 from planner.model.bt import to_elo
-from planner.report_results import (ClusterReport, LeaderRow, ModelReport, RankingReading, Report, StrataReport,
-                                    StratumRow)
+from planner.report_results import (LeaderRow, ModelReport, RankingReading, Report, StrataReport,
+                                    StratumRow, cluster_report)
 from planner.stats.clusters import (JudgmentArrays, applied_design_effect, check_cluster_by, cluster_cells,
-                                    cluster_ids, design_effects_against, verdict_icc)
+                                    cluster_ids, design_effects_against)
 from planner.strata import stratum_weights
 
 __all__ = ["ANNOTATOR_QC_MAX", "build_report"]
@@ -237,6 +236,8 @@ def build_report(study_path, *, engine: str = "laplace", by_stratum: bool = Fals
     _check_options(engine, seed, draws, tune, chains, min_pass_rate)
     check_cluster_by(cluster)
     opts = dict(engine=engine, seed=seed, draws=draws, tune=tune, chains=chains)
+    from planner.workflows.forecast_saved import remaining
+
     with blas_policy(engine), Study.open(study_path) as study, ThreadPoolExecutor(max_workers=1) as pool:
         # one scan of the judgments (Study.report_scan: the counts and every judgment-level figure; a large
         # table is read in two halves at once, sqlite releasing the GIL)
@@ -271,9 +272,10 @@ def build_report(study_path, *, engine: str = "laplace", by_stratum: bool = Fals
             notes.append(text.prompt_choice_note(chosen_batches, chosen, int(counts.usable.sum())))
         strata = _strata_report(study, counts_k, fit, by_stratum, sw.weights, sw.source)
         anchor = study.anchor
+        forecast = remaining(study, posterior=fit.posterior)
         tie_conv = "half" if study.config.get("tie_convention", "half") == "half" else "drop"
 
-    clusters = _cluster_report(judged, counts, fit, cluster, cells)
+    clusters = cluster_report(judged, counts, fit, cluster, cells)
     pairs = dg.pair_table(counts, p_better=dg.p_better_fit(fit),
                           design_effects=None if fit.clustering is None else fit.clustering.pair_design_effects())
     anchor_res = (dg.anchor_tests(counts, anchor, ties=tie_conv,
@@ -296,7 +298,8 @@ def build_report(study_path, *, engine: str = "laplace", by_stratum: bool = Fals
                   annotators, strata, acc, acc_source, model, artifact, tuple(flags), tuple(notes),
                   judges=tuple(judge_totals(study_path)), style_control=style, clusters=clusters, fit=fit,
                   ranking=RankingReading(rg.method, rg.confidence_level, rg.rank_draws, rg.rank_mc_sd,
-                                         bool(rg.letters) or not rg.order, rg.letters_note, rg.near_threshold))
+                                         bool(rg.letters) or not rg.order, rg.letters_note, rg.near_threshold),
+                  forecast=forecast)
 
 
 def _fits(study, counts_k: Counts, counts: Counts, weights: dict, by_stratum: bool, progressbar: bool,
@@ -310,27 +313,13 @@ def _fits(study, counts_k: Counts, counts: Counts, weights: dict, by_stratum: bo
     if style_control or lc_anchor is not None:
         from planner.workflows.style_report import style_control_report
 
+        # beside the controlled fit (which pools strata), the raw pooled fit, clustered alike
+        raw = fit if not by_stratum else fit_model(counts, **opts)
         cells = opts.get("clusters")
         opts = {k: v for k, v in opts.items() if k != "clusters"}
-        style = style_control_report(study, fit if not by_stratum else fit_model(counts, **opts),
-                                     progressbar=progressbar, lc_anchor=lc_anchor, control=style_control,
-                                     cluster="none" if cells is None else cells.by, **opts)
+        style = style_control_report(study, raw, progressbar=progressbar, lc_anchor=lc_anchor,
+                                     control=style_control, cluster="none" if cells is None else cells.by, **opts)
     return fit, style
-
-
-def _cluster_report(judged: JudgmentArrays, counts: Counts, fit, cluster: str, cells) -> ClusterReport:
-    """The ICC of verdicts on the same prompt and pair, and what the chosen clustering did to the intervals."""
-    est = verdict_icc(judged, cells)
-    c = fit.clustering
-    if c is None:
-        deff, n, low, high = 1.0, int(counts.usable.sum()), None, None
-    else:
-        deff, n = c.design_effect, c.n_clusters
-        pairs = c.pair_design_effects()[np.triu(counts.pair_matrix() > 0, 1)]
-        pairs = pairs[np.isfinite(pairs)]
-        low, high = (float(pairs.min()), float(pairs.max())) if pairs.size else (None, None)
-    rep = ClusterReport(cluster, n, est.icc, est.mean_size, est.design_effect, deff, float(np.sqrt(deff)), low, high)
-    return replace(rep, sentence=text.cluster_sentence(rep))
 
 
 def _anchor_design_effects(judged: JudgmentArrays, cluster: str, anchor: str, ties: str) -> dict[str, float] | None:

@@ -99,6 +99,10 @@ class RunResult:
         return asdict(self)
 
 
+# a round of at least this many requests with none answered stops the run at once (smaller: two in a row)
+MIN_DRY_ROUND = 5
+
+
 def _judge_batches(study, model: str) -> list:
     """Live batches written for ``model`` as judge requests."""
     return [b for b in study.batches() if not b.voided
@@ -192,6 +196,7 @@ def _loop(study_path, judge: JudgeOptions, run: RunOptions, progress, stop, on_a
     notes: list[str] = []
     _resume(study_path, judge, _state(study_path, judge.model), progress, stop, on_answer, rounds, notes)
     stopped, advice = "", ""
+    dry_rounds = 0
     while not stopped:
         state = _state(study_path, judge.model)
         used, n_round = state.answered, state.rounds
@@ -235,9 +240,16 @@ def _loop(study_path, judge: JudgeOptions, run: RunOptions, progress, stop, on_a
         elif jr.interrupted:
             stopped = "interrupted"
         elif jr.sent and not jr.answered:
-            stopped = "no-answers"
-            notes.append(f"round {info.round}: none of {jr.sent} request(s) was answered; stopping "
-                         "(check the endpoint; rerun to retry the failed items)")
+            # a dead endpoint shows as a round in which nothing is answered; a round of a few requests
+            # can fail whole by chance (2 of a 10% failure rate: 1 in 100), so it takes a second one
+            dry_rounds += 1
+            if jr.sent >= MIN_DRY_ROUND or dry_rounds >= 2:
+                stopped = "no-answers"
+                notes.append(f"round {info.round}: none of {jr.sent} request(s) was answered"
+                             + (" (nor in the round before)" if jr.sent < MIN_DRY_ROUND else "")
+                             + "; stopping (check the endpoint; rerun to retry the failed items)")
+        else:
+            dry_rounds = 0
     state = _state(study_path, judge.model)
     if state.pending:
         notes.append(f"{state.pending} item(s) of this judge's batches are unanswered (not counted as used); "

@@ -10,6 +10,10 @@ cannot be controlled; it is left out of the controlled fit and the number left
 out is reported (a note, and ``n_excluded`` in JSON). The raw leaderboard
 beside it keeps every judgment. With no controllable judgment at all the
 command stops with a one-line error.
+
+Clustered verdicts: the controlled fit's covariance is cluster-robust over the ``cluster`` the command
+was given (default ``item``: same prompt and unordered pair; docs/methods.md, "Style control under
+clustering"), its judgments' clusters read from the same rows as the fit (:func:`style_cluster_ids`).
 """
 
 from __future__ import annotations
@@ -24,7 +28,9 @@ from planner import text
 from planner.text import style_sentence
 from planner.equality import array_eq
 
-__all__ = ["VERDICT_CODE", "StyleInputs", "read_style_inputs", "design_from_inputs", "controlled_fit",
+__all__ = ["VERDICT_CODE", "StyleInputs", "read_style_inputs", "style_judgment_arrays", "style_cluster_ids",
+           "design_from_inputs",
+           "controlled_fit",
            "controlled_fit_by_stratum", "StyleRow", "CoefRow", "StyleControlReport", "lc_rates",
            "is_anchor_design", "style_control_report"]
 
@@ -36,7 +42,8 @@ VERDICT_CODE = {"A": 0, "B": 1, "tie": 2}
 class StyleInputs:
     """Usable pairwise judgments with both response texts, in study order.
 
-    ``a``/``b`` as stored; ``a_left`` 1 (a shown left), -1 (a shown right), 0 (unknown).
+    ``a``/``b`` as stored; ``a_left`` 1 (a shown left), -1 (a shown right), 0 (unknown); ``annotators``
+    the judgment's annotator (None when it names none).
     """
 
     systems: tuple[str, ...]
@@ -49,6 +56,7 @@ class StyleInputs:
     text_b: tuple[str, ...]
     n_excluded: int
     difficulty: dict
+    annotators: tuple = ()
 
 
 def read_style_inputs(study) -> StyleInputs:
@@ -66,16 +74,40 @@ def read_style_inputs(study) -> StyleInputs:
             excluded += 1
             continue
         side = 1 if j.a_position == "left" else -1 if j.a_position == "right" else 0
-        rows.append((j.prompt, sidx[j.a], sidx[j.b], side, VERDICT_CODE[j.verdict], ta, tb))
+        rows.append((j.prompt, sidx[j.a], sidx[j.b], side, VERDICT_CODE[j.verdict], ta, tb, j.annotator))
     diff = {p.id: p.difficulty for p in study.prompts() if p.difficulty is not None}
-    cols = list(zip(*rows)) if rows else [()] * 7
+    cols = list(zip(*rows)) if rows else [()] * 8
     return StyleInputs(tuple(study.systems), tuple(cols[0]), np.array(cols[1], dtype=np.int64),
                        np.array(cols[2], dtype=np.int64), np.array(cols[3], dtype=np.int64),
-                       np.array(cols[4], dtype=np.int64), tuple(cols[5]), tuple(cols[6]), excluded, diff)
+                       np.array(cols[4], dtype=np.int64), tuple(cols[5]), tuple(cols[6]), excluded, diff,
+                       tuple(cols[7]))
 
 
-def design_from_inputs(inp: StyleInputs):
-    """The :class:`planner.model.style.StyleDesign`, rows oriented with the left response first when known."""
+def style_judgment_arrays(inp: StyleInputs):
+    """The judgments of ``inp`` as :class:`planner.stats.clusters.JudgmentArrays` (``a``/``b`` as stored, one
+    stratum), with prompt and annotator codes."""
+    from planner.stats.clusters import JudgmentArrays
+
+    def codes(values) -> np.ndarray:
+        known = sorted({v for v in values if v is not None})
+        index = {v: i for i, v in enumerate(known)}
+        return np.array([index.get(v, -1) for v in values], dtype=np.int64).reshape(-1)
+
+    return JudgmentArrays.build(inp.systems, inp.a, inp.b, inp.outcome, prompt=codes(inp.prompts),
+                                annotator=codes(inp.annotators) if inp.annotators else None)
+
+
+def style_cluster_ids(inp: StyleInputs, by: str) -> np.ndarray:
+    """The cluster of each judgment of ``inp`` (:func:`planner.stats.clusters.cluster_ids`: ``item`` = same
+    prompt and unordered pair, ``prompt``, ``annotator`` or ``none``)."""
+    from planner.stats.clusters import cluster_ids
+
+    return cluster_ids(style_judgment_arrays(inp), by)
+
+
+def design_from_inputs(inp: StyleInputs, cluster: str = "none"):
+    """The :class:`planner.model.style.StyleDesign`, rows oriented with the left response first when known;
+    with its judgments' clusters (:func:`style_cluster_ids`) unless ``cluster`` is ``none``."""
     from planner.model.style import StyleDesign, style_features
 
     cache: dict[str, np.ndarray] = {}
@@ -96,35 +128,44 @@ def design_from_inputs(inp: StyleInputs):
     out[swap & (inp.outcome == 1)] = 0
     fa2 = np.where(swap[:, None], fb, fa)
     fb2 = np.where(swap[:, None], fa, fb)
-    return StyleDesign.build(inp.systems, a, b, (inp.a_left != 0).astype(float), out, fa2, fb2)
+    ids = None if cluster == "none" else style_cluster_ids(inp, cluster)
+    return StyleDesign.build(inp.systems, a, b, (inp.a_left != 0).astype(float), out, fa2, fb2, cluster=ids,
+                             cluster_by=cluster)
 
 
 def controlled_fit(study, *, engine: str = "laplace", seed: int = 0, draws: int = 1000, tune: int = 1000,
-                   chains: int = 2, progressbar: bool = False):
-    """``(StyleFit, StyleInputs)`` of an open study; a DataError when no judgment can be controlled."""
-    from planner.model.style import fit_style
+                   chains: int = 2, progressbar: bool = False, cluster: str = "item"):
+    """``(StyleFit, StyleInputs)`` of an open study; a DataError when no judgment can be controlled.
 
+    ``cluster`` (:data:`planner.vocabulary.CLUSTER_BY`): the covariance is cluster-robust over those
+    clusters (``fit.clustering`` says by how much it widened); ``none``: judgments independent.
+    """
+    from planner.model.style import fit_style
+    from planner.stats.clusters import check_cluster_by
+
+    check_cluster_by(cluster)
     inp = read_style_inputs(study)
     if inp.a.size == 0:
         raise DataError(f"style control needs response texts: none of the {inp.n_excluded:,} usable judgments "
                         "has both responses stored in the study (responses are loaded by planner init `responses`)"
                         if inp.n_excluded else "style control needs usable judgments (A, B or tie); none yet",
                         parameters=('responses',))
-    sf = fit_style(design_from_inputs(inp), engine=engine, seed=seed, draws=draws, tune=tune, chains=chains,
+    sf = fit_style(design_from_inputs(inp, cluster), engine=engine, seed=seed, draws=draws, tune=tune, chains=chains,
                    progressbar=progressbar)
     return sf, inp
 
 
-def controlled_fit_by_stratum(study, strata, *, engine: str = "laplace", seed: int = 0):
+def controlled_fit_by_stratum(study, strata, *, engine: str = "laplace", seed: int = 0, cluster: str = "item"):
     """The controlled strengths as a by-stratum :class:`planner.model.Fit` for ``decide``.
 
     The style-controlled model pools strata, so every stratum gets the same
     draws (the win probability between responses of equal style); the
-    per-stratum frequentist tests in ``decide`` still use the raw counts.
+    per-stratum frequentist tests in ``decide`` still use the raw counts. ``cluster``: as in
+    :func:`controlled_fit`.
     """
     from dataclasses import replace
 
-    sf, _ = controlled_fit(study, engine=engine, seed=seed)
+    sf, _ = controlled_fit(study, engine=engine, seed=seed, cluster=cluster)
     k = len(strata)
     draws = np.repeat(sf.fit.beta_draws[:, None, :], k, axis=1)
     return replace(sf.fit, strata=tuple(strata), stratum_draws=draws,
@@ -172,7 +213,8 @@ class StyleControlReport:
 
     ``rows`` follow the controlled order; ``sentence`` is derived from the
     length coefficient row and the two orders; ``lc`` holds one
-    :class:`planner.model.style_lc.LCResult` per system against ``lc_anchor``.
+    :class:`planner.model.style_lc.LCResult` per system against ``lc_anchor``; ``clusters`` (a
+    :class:`planner.report_results.ClusterReport`) what the clustering did to the controlled intervals.
     """
 
     engine: str
@@ -188,6 +230,7 @@ class StyleControlReport:
     lc: tuple
     lc_notes: tuple[str, ...]
     warnings: tuple[str, ...]
+    clusters: object = None
 
 
 def _coef_rows(sf) -> tuple[CoefRow, ...]:
@@ -269,7 +312,7 @@ def style_control_report(study, raw_fit, *, engine: str = "laplace", seed: int =
     sf = None
     if control:
         sf, inp = controlled_fit(study, engine=engine, seed=seed, draws=draws, tune=tune, chains=chains,
-                                 progressbar=progressbar)
+                                 progressbar=progressbar, cluster=cluster)
     else:
         inp = read_style_inputs(study)
     if lc_anchor is None and is_anchor_design(inp, study.anchor):
@@ -278,8 +321,12 @@ def style_control_report(study, raw_fit, *, engine: str = "laplace", seed: int =
     if sf is None:
         return StyleControlReport(engine, int(inp.a.size), inp.n_excluded, (), (), None, None, "", 0,
                                   lc_anchor, lc, lc_notes, ())
+    from planner.report_results import cluster_report
+
     rows = _rows(raw_fit, sf)
     coefs = _coef_rows(sf)
+    judged = style_judgment_arrays(inp)
+    clusters = cluster_report(judged, judged.counts(), sf.fit, cluster)
     return StyleControlReport(engine, sf.fit.n_usable, inp.n_excluded, rows, coefs, sf.fit.gamma, sf.fit.nu,
                               style_sentence(coefs, rows), sum(r.rank != r.raw_rank for r in rows), lc_anchor,
-                              lc, lc_notes, sf.fit.diagnostics.warnings)
+                              lc, lc_notes, sf.fit.diagnostics.warnings, clusters)
