@@ -31,7 +31,8 @@ def main() -> None:
 
     from planner.workflows.report import build_report
     from planner.store.study import Study, ingest, init_study
-    from planner.workflows.style_report import controlled_fit, markdown_section
+    from planner.formats.markdown import style_section
+    from planner.workflows.style_report import controlled_fit
 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "vicuna80-gpt4"
@@ -39,7 +40,7 @@ def main() -> None:
                    responses_file=args.data / "vicuna80" / "responses.jsonl")
         ingest(path, [args.data / "judgments" / "qlora_vicuna80_gpt4.jsonl"])
         rep = build_report(path, engine=args.engine, style_control=True, lc_anchor=args.lc_anchor)
-        print("\n".join(markdown_section(rep.style_control)))
+        print("\n".join(style_section(rep.style_control)))
         for n in rep.notes:
             if n.startswith(("style control", "LC ")):
                 print(f"note: {n}")

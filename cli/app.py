@@ -1,60 +1,21 @@
 """The Typer application object that every command module registers on."""
 
 import errno
-import os
 import sys
 from typing import Annotated
 
 import typer
 from typer.core import TyperGroup
 
+from .common import call
+from .pipes import closed_pipe, output_closed
+
 try:  # typer >= 0.20 vendors click as typer._click; older typer uses click itself
     from typer import _click as click
 except ImportError:  # pragma: no cover
-    import click
+    import click  # type: ignore[no-redef]
 
 MESSAGE_LIMIT = 300  # a usage error quoting a 1 MB value is cut to this many characters
-
-#: exit code when the reader of stdout (or stderr) went away (`planner status | head -1`): what a
-#: shell reports for a program killed by SIGPIPE (128 + 13), so `set -o pipefail` scripts see the
-#: same as with cat or grep, and never 1, which means the data failed validation
-EXIT_BROKEN_PIPE = 141
-
-
-def output_closed() -> bool:
-    """Whether stdout or stderr is a pipe whose reader went away (poll reports an error on it)."""
-    import select
-
-    if not hasattr(select, "poll"):  # no poll (Windows): trust the EPIPE
-        return True
-    poller = select.poll()
-    fds = []
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            fds.append(stream.fileno())
-        except (OSError, ValueError, AttributeError):  # a stream without a file (a test runner)
-            continue
-    for fd in fds:
-        poller.register(fd, select.POLLOUT)
-    return any(mask & (select.POLLERR | select.POLLHUP) for _, mask in poller.poll(0))
-
-
-def closed_pipe() -> None:
-    """Exit quietly with :data:`EXIT_BROKEN_PIPE` after a write to a closed pipe.
-
-    Python flushes stdout once more at exit and would print a second traceback; stdout and
-    stderr are pointed at the null device first (the recipe of the Python docs, signal module).
-    """
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                os.dup2(devnull, stream.fileno())
-            except (OSError, ValueError, AttributeError):  # a stream without a file (a test runner)
-                pass
-    except OSError:
-        pass
-    sys.exit(EXIT_BROKEN_PIPE)
 
 
 class _OneLineErrors(TyperGroup):
@@ -68,9 +29,12 @@ class _OneLineErrors(TyperGroup):
 
     def invoke(self, ctx):
         # click turns a broken pipe into exit 1 ("data failed validation" here): catch it first,
-        # but only when it is our output that closed (a judge's socket can fail with EPIPE too)
+        # but only when it is our output that closed (a judge's socket can fail with EPIPE too).
+        # The command runs through common.call, the one place a PlannerError becomes its line and exit
+        # code: an option object that refuses its values as the command builds it (before the command's
+        # own `call(workflow, ...)`) reads like any other usage error, never a traceback.
         try:
-            return super().invoke(ctx)
+            return call(super().invoke, ctx)
         except OSError as exc:
             if exc.errno != errno.EPIPE or not output_closed():
                 raise

@@ -24,13 +24,13 @@ import typer
 from planner.errors import PlannerError
 from planner.escape import for_terminal
 
-from .app import closed_pipe
+from .pipes import closed_pipe
 
 T = TypeVar("T")
 
 
 def console_class():
-    """rich's Console, except that a closed pipe exits with :data:`cli.app.EXIT_BROKEN_PIPE`, and every
+    """rich's Console, except that a closed pipe exits with :data:`cli.pipes.EXIT_BROKEN_PIPE`, and every
     string it renders is text passed through :func:`planner.escape.for_terminal`.
 
     rich catches the ``BrokenPipeError`` of its own writes and exits 1, which planner's

@@ -97,11 +97,9 @@ def _render(r) -> None:
 
     level = f"{r.confidence:.0%}"
     t = Table(box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1), collapse_padding=True, show_edge=False)
-    for col, just in (("stratum", "left"), ("weight", "right"), ("W–L–T", "right"),
-                      (f"win rate ({level})", "right"), (f"model ({level} CrI)", "right"),
-                      (f"model P(≥{r.threshold_pass:.0%})", "right"),
-                      ("verdict", "left"), ("more", "right")):
-        t.add_column(col, justify=just, no_wrap=True)
+    for col in ("stratum", "weight", "W–L–T", f"win rate ({level})", f"model ({level} CrI)",
+                f"model P(≥{r.threshold_pass:.0%})", "verdict", "more"):
+        t.add_column(col, justify="left" if col in ("stratum", "verdict") else "right", no_wrap=True)
 
     def rate(s):
         if s.win_rate is None:

@@ -1,4 +1,4 @@
-"""Rendering of `planner report --surrogate JUDGE [--target humans]` (issue 16).
+"""Rendering of `planner report --surrogate JUDGE [--target humans]`.
 
 Called from ``cli/report.py``; the statistics are in :mod:`planner.hybrid.ppi` /
 :mod:`planner.workflows.hybrid_report` (imported inside the function, as the other commands do).

@@ -16,7 +16,7 @@ def judge_progress(disable: bool = False):
     from .progress import due
 
     console = err()
-    state = {"last": None}
+    state: dict[str, str | None] = {"last": None}
     tick = due()
 
     def show(ev: dict) -> None:
@@ -70,10 +70,10 @@ def judge_cmd(
     """
     from planner.workflows.judge_run import JudgeOptions, graceful_interrupt, judge_batch
 
-    opts = JudgeOptions(model=model, base_url=base_url, api_key_env=api_key_env,
-                        transport="batch" if batch_api else "direct", concurrency=concurrency,
-                        both_orders=both_orders, price_in=price_in, price_out=price_out, max_cost=max_cost,
-                        timeout=timeout, poll_interval=poll_interval, seed=seed, dry_run=dry_run)
+    opts = call(JudgeOptions, model=model, base_url=base_url, api_key_env=api_key_env,
+                transport="batch" if batch_api else "direct", concurrency=concurrency, both_orders=both_orders,
+                price_in=price_in, price_out=price_out, max_cost=max_cost, timeout=timeout,
+                poll_interval=poll_interval, seed=seed, dry_run=dry_run)
     with graceful_interrupt() as stop:
         result = call(judge_batch, study, opts, batch=batch, progress=judge_progress(json_out), stop=stop)
     for note in result.notes:

@@ -8,22 +8,22 @@ command functions, so ``planner --help`` stays fast and never imports pymc.
 from .app import app
 
 # Order here is the order in `planner --help`.
-from . import size as _size  # noqa: F401,E402  (size, significance)
-from . import allocate as _allocate  # noqa: F401,E402
-from . import study as _study  # noqa: F401,E402  (init, ingest, status)
-from . import lifecycle as _lifecycle  # noqa: F401,E402  (void, retract)
-from . import export as _export  # noqa: F401,E402
-from . import next_batch as _next_batch  # noqa: F401,E402
-from . import report as _report  # noqa: F401,E402
-from . import decide as _decide  # noqa: F401,E402
-from . import simulate as _simulate  # noqa: F401,E402
-from . import plan as _plan  # noqa: F401,E402
-from . import demo as _demo  # noqa: F401,E402
-from . import example as _example  # noqa: F401,E402
-from . import judge as _judge  # noqa: F401,E402
-from . import judge_server as _judge_server  # noqa: F401,E402
-from . import run as _run  # noqa: F401,E402
-from . import labelstudio as _labelstudio  # noqa: F401,E402  (push, pull)
+from . import size  # noqa: F401,E402  (size, significance)
+from . import allocate  # noqa: F401,E402
+from . import study  # noqa: F401,E402  (init, ingest, status)
+from . import lifecycle  # noqa: F401,E402  (void, retract)
+from . import export  # noqa: F401,E402
+from . import next_batch  # noqa: F401,E402
+from . import report  # noqa: F401,E402
+from . import decide  # noqa: F401,E402
+from . import simulate  # noqa: F401,E402
+from . import plan  # noqa: F401,E402
+from . import demo  # noqa: F401,E402
+from . import example  # noqa: F401,E402
+from . import judge  # noqa: F401,E402
+from . import judge_server  # noqa: F401,E402
+from . import run  # noqa: F401,E402
+from . import labelstudio  # noqa: F401,E402  (push, pull)
 
 
 def main() -> None:

@@ -85,7 +85,7 @@ def next_batch_cmd(
                   humans=HumansDesign(for_=for_, surrogate=surrogate, floor=floor))
     for note in result.notes:
         warn(note)
-    for w in result.manifest["model"]["warnings"]:
+    for w in result.summary.model_warnings:
         warn(w)
     if json_out:
         print_json(result)
@@ -119,43 +119,41 @@ def _reissue(study, rewrite, retry_failed, batch, out_path, force, json_out) -> 
 def _render(result) -> None:
     from rich.table import Table
 
-    m = result.manifest
-    bm = m["batch_manifest"]
+    b = result.summary
     head = "Planned (dry run, nothing written)" if result.dry_run else f"Batch {result.batch_id} written"
-    table = Table(title=f"{head}: {bm['n_items']} items, {bm['n_comparisons']} comparisons "
-                        f"({m['strategy']}, objective {m['objective']}, seed {m['seed']})")
+    table = Table(title=f"{head}: {b.n_items} items, {b.n_comparisons} comparisons "
+                        f"({b.strategy}, objective {b.objective}, seed {b.seed})")
     table.add_column("pair")
     table.add_column("comparisons", justify="right")
-    for row in bm.get("per_pair", []):
-        table.add_row(" vs ".join(row["systems"]), str(row["n"]))
+    for systems, n in b.per_pair:
+        table.add_row(" vs ".join(systems), str(n))
     print_table(table)
     from planner.text import concentration_note, objective_line
 
-    why = concentration_note([(" vs ".join(r["systems"]), r["n"]) for r in bm.get("per_pair", [])],
-                             bm["n_comparisons"])
-    if why and not m.get("for_humans"):
+    why = concentration_note([(" vs ".join(systems), n) for systems, n in b.per_pair], b.n_comparisons)
+    if why and b.for_humans is None:
         out().print(f"Why one pair: {why}.", markup=False, soft_wrap=True)
-    kinds = ", ".join(f"{k} {v}" for k, v in bm.get("kinds", {}).items() if v)
+    kinds = ", ".join(f"{k} {v}" for k, v in b.kinds if v)
     out().print(f"Items by kind: {kinds}", markup=False)
-    if bm.get("per_stratum"):
-        strata = ", ".join(f"{k} {v}" for k, v in bm["per_stratum"].items())
+    if b.per_stratum:
+        strata = ", ".join(f"{k} {v}" for k, v in b.per_stratum)
         out().print(f"Comparisons by stratum: {strata}", markup=False)
-    if m.get("for_humans"):
-        fh = m["for_humans"]
-        out().print(f"Drawn for human labels with known probabilities: {len(fh['chosen'])} item(s) (expected "
-                    f"{fh['expected_labels']:g}); planner report --surrogate {fh['surrogate']} weights them by 1/π.",
+    if b.for_humans is not None:
+        fh = b.for_humans
+        out().print(f"Drawn for human labels with known probabilities: {fh.chosen} item(s) (expected "
+                    f"{fh.expected_labels:g}); planner report --surrogate {fh.surrogate} weights them by 1/π.",
                     markup=False, soft_wrap=True)
         for f in result.files:
             message(f"wrote {f}")
         return
-    out().print(objective_line(m["objective"], m["objective_before"], m["objective_after"]), markup=False,
+    out().print(objective_line(b.objective, b.objective_before, b.objective_after), markup=False,
                 soft_wrap=True)
     if result.settled:
         out().print(f"You can stop: {result.advice}; more comparisons buy little for this objective.",
                     markup=False)
     else:
         out().print(f"Keep going: {result.advice}.", markup=False)
-    if m.get("forecast"):
-        out().print(f"Forecast: {m['forecast']['sentence']}.", markup=False)
+    if b.forecast:
+        out().print(f"Forecast: {b.forecast}.", markup=False)
     for f in result.files:
         message(f"wrote {f}")

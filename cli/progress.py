@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import threading
+from typing import Any
 import time
 from datetime import timedelta
 
@@ -66,7 +67,8 @@ class Progress:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self._bar = self._task = None
+        self._bar: Any = None   # rich's Progress on a terminal
+        self._task: Any = None
 
     # -- the context ------------------------------------------------------------------------------
     def __enter__(self) -> Progress:

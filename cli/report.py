@@ -88,8 +88,8 @@ def report_cmd(
 
     Example: planner report my-study --plot figures --markdown report.md --html report.html
     """
+    from planner.limits import check_report_options
     from planner.workflows import report as rp
-    from planner.limits import check_output_dir, check_output_file, check_report_options
 
     from .progress import heartbeat
 
@@ -101,11 +101,7 @@ def report_cmd(
                                 "--markdown": markdown is not None, "--style-control": style_control,
                                 "--lc-anchor": lc_anchor is not None, "--save-posterior": save_posterior},
               {"--target": target != "humans", "--ties": ties != "half"})
-    call(check_output_dir, "--plot", plot)
-    for name in ("strengths.png", "strengths.svg", "win_rates.png", "win_rates.svg") if plot is not None else ():
-        call(check_output_file, "--plot", plot / name, create_parents=True)
-    call(check_output_file, "--markdown", markdown, create_parents=True)
-    call(check_output_file, "--html", html, create_parents=True)
+    _check_outputs(plot, markdown, html)
     hybrid = None
     if surrogate is not None:
         from .hybrid import check_ppi_plot, run_hybrid
@@ -125,8 +121,23 @@ def report_cmd(
                    min_pass_rate=min_pass_rate, save_posterior=True if save_posterior else None,
                    style_control=style_control, lc_anchor=lc_anchor, cluster=cluster)
     _write_files(res, plot, markdown, html, hybrid)
-    if hybrid is not None:  # the surrogate's tables are printed; the report itself went to --html
-        return
+    if hybrid is None:  # with --surrogate the surrogate's tables are printed; the report itself went to --html
+        _print_report(res, json_)
+
+
+def _check_outputs(plot, markdown, html) -> None:
+    """Every output path, before the fit (which caches its result in the study)."""
+    from planner.limits import check_output_dir, check_output_file
+
+    call(check_output_dir, "--plot", plot)
+    for name in ("strengths.png", "strengths.svg", "win_rates.png", "win_rates.svg") if plot is not None else ():
+        call(check_output_file, "--plot", plot / name, create_parents=True)
+    call(check_output_file, "--markdown", markdown, create_parents=True)
+    call(check_output_file, "--html", html, create_parents=True)
+
+
+def _print_report(res, json_: bool) -> None:
+    """Flags and notes on stderr; the JSON document or the tables (and the judge totals) on stdout."""
     for f in res.flags:
         warn(f)
     for n in res.notes:
@@ -137,8 +148,8 @@ def report_cmd(
     _render(res)
     if res.style_control is not None:
         _render_style(res.style_control)
-    if res.judges:  # LLM-judge totals (planner.connectors.cache.judge_totals)
-        from planner.connectors.cache import judge_totals_sentence
+    if res.judges:  # LLM-judge totals (planner.store.ledger.judge_totals)
+        from planner.store.ledger import judge_totals_sentence
 
         for j in res.judges:
             out().print(judge_totals_sentence(j), markup=False, soft_wrap=True)

@@ -83,17 +83,17 @@ def run_cmd(
     from planner.workflows.run import RunOptions, run_loop
 
     if annotators_via is not None:
-        _run_humans(study, annotators_via, annotators, per_annotator_projects, wait_timeout, poll,
-                    RunOptions(budget=budget, batch_size=batch_size, until=until, both_orders=both_orders,
-                               strategy=strategy, objective=objective), json_out)
+        ropts = call(RunOptions, budget=budget, batch_size=batch_size, until=until, both_orders=both_orders,
+                     strategy=strategy, objective=objective)
+        _run_humans(study, annotators_via, annotators, per_annotator_projects, wait_timeout, poll, ropts, json_out)
         return
 
-    opts = JudgeOptions(model=judge_model, base_url=base_url, api_key_env=api_key_env,
-                        transport="batch" if batch_api else "direct", concurrency=concurrency,
-                        price_in=price_in, price_out=price_out, max_cost=max_cost, timeout=timeout,
-                        poll_interval=poll_interval)
-    ropts = RunOptions(budget=budget, batch_size=batch_size, until=until, both_orders=both_orders,
-                       strategy=strategy, objective=objective)
+    opts = call(JudgeOptions, model=judge_model, base_url=base_url, api_key_env=api_key_env,
+                transport="batch" if batch_api else "direct", concurrency=concurrency, price_in=price_in,
+                price_out=price_out, max_cost=max_cost, timeout=timeout, poll_interval=poll_interval,
+                _flags={"model": "--judge-model"})
+    ropts = call(RunOptions, budget=budget, batch_size=batch_size, until=until, both_orders=both_orders,
+                 strategy=strategy, objective=objective)
     with graceful_interrupt() as stop:
         result = call(run_loop, study, opts, ropts, progress=run_progress(json_out), stop=stop)
     _render(result, json_out)
@@ -107,7 +107,8 @@ def _run_humans(study, via, annotators, per_annotator, wait_timeout, poll, ropts
     if via != "label-studio":
         raise fail(UsageError(f"--annotators-via ({quote(via)}) must be label-studio"))
     names = tuple(a.strip() for a in (annotators or "").split(",") if a.strip())
-    human = HumanOptions(annotators=names, per_annotator=per_annotator, timeout=wait_timeout, poll=poll)
+    human = call(HumanOptions, annotators=names, per_annotator=per_annotator, timeout=wait_timeout, poll=poll,
+                 _flags={"per_annotator": "--per-annotator-projects"})
     console = err()
 
     def show(ev: dict) -> None:

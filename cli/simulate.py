@@ -68,39 +68,10 @@ def simulate_cmd(
         call(_raise, UsageError("--money, --human-cost, --judge-cost and --surrogate need --hybrid"))
     from planner.workflows import simulate as sim
 
-    def build():
-        from planner.limits import check_input_file, check_output_file, check_simulation_options
-
-        synthetic = replay is None and from_study is None
-        check_simulation_options(n_systems=systems if synthetic else None, spread=spread, arena_gamma=arena_gamma,
-                                 tie_rate=tie_rate, position=position, flip=flip, budget=budget, batch=batch,
-                                 reps=reps, seed=seed, workers=workers)
-        check_output_file("--plot", plot, suffixes=(".png", ".svg"))
-        check_output_file("--out", out_file)
-        check_input_file("--replay", replay)
-        from planner.errors import UsageError
-        from planner.simulation.judge import Judge
-        from planner.simulation.spec import SimulationSpec, parse_strategies
-        from planner.simulation.truth import make_truth
-
-        strats = parse_strategies(strategies)
-        judge = Judge(tie_rate, position, flip)
-        name, truth, pool = sim.load_truth(scenario, replay=replay, from_study=from_study)
-        source = None
-        if from_study is not None:
-            if tie_rate or position or flip:
-                raise UsageError("--tie-rate, --position and --flip describe a synthetic judge; with --from-study "
-                                 "the judge is the study's own (planner plan overrides it)")
-            source = sim.study_source(from_study, budget, seed)
-            names = source.start.systems
-        else:   # linear draws nothing: only the synthetic names, the ones every synthetic scenario uses
-            names = truth.systems if truth is not None else make_truth("linear", systems, None).systems
-        return SimulationSpec(name, strats, n_systems=len(names), spread=spread, arena_gamma=arena_gamma,
-                                  judge=judge, budget=budget, batch=batch, reps=reps, seed=seed, engine=engine,
-                                  anchor=_anchor_index(anchor, names), truth=truth, replay=pool,
-                                  margin_elo=_margin(margin, target), source=source)
-
-    spec = call(build)
+    spec = call(_build_spec, sim, scenario=scenario, systems=systems, spread=spread, arena_gamma=arena_gamma,
+                replay=replay, from_study=from_study, strategies=strategies, budget=budget, batch=batch, reps=reps,
+                seed=seed, engine=engine, judge=(tie_rate, position, flip), anchor=anchor, target=target,
+                margin=margin, workers=workers, plot=plot, out_file=out_file)
     result = _run(sim, spec, target=target, workers=workers, out_file=out_file, resume=resume)
     if plot is not None:
         from planner.formats.simulate_plot import plot as write_plot
@@ -111,6 +82,42 @@ def simulate_cmd(
         print_json(result)
         return
     _render(result)
+
+
+def _build_spec(sim, *, scenario, systems, spread, arena_gamma, replay, from_study, strategies, budget, batch, reps,
+                seed, engine, judge, anchor, target, margin, workers, plot, out_file):
+    """The :class:`SimulationSpec` of the options, after their checks; ``judge`` is the synthetic judge's
+    ``(tie_rate, position, flip)``."""
+    from planner.errors import UsageError
+    from planner.limits import check_input_file, check_output_file, check_simulation_options
+    from planner.simulation.judge import Judge
+    from planner.simulation.spec import SimulationSpec, parse_strategies
+    from planner.simulation.truth import make_truth
+
+    tie_rate, position, flip = judge
+    synthetic = replay is None and from_study is None
+    check_simulation_options(n_systems=systems if synthetic else None, spread=spread, arena_gamma=arena_gamma,
+                             tie_rate=tie_rate, position=position, flip=flip, budget=budget, batch=batch,
+                             reps=reps, seed=seed, workers=workers)
+    check_output_file("--plot", plot, suffixes=(".png", ".svg"))
+    check_output_file("--out", out_file)
+    check_input_file("--replay", replay)
+    strats = parse_strategies(strategies)
+    name, truth, pool = sim.load_truth(scenario, replay=replay, from_study=from_study)
+    source = None
+    if from_study is not None:
+        if tie_rate or position or flip:
+            raise UsageError("--tie-rate, --position and --flip describe a synthetic judge; with --from-study "
+                             "the judge is the study's own (planner plan overrides it)",
+                             parameters=("tie_rate", "position", "flip"))
+        source = sim.study_source(from_study, budget, seed)
+        names = source.start.systems
+    else:   # linear draws nothing: only the synthetic names, the ones every synthetic scenario uses
+        names = truth.systems if truth is not None else make_truth("linear", systems, None).systems
+    return SimulationSpec(name, strats, n_systems=len(names), spread=spread, arena_gamma=arena_gamma,
+                          judge=Judge(tie_rate, position, flip), budget=budget, batch=batch, reps=reps, seed=seed,
+                          engine=engine, anchor=_anchor_index(anchor, names), truth=truth, replay=pool,
+                          margin_elo=_margin(margin, target), source=source)
 
 
 def _run(sim, spec, *, target, workers, out_file, resume):

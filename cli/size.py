@@ -20,70 +20,37 @@ from .tables import print_table
 
 @app.command("size")
 def size(
-    effect: Annotated[Optional[float], typer.Option(
-        help="Effect: absolute win-rate difference from 50% among decisive judgments, 0 < D < 0.5 "
-             "(0.04 = 54% vs 50%).")] = None,
-    win_rate: Annotated[Optional[float], typer.Option(
-        help="Alternatively the win rate P of the better system among decisive judgments, 0.5 < P < 1.")] = None,
+    effect: Annotated[Optional[float], typer.Option(help="Effect: absolute win-rate difference from 50% among decisive judgments, 0 < D < 0.5 (0.04 = 54% vs 50%).")] = None,
+    win_rate: Annotated[Optional[float], typer.Option(help="Alternatively the win rate P of the better system among decisive judgments, 0.5 < P < 1.")] = None,
     alpha: Annotated[float, typer.Option(help="Family-wise significance level, 0 < alpha < 1.")] = 0.05,
     power: Annotated[float, typer.Option(help="Target power, 0 < power < 1.")] = 0.8,
     alternative: Annotated[str, typer.Option(help="two-sided | greater.")] = "two-sided",
     tie_rate: Annotated[float, typer.Option(help="Share of judgments that are ties, 0 <= T < 1.")] = 0.0,
-    ties: Annotated[str, typer.Option(
-        help="drop (test decisive judgments only) | half (a tie scores half a win).")] = "drop",
-    invalid_rate: Annotated[float, typer.Option(
-        help="Share of unusable judgments, 0 <= R < 1; inflates what to collect by 1/(1-R).")] = 0.0,
-    both_orders: Annotated[bool, typer.Option(
-        "--both-orders", help="Judge each comparison twice with positions swapped.")] = False,
+    ties: Annotated[str, typer.Option(help="drop (test decisive judgments only) | half (a tie scores half a win).")] = "drop",
+    invalid_rate: Annotated[float, typer.Option(help="Share of unusable judgments, 0 <= R < 1; inflates what to collect by 1/(1-R).")] = 0.0,
+    both_orders: Annotated[bool, typer.Option("--both-orders", help="Judge each comparison twice with positions swapped.")] = False,
     per_prompt: Annotated[int, typer.Option(help="K judgments share a prompt (1 <= K <= 100,000).")] = 1,
-    icc: Annotated[float, typer.Option(
-        help="Intra-prompt correlation rho in [0, 1]; design effect 1 + (K-1) rho.")] = 0.0,
+    icc: Annotated[float, typer.Option(help="Intra-prompt correlation rho in [0, 1]; design effect 1 + (K-1) rho.")] = 0.0,
     systems: Annotated[int, typer.Option(help="Number of systems, 2 <= M <= 1,000.")] = 2,
-    design: Annotated[str, typer.Option(
-        help="anchor (M-1 candidates vs one anchor) | round-robin (all M(M-1)/2 pairs); "
-             "Holm-Bonferroni, each pair sized at alpha/pairs.")] = "anchor",
-    budget: Annotated[Optional[int], typer.Option(
-        help="Total judgments available: report the minimum detectable effect (at most 10,000,000).")] = None,
-    power_at: Annotated[Optional[int], typer.Option(
-        help="Total judgments: report the power achieved for the effect (at most 10,000,000).")] = None,
+    design: Annotated[str, typer.Option(help="anchor (M-1 candidates vs one anchor) | round-robin (all M(M-1)/2 pairs); Holm-Bonferroni, each pair sized at alpha/pairs.")] = "anchor",
+    budget: Annotated[Optional[int], typer.Option(help="Total judgments available: report the minimum detectable effect (at most 10,000,000).")] = None,
+    power_at: Annotated[Optional[int], typer.Option(help="Total judgments: report the power achieved for the effect (at most 10,000,000).")] = None,
     table: Annotated[bool, typer.Option("--table", help="Effect-size table, both methods.")] = False,
-    plot: Annotated[Optional[Path], typer.Option(
-        help="Write power against comparisons to this .png or .svg file.")] = None,
-    looks: Annotated[int, typer.Option(
-        help="Number of equally spaced analyses (group-sequential design), 1 <= K <= 20.")] = 1,
-    boundary: Annotated[str, typer.Option(
-        help="obrien-fleming | pocock (classical constant-shape boundaries) for --looks.")] = "obrien-fleming",
-    pass_rate: Annotated[Optional[float], typer.Option(
-        help="Expected pass rate of acceptability items, 0 <= P <= 1 (use with --precision).")] = None,
-    precision: Annotated[Optional[float], typer.Option(
-        help="Half-width of the 95% pass-rate interval, 0 < H < 0.5 (with --pass-rate).")] = None,
-    hybrid: Annotated[bool, typer.Option(
-        "--hybrid", help="Budget humans + judge (prediction-powered): the cheapest numbers of human and "
-                         "judge labels for the target, beside humans only. Ties count half.")] = False,
-    human_cost: Annotated[Optional[float], typer.Option(
-        help="--hybrid: cost of one item's human label (> 0).", rich_help_panel="Hybrid")] = None,
-    judge_cost: Annotated[Optional[float], typer.Option(
-        help="--hybrid: cost of one item's judge prediction, all its calls (both orders: twice a call's "
-             "price), >= 0.", rich_help_panel="Hybrid")] = None,
-    rho: Annotated[Optional[float], typer.Option(
-        help="--hybrid: correlation of human and judge scores per item, -1 <= rho < 1.",
-        rich_help_panel="Hybrid")] = None,
-    agreement: Annotated[Optional[float], typer.Option(
-        help="--hybrid: human-judge agreement rate on binary verdicts, 0..1 (rho = 2a - 1).",
-        rich_help_panel="Hybrid")] = None,
-    pilot: Annotated[Optional[Path], typer.Option(
-        help="--hybrid: estimate rho from this pilot study's items with human and judge verdicts.",
-        rich_help_panel="Hybrid")] = None,
-    surrogate: Annotated[Optional[str], typer.Option(
-        help="--hybrid --pilot: the judge's annotator name in the pilot study.", rich_help_panel="Hybrid")] = None,
-    width: Annotated[Optional[float], typer.Option(
-        help="--hybrid: target half-width of the win-rate interval, 0 < H < 0.5 (instead of --effect).",
-        rich_help_panel="Hybrid")] = None,
-    confidence: Annotated[float, typer.Option(
-        help="--hybrid --width: interval level, 0 < c < 1.", rich_help_panel="Hybrid")] = 0.95,
-    max_items: Annotated[Optional[int], typer.Option(
-        help="--hybrid: at most this many items can be judged (pool of prompts x pairs, or a judge "
-             "budget / --judge-cost), per pair.", rich_help_panel="Hybrid")] = None,
+    plot: Annotated[Optional[Path], typer.Option(help="Write power against comparisons to this .png or .svg file.")] = None,
+    looks: Annotated[int, typer.Option(help="Number of equally spaced analyses (group-sequential design), 1 <= K <= 20.")] = 1,
+    boundary: Annotated[str, typer.Option(help="obrien-fleming | pocock (classical constant-shape boundaries) for --looks.")] = "obrien-fleming",
+    pass_rate: Annotated[Optional[float], typer.Option(help="Expected pass rate of acceptability items, 0 <= P <= 1 (use with --precision).")] = None,
+    precision: Annotated[Optional[float], typer.Option(help="Half-width of the 95% pass-rate interval, 0 < H < 0.5 (with --pass-rate).")] = None,
+    hybrid: Annotated[bool, typer.Option("--hybrid", help="Budget humans + judge (prediction-powered): the cheapest numbers of human and judge labels for the target, beside humans only. Ties count half.")] = False,
+    human_cost: Annotated[Optional[float], typer.Option(help="--hybrid: cost of one item's human label (> 0).", rich_help_panel="Hybrid")] = None,
+    judge_cost: Annotated[Optional[float], typer.Option(help="--hybrid: cost of one item's judge prediction, all its calls (both orders: twice a call's price), >= 0.", rich_help_panel="Hybrid")] = None,
+    rho: Annotated[Optional[float], typer.Option(help="--hybrid: correlation of human and judge scores per item, -1 <= rho < 1.", rich_help_panel="Hybrid")] = None,
+    agreement: Annotated[Optional[float], typer.Option(help="--hybrid: human-judge agreement rate on binary verdicts, 0..1 (rho = 2a - 1).", rich_help_panel="Hybrid")] = None,
+    pilot: Annotated[Optional[Path], typer.Option(help="--hybrid: estimate rho from this pilot study's items with human and judge verdicts.", rich_help_panel="Hybrid")] = None,
+    surrogate: Annotated[Optional[str], typer.Option(help="--hybrid --pilot: the judge's annotator name in the pilot study.", rich_help_panel="Hybrid")] = None,
+    width: Annotated[Optional[float], typer.Option(help="--hybrid: target half-width of the win-rate interval, 0 < H < 0.5 (instead of --effect).", rich_help_panel="Hybrid")] = None,
+    confidence: Annotated[float, typer.Option(help="--hybrid --width: interval level, 0 < c < 1.", rich_help_panel="Hybrid")] = 0.95,
+    max_items: Annotated[Optional[int], typer.Option(help="--hybrid: at most this many items can be judged (pool of prompts x pairs, or a judge budget / --judge-cost), per pair.", rich_help_panel="Hybrid")] = None,
     json_: Annotated[bool, typer.Option("--json", help="Print the result as one JSON document.")] = False,
 ) -> None:
     """How many comparisons a study needs to detect a win-rate difference (normal and exact binomial).
@@ -99,39 +66,58 @@ def size(
 
     Example: planner size --effect 0.04
     """
-    from planner.stats import power as pw
-    from planner.stats.design import effect_from_win_rate
-    from planner.errors import UsageError
-
     hybrid_opts = {"--human-cost": human_cost, "--judge-cost": judge_cost, "--rho": rho, "--agreement": agreement,
                    "--pilot": pilot, "--surrogate": surrogate, "--width": width, "--max-items": max_items}
     if hybrid:
-        others = {"--budget": budget, "--power-at": power_at, "--plot": plot, "--pass-rate": pass_rate,
-                  "--precision": precision, "--table": table or None, "--looks": None if looks == 1 else looks,
-                  "--both-orders": both_orders or None, "--per-prompt": None if per_prompt == 1 else per_prompt,
-                  "--icc": icc or None, "--invalid-rate": invalid_rate or None}
-        bad = [k for k, v in others.items() if v is not None]
-        if bad:
-            call(_raise, UsageError(f"{bad[0]} does not apply with --hybrid (allowed: --effect/--win-rate or "
-                                    "--width, --alpha, --power, --alternative, --tie-rate, --systems, --design)"))
+        _refuse_with_hybrid({"--budget": budget, "--power-at": power_at, "--plot": plot, "--pass-rate": pass_rate,
+                             "--precision": precision, "--table": table or None, "--looks": None if looks == 1 else looks,
+                             "--both-orders": both_orders or None, "--per-prompt": None if per_prompt == 1 else per_prompt,
+                             "--icc": icc or None, "--invalid-rate": invalid_rate or None})
         _size_hybrid(effect, win_rate, alpha, power, alternative, tie_rate, systems, design, hybrid_opts,
                      confidence, json_)
-        return
+    elif pass_rate is not None or precision is not None:
+        _refuse_without_hybrid(hybrid_opts)
+        _size_pass_rate(pass_rate, precision, invalid_rate, json_)
+    else:
+        _refuse_without_hybrid(hybrid_opts)
+        design_args = dict(alpha=alpha, power=power, alternative=alternative, tie_rate=tie_rate, ties=ties,
+                           invalid_rate=invalid_rate, both_orders=both_orders, per_prompt=per_prompt, icc=icc,
+                           systems=systems, design=design)
+        _size_comparisons(effect, win_rate, design_args, budget, power_at, table, looks, boundary, plot, json_)
+
+
+def _refuse_with_hybrid(others: dict) -> None:
+    """`size --hybrid` takes none of these options (None: not given, or left at its default)."""
+    from planner.errors import UsageError
+
+    bad = [k for k, v in others.items() if v is not None]
+    if bad:
+        call(_raise, UsageError(f"{bad[0]} does not apply with --hybrid (allowed: --effect/--win-rate or "
+                                "--width, --alpha, --power, --alternative, --tie-rate, --systems, --design)",
+                                parameters=()))
+
+
+def _refuse_without_hybrid(hybrid_opts: dict) -> None:
+    from planner.errors import UsageError
+
     given = [k for k, v in hybrid_opts.items() if v is not None]
     if given:
-        call(_raise, UsageError(f"{given[0]} needs --hybrid"))
-    if pass_rate is not None or precision is not None:
-        _size_pass_rate(pass_rate, precision, invalid_rate, json_)
-        return
+        call(_raise, UsageError(f"{given[0]} needs --hybrid", parameters=()))
+
+
+def _size_comparisons(effect, win_rate, design_args: dict, budget, power_at, table: bool, looks: int,
+                      boundary: str, plot, json_: bool) -> None:
+    """`size` for a win-rate difference: comparisons (normal and exact), --budget, --power-at, --table, --plot."""
+    from planner.errors import UsageError
+    from planner.limits import check_output_file
+    from planner.stats import power as pw
+    from planner.stats.design import effect_from_win_rate
+
     if effect is not None and win_rate is not None:
-        call(_raise, UsageError("give either --effect or --win-rate, not both"))
+        call(_raise, UsageError("give either --effect or --win-rate, not both", parameters=()))
     if win_rate is not None:
         effect = call(effect_from_win_rate, win_rate)
-    d = pw.Design(alpha=alpha, power=power, alternative=alternative, tie_rate=tie_rate, ties=ties,
-                  invalid_rate=invalid_rate, both_orders=both_orders, per_prompt=per_prompt, icc=icc,
-                  systems=systems, design=design)
-    from planner.limits import check_output_file
-
+    d = call(pw.Design, **design_args)
     call(check_output_file, "--plot", plot, suffixes=(".png", ".svg"), create_parents=True)
     result = call(pw.size, effect, d, budget=budget, power_at=power_at, table=table,
                   looks=looks, boundary=boundary)

@@ -146,7 +146,7 @@ def status_cmd(
     if any(extra):
         c.print("  " + "; ".join(e for e in extra if e), markup=False, soft_wrap=True)
     if st.judge:
-        from planner.connectors.cache import judge_totals_sentence
+        from planner.store.ledger import judge_totals_sentence
 
         for j in st.judge:
             c.print("  " + judge_totals_sentence(j), markup=False, soft_wrap=True)

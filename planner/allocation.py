@@ -41,110 +41,19 @@ used, to take in one stratum).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
+from planner.allocation_results import Allocation, ChosenPrompt, StratumAllocation
 from planner.apportion import apportion, quotas
 from planner.errors import DataError, UsageError
+from planner.limits import check_choice
 
 METHODS = ("proportional", "frequency", "equal", "neyman", "target")
 BY = ("stratum", "difficulty")
 ONE_STRATUM = "all"
-SHARE_TOLERANCE = 1e-6  # target shares must sum to 1 within this (issue 5)
-
-
-# ---------------------------------------------------------------------------
-# Results
-
-
-@dataclass(frozen=True)
-class StratumAllocation:
-    """One stratum's row of an :class:`Allocation`.
-
-    Attributes
-    ----------
-    stratum : str
-    size : int
-        ``N_h``, prompts in the stratum.
-    available : int
-        Prompts that may be chosen (``size``, or fewer with ``contested_only``).
-    population_share : float
-        ``P_h`` (weight-sum share for ``frequency``, size share otherwise).
-    quota : float
-        Exact, unrounded quota after caps/minimums (continuous water-filling).
-    allocated : int
-        ``n_h``.
-    sample_share : float
-        ``n_h / n``.
-    weight : float or None
-        Sampling weight ``P_h / (n_h / n)``; ``None`` when ``n_h = 0``.
-    sd : float or None
-        ``S_h`` used by ``neyman`` (``None`` for other methods).
-    """
-
-    stratum: str
-    size: int
-    available: int
-    population_share: float
-    quota: float
-    allocated: int
-    sample_share: float
-    weight: float | None
-    sd: float | None = None
-
-
-@dataclass(frozen=True)
-class ChosenPrompt:
-    """One chosen prompt: id, stratum, sampling weight, order within its stratum.
-
-    ``gap`` is the pointwise score gap (max - min over systems) when pointwise
-    scores were given, else ``None``. With replacement, a prompt may appear more
-    than once (different ``order``).
-    """
-
-    prompt: str
-    stratum: str
-    weight: float
-    order: int
-    frozen: bool
-    gap: float | None = None
-    text: str = ""
-
-
-@dataclass(frozen=True)
-class Allocation:
-    """The result of :func:`allocate`.
-
-    Attributes
-    ----------
-    method, by : str
-    budget : int
-        ``n``; ``sum(s.allocated for s in strata) == budget``.
-    seed : int or None
-    with_replacement : bool
-    min_per_stratum : int
-    strata : tuple of StratumAllocation
-        Sorted by stratum name.
-    prompts : tuple of ChosenPrompt
-        Chosen prompts, stratum by stratum, in within-stratum order.
-    notes : tuple of str
-        Fallbacks and caveats (e.g. Neyman without data fell back to proportional).
-    out : str or None
-        The file the chosen prompts were written to, if any.
-    """
-
-    method: str
-    by: str
-    budget: int
-    seed: int | None
-    with_replacement: bool
-    min_per_stratum: int
-    strata: tuple[StratumAllocation, ...]
-    prompts: tuple[ChosenPrompt, ...]
-    notes: tuple[str, ...] = ()
-    out: str | None = None
+SHARE_TOLERANCE = 1e-6  # target shares must sum to 1 within this (rounding in a hand-written --target)
 
 
 # ---------------------------------------------------------------------------
@@ -192,7 +101,8 @@ def plan_strata(target_shares: Mapping[str, float], already: Mapping[str, int], 
         basis = {h: 1.0 for h in shares}
     upper = None if available is None else {h: int(available.get(h, 0)) for h in shares}
     if upper is not None and k > sum(upper.values()):
-        raise UsageError(f"k ({k}) must be <= {sum(upper.values())}, the comparisons available over all strata")
+        raise UsageError(f"`k` ({k}) must be <= {sum(upper.values())}, the comparisons available over all strata",
+                         parameters=('k',))
     return apportion(basis, k, upper=upper)
 
 
@@ -381,8 +291,7 @@ def allocate(prompts: Sequence[Any], budget: int, *, method: str = "proportional
 
 def _check_options(method: str, by: str | None, budget: int, min_per_stratum: int, gap: float | None,
                    pointwise: Mapping[str, float] | None, target: Mapping[str, float] | None) -> None:
-    if method not in METHODS:
-        raise UsageError(f"`method` ({method!r}) must be one of {', '.join(METHODS)}", parameters=('method',))
+    check_choice("method", method, METHODS)
     if by is not None and by not in BY:
         raise UsageError(f"`by` ({by!r}) must be one of {', '.join(BY)}", parameters=('by',))
     if isinstance(budget, bool) or int(budget) != budget or budget <= 0:
@@ -506,7 +415,8 @@ def _where(p: Any) -> str:
 def _check_prompts(prompts: Sequence[Any]) -> None:
     if not prompts:
         raise DataError("no prompts to allocate")
-    problems, seen = [], {}
+    problems: list[str] = []
+    seen: dict[str, str] = {}
     for p in prompts:
         if p.id in seen:
             problems.append(f"{_where(p)}: duplicate prompt id {p.id!r} (first at {seen[p.id]})")

@@ -73,19 +73,19 @@ def _fill(names: list[str], basis: Mapping[str, float], n: int,
           lower: Mapping[str, int] | None, upper: Mapping[str, int | None] | None):
     """Continuous water-filling; returns ``x`` in ``names`` order."""
     if isinstance(n, bool) or int(n) != n or n < 0:
-        raise UsageError(f"budget ({n}) must be an integer >= 0")
+        raise UsageError(f"`budget` ({n}) must be an integer >= 0", parameters=('budget',))
     w = np.array([float(basis[k]) for k in names], dtype=float)
     if len(w) == 0:
-        raise UsageError("no strata to allocate over")
+        raise UsageError("no strata to allocate over", parameters=('basis',))
     if not np.all(np.isfinite(w)) or np.any(w < 0) or not np.any(w > 0):
-        raise UsageError(f"stratum basis {dict(basis)} must be finite, >= 0 and not all 0")
+        raise UsageError(f"stratum basis {dict(basis)} must be finite, >= 0 and not all 0", parameters=('basis',))
     lo = np.array([(lower or {}).get(k, 0) for k in names], dtype=float)
     hi = np.array([_cap((upper or {}).get(k)) for k in names], dtype=float)
     if np.any(lo < 0) or np.any(lo > hi):
-        raise UsageError("each stratum's minimum must be >= 0 and <= its cap")
+        raise UsageError("each stratum's minimum must be >= 0 and <= its cap", parameters=('lower', 'upper'))
     if n < lo.sum() or n > hi.sum():
-        raise UsageError(f"budget ({n}) must be in [{lo.sum():g}, {hi.sum():g}] "
-                         "given the per-stratum minimums and caps")
+        raise UsageError(f"`budget` ({n}) must be in [{lo.sum():g}, {hi.sum():g}] "
+                         "given the per-stratum minimums and caps", parameters=('budget',))
     w = w / w.max()
     w[w < 1e-12] = 0.0  # relative basis below 1e-12 counts as 0 (keeps the breakpoints finite)
     pos = w > 0

@@ -51,34 +51,17 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from planner.errors import DataError, UsageError, check_range, quote
-from planner.items import (KINDS, QC_KINDS, Ids, Item, PlannedComparison,
+from planner.errors import DataError, UsageError, quote
+from planner.limits import check_choice, check_float
+from planner.names import annotator_name_problem
+from planner.vocabulary import QC_KINDS
+from planner.items import (KINDS, Ids, Item, PlannedComparison,
                            Skipped, as_planned, previous_ids, swapped)
 from planner.qc_items import (Context, Issuable, acceptability_items,
                               attention_items, overlap_items, qc_targets, repeat_items)
 from planner.textnorm import (NORMALIZE_STYLES, ShownTexts, count_words)
 
-__all__ = ["Batch", "BatchManifest", "annotator_name_problem", "assemble_batch", "build_manifest"]
-
-_ANNOTATOR_RE = re.compile(r"^[A-Za-z0-9_-]+$")
-ANNOTATOR_NAME_MAX = 64
-
-
-def annotator_name_problem(name) -> str | None:
-    """Why ``name`` cannot be an annotator name of a study (``annotators``, ``annotator_map``); None when it can.
-
-    Names become part of file names (``batch-1.alice.jsonl``), Label Studio
-    project titles and report rows: letters, digits, ``_`` and ``-`` only.
-    """
-    if not isinstance(name, str) or not name:
-        return "is empty"
-    if len(name) > ANNOTATOR_NAME_MAX:
-        return f"is {len(name)} characters long (at most {ANNOTATOR_NAME_MAX})"
-    if not _ANNOTATOR_RE.match(name):
-        return ("is not a valid annotator name (letters, digits, '_' and '-' only; it becomes part of a "
-                "file name)")
-    return None
-
+__all__ = ["Batch", "BatchManifest", "assemble_batch", "build_manifest"]
 
 # --------------------------------------------------------------------- types
 @dataclass(frozen=True)
@@ -175,19 +158,23 @@ def vars_(obj: Any) -> dict[str, Any]:
 
 
 # ------------------------------------------------------------------ helpers
+def check_qc_rate(name: str, value) -> float:
+    """A QC rate (``attention``, ``repeat``, ``overlap``, ``acceptability``): a fraction of the final batch
+    in [0, 1)."""
+    return check_float(name, value, 0.0, 1.0, high_open=True)
+
+
 def _check_options(attention, repeat, overlap, acceptability, annotators, max_words, truncate,
                    normalize_style) -> dict[str, float]:
     rates = {"attention": attention, "repeat": repeat, "overlap": overlap, "acceptability": acceptability}
     for name, value in rates.items():
-        check_range(name, float(value), 0.0, 1.0, low_open=False, high_open=True)
+        rates[name] = check_qc_rate(name, value)
     total = sum(rates.values())
     if total >= 1.0:
         raise UsageError(
             "QC rates `attention` + `repeat` + `overlap` + `acceptability` "
-            f"({total:g}) must sum to less than 1", parameters=('attention', 'repeat', 'overlap', 'acceptability'))
-    if normalize_style not in NORMALIZE_STYLES:
-        raise UsageError(f"`normalize_style` ({normalize_style!r}) must be one of {', '.join(NORMALIZE_STYLES)}",
-                         parameters=('normalize_style',))
+            f"({total:g}) must sum to less than 1", parameters=QC_KINDS)
+    check_choice("normalize_style", normalize_style, NORMALIZE_STYLES)
     if max_words is not None and (isinstance(max_words, bool) or int(max_words) != max_words or max_words < 1):
         raise UsageError(f"`max_words` ({max_words}) must be a whole number >= 1", parameters=('max_words',))
     if truncate and max_words is None:
@@ -212,7 +199,7 @@ def _balanced_orientations(pairs: list[tuple[str, str]], rng: np.random.Generato
     """For each planned pair (i, j): True when i goes left. See module docstring."""
     by_pair: dict[tuple[str, str], list[int]] = defaultdict(list)
     for idx, (i, j) in enumerate(pairs):
-        by_pair[tuple(sorted((i, j)))].append(idx)
+        by_pair[(min(i, j), max(i, j))].append(idx)
     imbalance: dict[str, int] = defaultdict(int)   # (# left) - (# right) per system
     flips: dict[tuple[str, str], list[bool]] = {}  # per pair: True = first (sorted) system left
     keys = sorted(by_pair)
@@ -268,7 +255,7 @@ def _name_mentions(items: Sequence[Item], systems: Sequence[str]) -> list[dict[s
     by_lower = {s.lower(): s for s in systems}
     names = sorted(systems, key=len, reverse=True)  # longest first: "gpt-4-turbo" before "gpt-4"
     rx = re.compile(r"(?<![\w-])(" + "|".join(re.escape(s) for s in names) + r")(?![\w-])", re.IGNORECASE)
-    out = []
+    out: list[dict[str, str]] = []
     for it in items:
         found: dict[str, None] = {}
         for text in (it.prompt, it.left_text, it.right_text):
@@ -350,7 +337,7 @@ def assemble_batch(
     max_words = None if max_words is None else int(max_words)
     plan = [as_planned(p, k) for k, p in enumerate(planned)]
     if not plan:
-        raise UsageError("the batch has no planned comparisons (batch size must be > 0)")
+        raise UsageError("the batch has no planned comparisons (batch size must be > 0)", parameters=('planned',))
     ann = list(annotators) if annotators is not None else None
     texts = ShownTexts(response_text, max_words=max_words, truncate=truncate, style=normalize_style)
     ctx = Context(rng, Ids(rng, previous_ids(previous_items)), texts, ann, {a: 0 for a in ann or ()})
@@ -438,7 +425,8 @@ def _regular_items(kept: Sequence[Issuable], ctx: Context) -> list[Item]:
 def _presentation_order(everything: Sequence[Item], ann: list[str] | None,
                         rng: np.random.Generator) -> list[Item]:
     """Per annotator (in the order of ``ann``), shuffled; a repeat moved after its original."""
-    groups: dict[str | None, list[Item]] = {a: [] for a in (ann or [None])}
+    keys: list[str | None] = list(ann) if ann else [None]
+    groups: dict[str | None, list[Item]] = {a: [] for a in keys}
     for it in everything:
         groups[it.annotator].append(it)
     ordered: list[Item] = []
@@ -446,9 +434,9 @@ def _presentation_order(everything: Sequence[Item], ann: list[str] | None,
         seq = [members[int(k)] for k in rng.permutation(len(members))]
         pos = {it.item_id: n for n, it in enumerate(seq)}
         for n in range(len(seq)):
-            it = seq[n]
-            if it.kind == "repeat" and pos[it.link] > n:
-                m = pos[it.link]
+            link = seq[n].link           # a repeat's original
+            if seq[n].kind == "repeat" and link is not None and pos[link] > n:
+                m = pos[link]
                 seq[n], seq[m] = seq[m], seq[n]
                 pos[seq[n].item_id], pos[seq[m].item_id] = n, m
         ordered.extend(seq)
@@ -468,12 +456,12 @@ def build_manifest(items: list[Item], skipped: list[Skipped], rates: dict[str, f
         kinds[it.kind] += 1
         if it.annotator is not None:
             per_annotator.setdefault(it.annotator, {k: 0 for k in KINDS})[it.kind] += 1
-        if it.kind in ("regular", "swap"):
-            a, b = sorted((it.left_system, it.right_system))
-            per_pair[(a, b)] += 1
+        left, right = it.left_system, it.right_system
+        if it.kind in ("regular", "swap") and left is not None and right is not None:   # both: a comparison
+            per_pair[(min(left, right), max(left, right))] += 1
             per_stratum[str(it.stratum)] += 1
-            left_count[it.left_system][0] += 1
-            left_count[it.right_system][1] += 1
+            left_count[left][0] += 1
+            left_count[right][1] += 1
     systems = sorted({s for it in items for s in (it.left_system, it.right_system) if s})
     skipped_prompts = sorted({s.prompt_id for s in skipped})
     return BatchManifest(

@@ -3,7 +3,7 @@
 A ``@dataclass(frozen=True)`` keeps ``eq=True``: its generated ``__eq__``
 compares field tuples, and ``ndarray == ndarray`` is an array, so
 ``Counts(...) == Counts(...)`` raised ``ValueError: The truth value of an
-array ... is ambiguous`` (issue 12). :func:`array_eq` gives such a class a
+array ... is ambiguous``. :func:`array_eq` gives such a class a
 working ``__eq__``: same type, and every field equal — arrays by
 :func:`numpy.array_equal` (same shape and values; NaN equals NaN in float
 arrays), tuples/lists/dicts element by element, anything else by ``==``.

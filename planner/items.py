@@ -21,7 +21,6 @@ import numpy as np
 from planner.errors import UsageError
 
 KINDS = ("regular", "swap", "repeat", "overlap", "attention", "acceptability")
-from planner.vocabulary import QC_KINDS  # noqa: E402,F401
 ID_PREFIX = "it-"
 # Crockford base32 (no i, l, o, u), lower case; 12 symbols = 60 random bits.
 ID_ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"
@@ -128,7 +127,8 @@ def as_planned(entry: Any, index: int) -> PlannedComparison:
         stratum = seq[3] if len(seq) == 4 else None
         return PlannedComparison(str(seq[0]), str(seq[1]), str(seq[2]),
                                  None if stratum is None else str(stratum))
-    raise UsageError(f"planned comparison #{index + 1} ({entry!r}) must be (prompt_id, system_i, system_j, stratum)")
+    raise UsageError(f"planned comparison #{index + 1} ({entry!r}) must be (prompt_id, system_i, system_j, stratum)",
+                     parameters=('planned',))
 
 
 class Ids:

@@ -56,6 +56,10 @@ MAX_ARENA_GAMMA = 100.0           # simulate --arena-gamma
 MAX_DEMO_PROMPTS = 10_000         # demo --prompts
 MAX_DEMO_ROUNDS = 100             # demo --rounds
 MAX_DEMO_SIZE = 10_000            # demo --size
+MAX_BATCH_SIZE = 100_000          # next-batch --size, run --batch-size (planned comparisons per batch)
+#: the largest token count believed for one judge answer (context windows are ~10**6-10**7 tokens); a
+#: server's count outside [0, MAX_TOKENS] is treated as absent (the cost is then the estimate)
+MAX_TOKENS = 10 ** 9
 
 #: (name, maximum, what) for the documentation table (docs/guide.md "Limits").
 TABLE = (
@@ -77,6 +81,7 @@ TABLE = (
     ("simulate --spread", MAX_SPREAD, "Elo"),
     ("simulate --position", MAX_POSITION, "logit (absolute value)"),
     ("demo --prompts / --rounds / --size", (MAX_DEMO_PROMPTS, MAX_DEMO_ROUNDS, MAX_DEMO_SIZE), ""),
+    ("next-batch --size, run --batch-size", MAX_BATCH_SIZE, "planned comparisons per batch"),
     ("--seed (every command)", MAX_SEED, "0 <= seed <= 2**63 - 1"),
 )
 
@@ -116,24 +121,56 @@ def check_seed(name: str, value) -> int | None:
     return int(value)
 
 
+def plausible_tokens(value) -> int | None:
+    """A token count reported by a server, or None when it is not a whole number in ``[0, MAX_TOKENS]``
+    (a negative count, 10**30, a string): such a count is treated as absent, never stored or summed."""
+    return value if _is_int(value) and 0 <= value <= MAX_TOKENS else None
+
+
 def _fmt(x: float) -> str:
     return f"{x:g}"
 
 
 def check_float(name: str, value, low: float, high: float, *, low_open: bool = False,
-                high_open: bool = False) -> float:
-    """A finite number in the interval (inf and NaN are refused by name)."""
+                high_open: bool = False, unit: str = "") -> float:
+    """A finite number in the interval (inf and NaN are refused by name; so are ``True`` and ``False``);
+    ``unit`` names what it counts in the message (``"seconds"``: "a finite number of seconds > 0")."""
     try:
+        if isinstance(value, bool):
+            raise TypeError("a bool is not a number here")
         x = float(value)
     except (TypeError, ValueError, OverflowError):
-        raise UsageError(f"{shown(name)} ({quote(value)}) must be a finite number",
+        raise UsageError(f"{shown(name)} ({quote(value)}) must be a finite number{' of ' + unit if unit else ''}",
                          parameters=parameters_of(name)) from None
     ok = math.isfinite(x) and (x > low if low_open else x >= low) and (x < high if high_open else x <= high)
     if not ok:
         lb, rb = "(" if low_open else "[", ")" if high_open else "]"
-        raise UsageError(f"{shown(name)} ({quote(value)}) must be a finite number in {lb}{_fmt(low)}, {_fmt(high)}{rb}",
+        where = (f"{'>' if low_open else '>='} {_fmt(low)}" if high == math.inf
+                 else f"in {lb}{_fmt(low)}, {_fmt(high)}{rb}")
+        what = f"a finite number{' of ' + unit if unit else ''}"
+        raise UsageError(f"{shown(name)} ({quote(value)}) must be {what} {where}",
                          parameters=parameters_of(name))
     return x
+
+
+def check_optional_float(name: str, value, low: float, high: float, **kw) -> float | None:
+    """None, or :func:`check_float`."""
+    return None if value is None else check_float(name, value, low, high, **kw)
+
+
+def check_choice(name: str, value, choices) -> str:
+    """``value`` when it is one of ``choices`` (strings), else a :class:`UsageError` listing them in order."""
+    if not isinstance(value, str) or value not in choices:
+        raise UsageError(f"{shown(name)} ({quote(value)}) must be one of {', '.join(choices)}",
+                         parameters=parameters_of(name))
+    return value
+
+
+def check_flag(name: str, value) -> bool:
+    """``value`` when it is a bool (``True``/``False``, not 1 or "yes"), else a :class:`UsageError`."""
+    if not isinstance(value, bool):
+        raise UsageError(f"{shown(name)} ({quote(value)}) must be true or false", parameters=parameters_of(name))
+    return value
 
 
 def check_exact_n(name: str, value, n_normal: float) -> None:

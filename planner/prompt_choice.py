@@ -38,6 +38,7 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 
 from planner.errors import UsageError
+from planner.limits import check_choice
 from planner.vocabulary import COUNTED_KINDS
 
 #: the values of ``prompts_by``
@@ -50,9 +51,7 @@ DEFAULT_POWER = 1.0
 
 def check_mode(mode: str) -> str:
     """``mode`` if it is one of :data:`MODES`, else a one-line usage error naming ``prompts_by``."""
-    if mode not in MODES:
-        raise UsageError(f"`prompts_by` ({mode!r}) must be one of {', '.join(MODES)}", parameters=("prompts_by",))
-    return mode
+    return check_choice("prompts_by", mode, MODES)
 
 
 @dataclass(frozen=True)

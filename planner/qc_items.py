@@ -91,12 +91,14 @@ def overlap_items(regular: Sequence[Item], k: int, rate: float, ctx: Context) ->
     if not k:
         return []
     ann, rng, load = ctx.annotators, ctx.rng, ctx.load
+    if ann is None:     # batch.py refuses overlap without two annotators before it gets here
+        raise ValueError("overlap copies need the annotators")
     capacity = len(regular) * (len(ann) - 1)
     if k > capacity:
         raise UsageError(f"`overlap` ({rate:g}) asks for {k} overlap copies but "
                          f"{len(regular)} regular items over {len(ann)} annotators allow at most {capacity}",
                          parameters=('overlap',))
-    holders: dict[str, set[str]] = {it.item_id: {it.annotator} for it in regular}
+    holders: dict[str, set[str | None]] = {it.item_id: {it.annotator} for it in regular}
     order = [int(c) for c in rng.permutation(len(regular))]
     tie_rank = {a: int(r) for a, r in zip(ann, rng.permutation(len(ann)))}
     overlaps: list[Item] = []

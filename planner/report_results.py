@@ -274,7 +274,7 @@ class Report:
     notes : tuple of str
         What was skipped or approximated, and why.
     judges : tuple of dict
-        LLM-judge totals per model (``planner.connectors.cache.judge_totals``:
+        LLM-judge totals per model (``planner.store.ledger.judge_totals``:
         ``model``, ``answers``, ``prompt_tokens``, ``completion_tokens``,
         ``cost_usd`` or None without a price); empty before any judge ran.
     style_control : planner.workflows.style_report.StyleControlReport or None

@@ -2,8 +2,8 @@
 
 Population ranking (``report``), the release gate (``decide``) and batch
 composition (``next_batch``) all re-weight per-stratum figures to the same
-population shares, computed here and nowhere else (issue 12: three copies of
-this rule had drifted to 1.00/0.00, 0.50/0.50 and 0.67/0.33 on the same prompts).
+population shares, computed here and nowhere else (copies of a rule drift: three
+of them once gave 1.00/0.00, 0.50/0.50 and 0.67/0.33 on the same prompts).
 
 The rule
 --------
@@ -31,7 +31,7 @@ Edge cases, each named in :attr:`StratumWeights.source` / ``note``:
   be 0 (then the previous two rules apply);
 * a prompt whose stratum is not asked for is outside the population here.
 
-Example (issue 12): stratum ``a`` with weights 3 and 1, stratum ``b`` with two
+Example: stratum ``a`` with weights 3 and 1, stratum ``b`` with two
 prompts without a weight -> ``a = 4/6 = 0.667``, ``b = 2/6 = 0.333``.
 """
 

@@ -2,9 +2,9 @@
 
 Every function here takes the result objects (or plain numbers) that a table
 beside the sentence also shows, and formats them; none computes a figure of
-its own, so a sentence cannot disagree with its table. Started with the
-report's flags and notes and the style report's sentences (issue 12); other
-commands' sentences move here as they are touched.
+its own, so a sentence cannot disagree with its table: the report's flags and
+notes and the style report's sentences; other commands' sentences move here as
+they are touched.
 
 Duck typing: the arguments are the result dataclasses of
 :mod:`planner.diagnostics`, :mod:`planner.model` and

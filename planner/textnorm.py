@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Mapping
 
-from planner.errors import UsageError
+from planner.limits import check_choice
 
 NORMALIZE_STYLES = ("none", "markdown", "full")
 TRUNCATION_MARKER = "[… truncated by planner: {shown} of {total} words shown]"
@@ -157,9 +157,7 @@ def normalize_text(text: str, style: str = "none") -> str:
     nothing keeps the previous stage's text. The input is never modified
     (strings are immutable; the caller's mappings are only read).
     """
-    if style not in NORMALIZE_STYLES:
-        raise UsageError(f"`normalize_style` ({style!r}) must be one of {', '.join(NORMALIZE_STYLES)}",
-                         parameters=('normalize_style',))
+    check_choice("normalize_style", style, NORMALIZE_STYLES)
     if style == "none":
         return text
     md = _strip_markdown(text)

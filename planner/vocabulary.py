@@ -52,9 +52,11 @@ CLUSTER_BY = ("item", "prompt", "annotator", "none")
 # -------------------------------------------------------- selection strategies
 #: comparison-selection strategies (planner.acquisition)
 STRATEGIES = ("active", "round-robin", "random", "anchor", "swiss", "arena", "oracle")
+#: the strategies a study's batches are chosen by (``oracle`` needs the simulator's truth)
+STUDY_STRATEGIES = tuple(s for s in STRATEGIES if s != "oracle")
 #: objectives of the active strategy (planner.acquisition)
 OBJECTIVES = ("ranking", "entropy", "variance", "anchor", "top-k")
 
 __all__ = ["ACCEPTABILITY_VERDICTS", "CLUSTER_BY", "COUNTED_KINDS", "ENGINES", "ITEM_KINDS", "JUDGMENT_KINDS",
            "OBJECTIVES", "OUTCOMES", "PAIRWISE_VERDICTS", "PENDING_KINDS", "POSITION_VERDICTS", "QC_KINDS",
-           "STRATEGIES"]
+           "STRATEGIES", "STUDY_STRATEGIES"]

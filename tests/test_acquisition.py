@@ -11,8 +11,8 @@ from scipy import integrate
 from scipy.special import ndtr, owens_t
 
 from planner import acquisition as acq
-from planner.acquisition.objectives import _project
-from planner.acquisition.state import _joint, _State
+from planner.acquisition.objectives import project_sum_to_zero
+from planner.acquisition.state import _joint, SelectionState
 from planner.model import bt
 from planner.counts import Counts
 from planner.errors import DataError, UsageError
@@ -117,7 +117,7 @@ def test_expected_information_quadrature():
 
 def test_rank_one_update_matches_direct_inverse(close_fixture):
     post, _ = close_fixture
-    st = _State(post.mean, _joint(post, _project(post.cov)), 0.0, 0.0)   # gamma known: its row is 0
+    st = SelectionState(post.mean, _joint(post, project_sum_to_zero(post.cov)), 0.0, 0.0)   # gamma known: its row is 0
     st.apply(0, 3, 1.0, 0.4)
     m = 8
     q, _ = np.linalg.qr(np.eye(m)[:, :-1] - 1.0 / m)
@@ -193,11 +193,11 @@ def test_batch_cap_never_forces_round_robin_on_few_pairs():
     assert sum(new.values()) == 50 and len(new) < 10 and max(new.values()) <= 10
     assert new[(0, 1)] == new[(2, 3)] == 10                # the two near-ties take their full cap
     # the floor only moves the cap when the batch is large for the pairs: unchanged at 28 and 120 pairs
-    from planner.acquisition.greedy import _batch_cap
+    from planner.acquisition.greedy import pair_batch_cap
     o = acq.SelectionOptions()
-    assert [_batch_cap(50, o, n) for n in (10, 21, 28, 120)] == [10, 5, 5, 5]
-    assert _batch_cap(20, o, 10) == 5 and _batch_cap(1000, o, 44850) == 100
-    assert _batch_cap(50, acq.SelectionOptions(batch_cap=None), 10) == 50
+    assert [pair_batch_cap(50, o, n) for n in (10, 21, 28, 120)] == [10, 5, 5, 5]
+    assert pair_batch_cap(20, o, 10) == 5 and pair_batch_cap(1000, o, 44850) == 100
+    assert pair_batch_cap(50, acq.SelectionOptions(batch_cap=None), 10) == 50
 
 
 def test_pending_is_fantasized(close_fixture):

@@ -19,7 +19,7 @@ from scipy.stats import norm
 from planner import acquisition as acq
 from planner.acquisition.exact import (exact_misorder, exact_misorder_one_order, gaussian_gain,
                                        gaussian_gain_one_order)
-from planner.acquisition.state import _joint, _State
+from planner.acquisition.state import _joint, SelectionState
 from planner.counts import Counts
 from planner.errors import DataError, UsageError
 from planner.model import bt, fit
@@ -141,7 +141,7 @@ def test_exact_one_order_gain_is_capped_by_what_gamma_hides():
     assert floor - GRID_TOL < risks[-1] < floor + 0.2 * (risks[0] - floor)
     assert exact_misorder_one_order(m, v, 128, g, 0.0, 0.0) < 0.5 * floor
     # the Gaussian joint update has the same floor: its variance after n verdicts stays above resid
-    st = _State(np.array([m / 2, -m / 2]), np.array([[v / 4, -v / 4, cdg / 2], [-v / 4, v / 4, -cdg / 2],
+    st = SelectionState(np.array([m / 2, -m / 2]), np.array([[v / 4, -v / 4, cdg / 2], [-v / 4, v / 4, -cdg / 2],
                                                      [cdg / 2, -cdg / 2, gv]]), g, 0.0)
     st.apply(0, 1, 1.0, 1e6)
     after = st.cov[0, 0] + st.cov[1, 1] - 2 * st.cov[0, 1]
@@ -152,7 +152,7 @@ def test_rank_one_update_of_the_joint_matches_a_direct_inverse():
     post = joint_posterior(**FIXED)
     m = 3
     joint = _joint(post, post.cov)
-    st = _State(post.mean, joint, post.gamma, 0.0)
+    st = SelectionState(post.mean, joint, post.gamma, 0.0)
     st.apply(1, 2, -1.0, 0.37)                      # c shown left of b
     q = np.zeros((m + 1, m))
     q[:m, :m - 1] = np.linalg.qr(np.eye(m)[:, :-1] - 1.0 / m)[0]
@@ -166,9 +166,9 @@ def test_pending_items_are_fantasized_in_their_shown_order():
     post = joint_posterior(**FIXED)
     joint = _joint(post, post.cov)
     pend = Counts.from_arrays(SYSTEMS, [2, 2, 0], [1, 1, 2], [3, 3, 3])     # c left of b twice, a left of c once
-    batch = _State(post.mean, joint, post.gamma, 0.0)
+    batch = SelectionState(post.mean, joint, post.gamma, 0.0)
     batch.apply_counts(pend)
-    one = _State(post.mean, joint, post.gamma, 0.0)
+    one = SelectionState(post.mean, joint, post.gamma, 0.0)
     for i, j, s in ((1, 2, -1.0), (1, 2, -1.0), (0, 2, 1.0)):
         one.apply(i, j, s, float(one.info(np.array([i]), np.array([j]), np.array([s]))[0]))
     # the batch uses the information at the start for every item, the sequence re-reads it: close, not equal

@@ -10,7 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from planner.allocation import Allocation, allocate, choose_prompts, parse_target, plan_strata
+from planner.allocation import allocate, choose_prompts, parse_target, plan_strata
+from planner.allocation_results import Allocation
 from planner.allocation_stats import pointwise_gaps, stratum_sd
 from planner.apportion import apportion
 from planner.formats.prompts_writer import write_prompts
@@ -66,7 +67,7 @@ def test_apportion_hand_example_and_tie_break():
 
 
 def test_apportion_infeasible_bounds_are_usage_errors():
-    with pytest.raises(UsageError, match=r"budget \(10\) must be in \[0, 4\]"):
+    with pytest.raises(UsageError, match=r"`budget` \(10\) must be in \[0, 4\]"):
         apportion({"a": 1, "b": 1}, 10, upper={"a": 2, "b": 2})
 
 
@@ -266,7 +267,7 @@ def test_plan_strata_fills_deficits():
     assert got == {"common": 2, "factual": 4, "ambiguous": 2, "adversarial": 2}
     capped = plan_strata({"a": 0.5, "b": 0.5}, {}, 10, available={"a": 3, "b": 100})
     assert capped == {"a": 3, "b": 7}
-    with pytest.raises(UsageError, match="k \\(10\\) must be <= 4"):
+    with pytest.raises(UsageError, match="`k` \\(10\\) must be <= 4"):
         plan_strata({"a": 0.5, "b": 0.5}, {}, 10, available={"a": 2, "b": 2})
 
 

@@ -152,7 +152,7 @@ def used_study(tmp_path):
     from planner.store.study import BatchItem
 
     with Study.open(tmp_path / "st") as st:
-        con = st._con
+        con = st.connection
         con.execute("INSERT INTO files (id, sha256, name, format, ingested) VALUES (1, 'h', 'f', 'jsonl', 't')")
         ids = [r[0] for r in con.execute("SELECT id FROM systems ORDER BY id")]
         rows = []

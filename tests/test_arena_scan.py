@@ -56,9 +56,10 @@ def _study(tmp_path, judgments: list[tuple]) -> Study:
                                for i in range(4)), encoding="utf-8")
     init_study(tmp_path / "st", systems=["x", "y", "z"], prompts_file=prompts)
     st = Study.open(tmp_path / "st")
-    st._con.execute("INSERT INTO files (id, sha256, name, format, ingested) VALUES (1, 'h', 'f', 'jsonl', 't')")
-    st._con.executemany("INSERT INTO judgments (id, prompt, a, b, verdict, kind, file) VALUES (?, ?, ?, ?, ?, ?, 1)",
-                        [(f"j{k}", *row) for k, row in enumerate(judgments)])
+    con = st.connection
+    con.execute("INSERT INTO files (id, sha256, name, format, ingested) VALUES (1, 'h', 'f', 'jsonl', 't')")
+    con.executemany("INSERT INTO judgments (id, prompt, a, b, verdict, kind, file) VALUES (?, ?, ?, ?, ?, ?, 1)",
+                    [(f"j{k}", *row) for k, row in enumerate(judgments)])
     return st
 
 

@@ -1,9 +1,9 @@
 """The selection's fast paths (issue 14, Arena scale) against the code they replace.
 
 The lazy greedy's top candidates come from a partition (``greedy._top``) instead of a
-full stable sort; ``state._capacity`` builds its pair index from ``tolist()``. The old
+full stable sort; ``state.pair_capacity`` builds its pair index from ``tolist()``. The old
 code is written out below and must give the same answers. (The whole-selection
-comparison with the old ``_Ranking.gains``/``_State.apply`` went when the objective
+comparison with the old ``RankingScorer.gains``/``SelectionState.apply`` went when the objective
 moved to the joint Gaussian of strengths and position effect: there is no old code
 for it to be identical to.)
 """
@@ -46,12 +46,12 @@ def test_capacity_is_the_old_mapping():
         for _ in range(int(rng.integers(0, 40))):
             x, y = (int(v) for v in rng.integers(-1, 13, 2))   # either order, some outside the range
             cap[(x, y) if rng.random() < 0.5 else (np.int64(x), np.int64(y))] = int(rng.integers(0, 5))
-        np.testing.assert_array_equal(state._capacity(cap, ci, cj), _old_capacity(cap, ci, cj))
-    assert state._capacity(None, ci, cj) is None
+        np.testing.assert_array_equal(state.pair_capacity(cap, ci, cj), _old_capacity(cap, ci, cj))
+    assert state.pair_capacity(None, ci, cj) is None
     named = (int(cj[2]), int(ci[2]))   # a candidate, named in the other order
     for bad in (None, -1):
         with pytest.raises(UsageError) as new:
-            state._capacity({(0, 1): 2, named: bad}, ci, cj)
+            state.pair_capacity({(0, 1): 2, named: bad}, ci, cj)
         with pytest.raises(UsageError) as old:
             _old_capacity({(0, 1): 2, named: bad}, ci, cj)
         assert str(new.value) == str(old.value)
@@ -73,7 +73,7 @@ def test_top_is_the_stable_argsort_prefix():
 
 def _dense_moved(self, state, ci, cj, pick, look):
     """The moved (row, candidate) entries by a dense pass over every pair row: the reference
-    ``_Ranking._moved`` must equal bit for bit (it evaluates only the rows of touched systems)."""
+    ``RankingScorer._moved`` must equal bit for bit (it evaluates only the rows of touched systems)."""
     cov, ar = state.cov, np.arange(ci.size)
     s, info = pick.s, pick.info
     c = cov[:, ci] - cov[:, cj]
@@ -138,7 +138,7 @@ def test_sparse_rows_give_the_dense_selection_bit_for_bit(problem, monkeypatch, 
                             rng=np.random.default_rng(4), order_capacity=orders)
 
     new = run()
-    monkeypatch.setattr(gains_mod._Ranking, "_moved", _dense_moved)
+    monkeypatch.setattr(gains_mod.RankingScorer, "_moved", _dense_moved)
     old = run()
     assert new.pairs == old.pairs and new.left == old.left and len(set(new.pairs)) > 20
     np.testing.assert_array_equal(new.gains, old.gains)
@@ -152,17 +152,17 @@ def test_large_batches_take_a_few_judgments_per_greedy_step(problem):
     # afresh on the fantasized picks, within 0.5 % of the reduction; measured 0.07 % at Arena scale), and
     # the reported reduction is that objective's exact change
     from planner.acquisition import SelectionOptions, select_pairs
-    from planner.acquisition.gains import _Ranking
-    from planner.acquisition.state import _setup
+    from planner.acquisition.gains import RankingScorer
+    from planner.acquisition.state import setup
 
     post, judged, pending, orders = problem
 
     def after(sel):
-        su = _setup(post, "ranking", None, None, judged, pending, None, None, None, SelectionOptions())
+        su = setup(post, "ranking", None, None, judged, pending, None, None, None, SelectionOptions())
         for (i, j), lf in zip(sel.pairs, sel.left):
             s = 1.0 if lf == i else -1.0
             su.state.apply(i, j, s, float(su.state.info(np.array([i]), np.array([j]), np.array([s]))[0]))
-        return _Ranking(su.ctx, su.state).value()
+        return RankingScorer(su.ctx, su.state).value()
 
     one = select_pairs(post, 300, judged=judged, pending=pending, rng=np.random.default_rng(4))
     three = select_pairs(post, 300, judged=judged, pending=pending, rng=np.random.default_rng(4),

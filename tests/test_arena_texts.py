@@ -68,8 +68,8 @@ def test_the_batch_is_identical(study, options):
 
 def _fresh(st: Study) -> list:
     """The keys as read before the memo (the query, every time)."""
-    n = dict(st._con.execute("SELECT id, name FROM systems"))
-    return [(r[0], n[r[1]]) for r in st._con.execute(
+    n = dict(st.connection.execute("SELECT id, name FROM systems"))
+    return [(r[0], n[r[1]]) for r in st.connection.execute(
         "SELECT r.prompt, r.system FROM responses r JOIN prompts p ON p.id = r.prompt ORDER BY p.ord, r.system")]
 
 
@@ -82,8 +82,8 @@ def test_response_keys_read_again_after_a_change(study):
     assert first == _fresh(study) and study.response_keys() == first
     first.append(("mutated", "by the caller"))          # a copy: the memo is not touched
     assert study.response_keys() == _fresh(study)
-    sid = study._con.execute("SELECT id FROM systems WHERE name = 'delta-2'").fetchone()[0]
-    with write(study._con) as con:                       # this connection writes
+    sid = study.connection.execute("SELECT id FROM systems WHERE name = 'delta-2'").fetchone()[0]
+    with write(study.connection) as con:                       # this connection writes
         con.execute("INSERT INTO responses (prompt, system, text, length) VALUES ('p03', ?, 'x', 1)", (sid,))
     assert ("p03", "delta-2") in study.response_keys() and study.response_keys() == _fresh(study)
     other = sqlite3.connect(db_path(study.path), isolation_level=None)   # another connection commits

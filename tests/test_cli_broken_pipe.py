@@ -53,7 +53,7 @@ def test_a_command_without_a_study_too():
 
 
 def test_exit_code_documented():
-    from cli.app import EXIT_BROKEN_PIPE
+    from cli.pipes import EXIT_BROKEN_PIPE
 
     assert EXIT_BROKEN_PIPE == 141
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
@@ -64,7 +64,7 @@ def test_exit_code_documented():
 
 def test_only_our_own_closed_output_counts():
     """EPIPE from elsewhere (a judge endpoint's socket) is not a closed pipe: stdout must be the one."""
-    probe = "import sys; from cli.app import output_closed; sys.exit(3 if output_closed() else 4)"
+    probe = "import sys; from cli.pipes import output_closed; sys.exit(3 if output_closed() else 4)"
     read, write = os.pipe()
     try:
         healthy = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, stdout=write, timeout=60)

@@ -19,7 +19,7 @@ import _judge_fixture as _jf
 from _judge_fixture import make_study
 from fake_openai_server import judge_text
 
-from planner.connectors.cache import judge_totals
+from planner.store.ledger import judge_totals
 from planner.errors import DataError, UsageError
 from planner.workflows.judge_run import JudgeOptions, judge_batch
 from planner.store.study import Study, status
@@ -86,7 +86,7 @@ def test_direct_round_trip_orientation_and_ledger(study, srv):
     from typer.testing import CliRunner
 
     from cli.main import app
-    from planner.connectors.cache import judge_totals_sentence
+    from planner.store.ledger import judge_totals_sentence
 
     line = judge_totals_sentence(judge_totals(study)[0])
     assert line.startswith("judge judge-x: 10 answers, ") and line.endswith(f"${res.cost_usd:,.4f}")
@@ -253,7 +253,8 @@ def test_batch_api_output_and_error_files(study, srv):
     st = status(study)
     assert st.unanswered == 2 and st.totals["invalid"] == 1
     with Study.open(study) as s:
-        assert s._con.execute("SELECT status, finished IS NOT NULL FROM judge_jobs").fetchall() == [("expired", 1)]
+        jobs = s.connection.execute("SELECT status, finished IS NOT NULL FROM judge_jobs").fetchall()
+        assert jobs == [("expired", 1)]
     reqs = _requests(study)
     assert _check_orientation(study, reqs, {c: j for c, j in _judgments(study).items()
                                             if faults.get(c) != "refusal"}) == 5
@@ -363,8 +364,8 @@ def test_v2_study_gets_the_v3_tables_on_open(study):
     con.close()
     assert judge_totals(study) == []                   # opening migrates v2 -> v3
     with Study.open(study) as s:
-        assert s._con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == "3"
-        assert s._con.execute("SELECT count(*) FROM judge_jobs").fetchone()[0] == 0
+        assert s.connection.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == "3"
+        assert s.connection.execute("SELECT count(*) FROM judge_jobs").fetchone()[0] == 0
 
 
 def test_first_ctrl_c_sets_the_flag_second_interrupts():

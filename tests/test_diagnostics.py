@@ -72,7 +72,7 @@ def test_pair_table_orients_to_system_order():
 
 
 def test_pair_table_bad_matrix_shape():
-    with pytest.raises(UsageError, match="p_better shape"):
+    with pytest.raises(UsageError, match="`p_better` shape"):
         dg.pair_table(_counts([("x", "y", "A")]), p_better=np.eye(2))
 
 
@@ -452,7 +452,7 @@ def test_rank_groups_never_chain_a_separated_pair():
 
 
 def test_rank_groups_errors():
-    with pytest.raises(UsageError, match="sds, cov or draws"):
+    with pytest.raises(UsageError, match="`sds`, `cov` or `draws`"):
         dg.rank_groups(["a"], [1.0])
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from planner.errors import DataError, UsageError
 from planner.formats.readers import READERS, Reader, detect_format, register
-from planner.formats._base import iter_csv
+from planner.formats.reading import iter_csv
 from planner.store.study import BatchItem, Study, ingest, init_study
 
 

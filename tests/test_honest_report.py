@@ -45,7 +45,7 @@ def test_judge_totals_in_report(tmp_path, monkeypatch):
     assert r.judges == () and json.loads(json.dumps(r.to_dict()))["judges"] == []
     assert "## LLM judges" not in render_markdown(r)
     row = {"model": "judge-x", "answers": 10, "prompt_tokens": 1234, "completion_tokens": 120, "cost_usd": 0.0043}
-    monkeypatch.setattr("planner.connectors.cache.judge_totals", lambda path: [row])
+    monkeypatch.setattr("planner.store.ledger.judge_totals", lambda path: [row])
     r = rp.build_report(st)
     assert r.judges == (row,) and r.to_dict()["judges"] == [row]
     md = render_markdown(r)

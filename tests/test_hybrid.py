@@ -106,7 +106,7 @@ def test_bad_inputs_are_usage_errors():
         ppi_bradley_terry(names, pl, yl * 2, yhl, pu, yhu)
     with pytest.raises(UsageError, match="distinct and in 0..3"):
         ppi_bradley_terry(names, pl + 1, yl, yhl, pu, yhu)
-    with pytest.raises(UsageError, match="lam must be"):
+    with pytest.raises(UsageError, match="`lam` must be"):
         ppi_bradley_terry(names, pl, yl, yhl, pu, yhu, lam=1.5)
     with pytest.raises(UsageError, match="confidence_level"):
         ppi_bradley_terry(names, pl, yl, yhl, pu, yhu, confidence_level=90)

@@ -104,7 +104,7 @@ def test_refusals_name_file_line_value_expected(st, tmp_path):
     assert "6 problems" in e.value.message
     assert totals(st) == {"A": 0, "B": 0, "tie": 0, "invalid": 0}  # all-or-nothing: row 1 not stored
     with Study.open(st) as s:
-        assert s._con.execute("SELECT count(*) FROM files").fetchone()[0] == 0
+        assert s.connection.execute("SELECT count(*) FROM files").fetchone()[0] == 0
 
 
 def test_at_most_20_problems_listed(st, tmp_path):
@@ -260,8 +260,8 @@ def test_sigkill_mid_ingest_leaves_study_unchanged(st, tmp_path):
     assert p.returncode == -signal.SIGKILL
     assert totals(st) == before
     with Study.open(st) as s:
-        assert s._con.execute("SELECT count(*) FROM files").fetchone()[0] == 1
-        assert s._con.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        assert s.connection.execute("SELECT count(*) FROM files").fetchone()[0] == 1
+        assert s.connection.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     res = ingest(st, [f])  # not marked as ingested: it can be ingested now
     assert res.files[0].rows == 200_000
     assert totals(st) == {k: before[k] + counts[k] for k in before}

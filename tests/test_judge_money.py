@@ -19,7 +19,7 @@ import _cli_process as proc
 import _judge_fixture as _jf
 from _judge_fixture import make_study
 
-from planner.connectors.cache import judge_totals, judge_totals_sentence
+from planner.store.ledger import judge_totals, judge_totals_sentence
 from planner.workflows.judge_run import judge_batch
 from planner.store.study import Study, status
 

@@ -468,7 +468,7 @@ def test_model_package_layout():
     import planner.model as model
     from planner.model import dispatch, laplace, types
 
-    assert model.fit is dispatch.fit and model.Fit is types.Fit and model.Prior is types.Prior
+    assert model.fit is dispatch.fit and model.Fit is types.Fit and model.Prior is types.Prior   # the package's face
     assert model.gaussian_at_mode is laplace.gaussian_at_mode
     assert set(model.__all__) <= set(dir(model))
     src = Path(model.__file__).with_name("nuts.py").read_text(encoding="utf-8")

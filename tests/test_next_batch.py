@@ -287,5 +287,5 @@ def test_option_objects_are_checked(study):
         next_batch(study, qc={"attention": 0.1})
     with pytest.raises(UsageError, match="next_batch option 'sizes' is not one of"):
         options_from(sizes=3)
-    with pytest.raises(UsageError, match=r"`size` \(0\) must be a whole number from 1"):
+    with pytest.raises(UsageError, match=r"`size` \(0\) must be an integer >= 1"):
         next_batch(study, Selection(size=0))

@@ -73,7 +73,7 @@ def rich(tmp_path):
                                  for i in range(6) for s in ("x", "y", "z")), encoding="utf-8")
     init_study(tmp_path / "st", systems=list(SYSTEMS), prompts_file=prompts, responses_file=responses)
     with Study.open(tmp_path / "st") as st:
-        con = st._con
+        con = st.connection
         con.execute("INSERT INTO files (id, sha256, name, format, ingested) VALUES (1, 'h', 'f', 'jsonl', 't')")
         rows = []
         kinds = ["regular", "external", "swap", "overlap", "attention", "repeat", "acceptability", "pilot"]

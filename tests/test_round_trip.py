@@ -79,7 +79,7 @@ def test_edit_refused_by_default_then_applied_and_audited(st, tmp_path):
     f = ingest(st, [edited], accept_changes=True).files[0]
     assert (f.rows, f.changed, f.replaced) == (1, 1, 1)
     with Study.open(st) as s:
-        audit = s._con.execute("SELECT judgment, old_verdict, new_verdict, old_reason, new_reason FROM "
+        audit = s.connection.execute("SELECT judgment, old_verdict, new_verdict, old_reason, new_reason FROM "
                                "judgment_edits").fetchall()
         assert audit == [("i1@alice", "A", "B", "accuracy", "format")]
         assert s.counts().totals() == {"A": 0, "B": 1, "tie": 1, "invalid": 0}
@@ -141,7 +141,7 @@ def test_retract_and_restore(st, tmp_path):
     assert res.judgments == 2
     with Study.open(st) as s:
         assert sum(s.counts().totals().values()) == 1
-        assert s._con.execute("SELECT count(*) FROM retracted_judgments").fetchone()[0] == 2
+        assert s.connection.execute("SELECT count(*) FROM retracted_judgments").fetchone()[0] == 2
     with pytest.raises(DataError) as e:  # re-ingesting it says how to restore instead
         ingest(st, [wrong])
     assert "retracted at" in e.value.problems[0] and "--undo" in e.value.lines(True)[1]
@@ -165,9 +165,9 @@ def test_annotator_identity_learned_from_the_plan(st, tmp_path):
     assert set(res.aliases) == {"ls-user:1 -> alice", "bob@example.org -> bob"}
     assert any("ls-user:9" in n and "--annotator-map" in n for n in res.notes)
     with Study.open(st) as s:
-        got = dict(s._con.execute("SELECT id, annotator FROM judgments"))
+        got = dict(s.connection.execute("SELECT id, annotator FROM judgments"))
         assert got == {"ls:1:1": "alice", "ls:2:2": "alice", "ls:3:3": "bob", "ls:4:4": "ls-user:9"}
-        src = dict(s._con.execute("SELECT id, source_annotator FROM judgments"))
+        src = dict(s.connection.execute("SELECT id, source_annotator FROM judgments"))
         assert src["ls:1:1"] == "ls-user:1" and src["ls:3:3"] == "bob@example.org"
     # an identity that judged items planned for two people is kept as it is, and said so
     with Study.open(st) as s:
@@ -180,7 +180,7 @@ def test_annotator_identity_learned_from_the_plan(st, tmp_path):
     res = ingest(st, [jl(tmp_path / "map.jsonl", [{"item": "j1", "verdict": "left", "annotator": "ls-user:7",
                                                      "id": "ls:7:7"}])], annotator_map={"ls-user:7": "carol"})
     with Study.open(st) as s:
-        assert s._con.execute("SELECT annotator FROM judgments WHERE id = 'ls:7:7'").fetchone()[0] == "carol"
+        assert s.connection.execute("SELECT annotator FROM judgments WHERE id = 'ls:7:7'").fetchone()[0] == "carol"
 
 
 def test_unknown_position_stored_null_and_balanced_in_counts(st, tmp_path, fake_reader):
@@ -189,7 +189,7 @@ def test_unknown_position_stored_null_and_balanced_in_counts(st, tmp_path, fake_
                               "a_position": None} for k in range(4)]))
     ingest(st, [f], format=fake_reader)
     with Study.open(st) as s:
-        assert s._con.execute("SELECT count(*) FROM judgments WHERE a_position IS NULL").fetchone()[0] == 4
+        assert s.connection.execute("SELECT count(*) FROM judgments WHERE a_position IS NULL").fetchone()[0] == 4
         c = s.counts()
         # s0 won all four; unknown positions alternate between the two cells, two each
         cells = {(int(a), int(b)): (int(x), int(y)) for a, b, x, y in zip(c.a, c.b, c.a_wins, c.b_wins)}
@@ -276,9 +276,9 @@ def test_v1_study_is_migrated(tmp_path):
     con.close()
     assert SCHEMA_VERSION == 3  # v1 -> v2 -> v3 on open
     with Study.open(study) as s:
-        assert s._con.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == "3"
-        assert s._con.execute("SELECT count(*) FROM judge_cache").fetchone()[0] == 0
+        assert s.connection.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == "3"
+        assert s.connection.execute("SELECT count(*) FROM judge_cache").fetchone()[0] == 0
         assert s.counts().totals() == {"A": 1, "B": 0, "tie": 1, "invalid": 0}
         assert [b.pending for b in s.batches()] == [1]
-        assert s._con.execute("SELECT seconds FROM judgments WHERE id = 'j2'").fetchone()[0] == 3.5
+        assert s.connection.execute("SELECT seconds FROM judgments WHERE id = 'j2'").fetchone()[0] == 3.5
     assert void_batches(study, [1]).pending_items == 1

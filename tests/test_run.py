@@ -54,6 +54,27 @@ def test_run_until_budget_never_exceeds_it(tmp_path, srv):
     assert srv.chat_calls == res.judgments_used == status(study).judgments
 
 
+def test_run_fits_the_model_once_per_round(tmp_path, srv, monkeypatch):
+    """A round's dry runs (the first, then smaller ones while its items overflow the budget left) and the
+    batch it issues share one fit; the run's closing top 3 is one more fit of every judgment."""
+    import planner.model
+
+    fits = []
+    real_fit = planner.model.fit
+
+    def counted(*args, **kwargs):
+        fits.append(kwargs.get("engine"))
+        return real_fit(*args, **kwargs)
+
+    monkeypatch.setattr(planner.model, "fit", counted)
+    study = make_study(tmp_path)
+    # both orders: 22 items, then 8 left: a plan of 8 comparisons (16+ items) overflows and is planned
+    # again smaller (6 items), then 2 (measured: 9 fits before a round's plans shared one, 4 now)
+    res = run_loop(study, _judge(srv), RunOptions(budget=30, batch_size=10, until="budget", both_orders=True))
+    assert res.stopped == "budget" and [r.items for r in res.rounds] == [22, 6, 2]
+    assert len(fits) == len(res.rounds) + 1, fits     # one per round, and final_top3's
+
+
 def test_run_cost_cap(tmp_path, srv):
     study = make_study(tmp_path)
     # $1000 per 1M tokens: ~$0.27 a judgment at the fake's usage; a $3 cap buys roughly ten
@@ -89,8 +110,27 @@ def test_run_options_are_checked(tmp_path, srv):
         run_loop(study, _judge(srv), RunOptions(budget=0))
     with pytest.raises(UsageError, match=r"^`until` \('always'\) must be one of settled, budget"):
         run_loop(study, _judge(srv), RunOptions(budget=5, until="always"))
-    with pytest.raises(UsageError, match="`judge_model` is required"):
+    with pytest.raises(UsageError, match="`model` is required"):   # the command line names it --judge-model
         run_loop(study, JudgeOptions(model=" "), RunOptions(budget=5))
+
+
+def test_cli_run_refuses_options_as_it_builds_them(tmp_path):
+    """The option objects check themselves; the command line prints its own flags, exit 2, nothing written."""
+    from typer.testing import CliRunner
+
+    from cli.main import app
+
+    study = make_study(tmp_path)
+    for args, line in ((["--budget", "5"], "error: --judge-model is required"),
+                       (["--judge-model", "j", "--budget", "0"], "error: --budget (0) must be an integer >= 1"),
+                       (["--judge-model", "j", "--budget", "5", "--until", "ever"],
+                        "error: --until ('ever') must be one of settled, budget"),
+                       (["--judge-model", "j", "--budget", "5", "--timeout", "0"],
+                        "error: --timeout (0.0) must be a finite number of seconds > 0")):
+        r = CliRunner().invoke(app, ["run", str(study), *args])
+        assert r.exit_code == 2 and r.stderr.startswith(line), (args, r.stderr)
+        assert "Traceback" not in r.output
+    assert status(study).batches == ()
 
 
 def test_cli_run_json_and_progress(tmp_path, srv):

@@ -61,6 +61,22 @@ def test_two_rounds_with_humans_until_budget(tmp_path):
         assert j.annotator == it.annotator
 
 
+def test_a_human_round_fits_the_model_once(tmp_path, monkeypatch):
+    """The round's plan, its smaller retry (12 items, then 4 left) and the batch pushed share one fit; the
+    closing top 3 is one more (measured: 6 fits before a round's plans shared one, 3 now)."""
+    import planner.model
+
+    fits = []
+    real_fit = planner.model.fit
+    monkeypatch.setattr(planner.model, "fit", lambda *a, **k: (fits.append(k.get("engine")), real_fit(*a, **k))[1])
+    study, ls, now = _study(tmp_path), FakeLS(), [0.0]
+    res = run_humans_loop(study, RunOptions(budget=16, batch_size=8, until="budget"),
+                          HumanOptions(annotators=("alice", "bob"), timeout=600, poll=30), client=ls,
+                          sleep=_annotators_at_work(study, ls, now), clock=lambda: now[0])
+    assert [r.items for r in res.rounds] == [12, 4]
+    assert len(fits) == len(res.rounds) + 1, fits
+
+
 def test_a_round_not_finished_stops_and_the_rerun_continues(tmp_path):
     study, ls, now = _study(tmp_path), FakeLS(), [0.0]
     run = RunOptions(budget=8, batch_size=8, until="budget")

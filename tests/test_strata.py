@@ -76,11 +76,11 @@ def test_next_batch_decide_and_report_use_the_rule(tmp_path):
     import json
 
     from planner.workflows.decide import decide
-    from planner.workflows.next_batch import _target_shares
+    from planner.workflows.next_batch import target_shares
     from planner.workflows.report import build_report
     from planner.store.study import ingest, init_study
 
-    assert _target_shares(ISSUE, ("a", "b")) == stratum_weights(ISSUE, ("a", "b")).weights
+    assert target_shares(ISSUE, ("a", "b")) == stratum_weights(ISSUE, ("a", "b")).weights
     root = tmp_path / "s"
     prompts = tmp_path / "p.jsonl"
     rows = [{"id": p.id, "text": p.id, "stratum": p.stratum} | ({"weight": p.weight} if p.weight else {})

@@ -184,9 +184,9 @@ def test_migration_path(small, monkeypatch):
     monkeypatch.setattr(ps, "SCHEMA_VERSION", SCHEMA_VERSION + 1)
     monkeypatch.setitem(ps.MIGRATIONS, SCHEMA_VERSION, "CREATE TABLE extra (x INTEGER)")
     with Study.open(small) as st:
-        assert st._con.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == \
+        assert st.connection.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == \
             str(SCHEMA_VERSION + 1)
-        assert st._con.execute("SELECT count(*) FROM extra").fetchone()[0] == 0
+        assert st.connection.execute("SELECT count(*) FROM extra").fetchone()[0] == 0
 
 
 def test_not_a_study(tmp_path):

@@ -38,10 +38,10 @@ def _oracle_counts(study: Study, by_stratum: bool, kinds=COUNTED_KINDS) -> Count
              FROM judgments j LEFT JOIN prompts p ON p.id = j.prompt
              WHERE j.b IS NOT NULL AND j.kind IN ({','.join('?' * len(kinds))})
              GROUP BY 1, 2, 3, 4""")
-    rows = study._con.execute(q, (DEFAULT_STRATUM, *kinds)).fetchall()
+    rows = study.connection.execute(q, (DEFAULT_STRATUM, *kinds)).fetchall()
     if not rows:
         return Counts.empty(study.systems, strata)
-    ids = [r[0] for r in study._con.execute("SELECT id FROM systems ORDER BY id")]
+    ids = [r[0] for r in study.connection.execute("SELECT id FROM systems ORDER BY id")]
     place = {sid: i for i, sid in enumerate(ids)}
     n = np.array([r[-1] for r in rows], dtype=np.int64)
     return Counts.from_arrays(study.systems, np.repeat([place[r[0]] for r in rows], n),
@@ -51,9 +51,9 @@ def _oracle_counts(study: Study, by_stratum: bool, kinds=COUNTED_KINDS) -> Count
 
 def _oracle_usage(study: Study) -> dict:
     out: dict = {}
-    name = dict(study._con.execute("SELECT id, name FROM systems"))
+    name = dict(study.connection.execute("SELECT id, name FROM systems"))
     order = {s: i for i, s in enumerate(study.systems)}
-    for x, y, prompt in study._con.execute(
+    for x, y, prompt in study.connection.execute(
             "SELECT a, b, prompt FROM judgments WHERE b IS NOT NULL UNION "
             "SELECT left_sys, right_sys, prompt FROM items WHERE right_sys IS NOT NULL"):
         u, v = name[x], name[y]
@@ -78,7 +78,7 @@ def mixed(tmp_path):
                                for i in range(6)), encoding="utf-8")
     init_study(tmp_path / "st", systems=list(SYSTEMS), prompts_file=prompts)
     with Study.open(tmp_path / "st") as st:
-        con = st._con
+        con = st.connection
         con.execute("INSERT INTO files (id, sha256, name, format, ingested) VALUES (1, 'h', 'f', 'jsonl', 't')")
         rows = []
         for k in range(400):
@@ -133,7 +133,7 @@ def test_judgment_arrays_are_the_counts_one_by_one(mixed, monkeypatch, chunk):
         for by_stratum in (False, True):
             ja = st.judgment_arrays(by_stratum=by_stratum, annotators=True)
             _same_counts(ja.counts(), _oracle_counts(st, by_stratum))
-        rows = st._con.execute(f"SELECT prompt, annotator FROM judgments WHERE b IS NOT NULL AND kind IN "
+        rows = st.connection.execute(f"SELECT prompt, annotator FROM judgments WHERE b IS NOT NULL AND kind IN "
                                f"({','.join('?' * len(COUNTED_KINDS))}) ORDER BY seq", COUNTED_KINDS).fetchall()
         assert ja.n == len(rows)
         prompt_of: dict = {}

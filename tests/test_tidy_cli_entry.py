@@ -101,10 +101,3 @@ main()
                        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["win_rate"] == 0.54
-
-
-def test_library_never_imports_planner_cli():
-    from test_layers import PLANNER, _offending
-
-    bad = [m for f in sorted(PLANNER.rglob("*.py")) for m in _offending(f, ("planner_cli",))]
-    assert not bad

@@ -1,11 +1,11 @@
 """The layers are folders (issue 12): a module's folder says its layer, and only the
-store, the workflows and the judge cache open a study.
+store and the workflows open a study.
 
 docs/architecture.md lists each module with its layer; here the folder must agree
 with that row, and the calls that open a study's SQLite file (``Study.open``,
 ``init_study``, ``sqlite3.connect``) appear only under ``planner/store/``,
-``planner/workflows/`` and in ``planner/connectors/cache.py`` (the judge cache is
-a table in the study's file). The core never opens a study (rule 4).
+``planner/workflows/`` (the judge cache and ledger, ``store/ledger.py``, are tables in the
+study's file). The core and the connectors never open a study (rule 4).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 FOLDER_LAYER = {"store": "store", "formats": "formats", "connectors": "connectors", "workflows": "workflow"}
 OPENERS = {("Study", "open"), ("sqlite3", "connect"), (None, "init_study"), ("Study", "create")}
-MAY_OPEN = ("planner/store/", "planner/workflows/", "planner/connectors/cache.py")
+MAY_OPEN = ("planner/store/", "planner/workflows/")
 
 
 def _rows() -> dict[str, str]:
@@ -50,14 +50,14 @@ def _opening_calls(path: Path) -> list[str]:
     return out
 
 
-def test_only_the_store_the_workflows_and_the_judge_cache_open_a_study():
+def test_only_the_store_and_the_workflows_open_a_study():
     bad = []
     for path in sorted((ROOT / "planner").rglob("*.py")):
         rel = path.relative_to(ROOT).as_posix()
         if rel.startswith(MAY_OPEN):
             continue
         bad += [f"{rel}: {call}" for call in _opening_calls(path)]
-    assert not bad, "only store/, workflows/ and connectors/cache.py open a study:\n" + "\n".join(bad)
+    assert not bad, "only store/ and workflows/ open a study:\n" + "\n".join(bad)
 
 
 def test_the_checker_sees_an_opening_call(tmp_path):

@@ -123,3 +123,51 @@ def test_the_command_line_prints_flags(tmp_path):
 
         size(effect=0.7)
     assert info.value.message == "`effect` (0.7) must be in (0, 0.5)"
+
+
+# ---------------------------------------------------------------- every option error names its parameters
+#: UsageErrors allowed without ``parameters=``, per module. Every UsageError passes ``parameters=`` — ``()``
+#: when it is about no parameter (an environment variable, a missing package), said so at the call — but
+#: the style-design check that came with the cluster-robust style control, in a module its author is
+#: still changing (to name when it lands)
+NOT_YET_NAMED: dict[str, int] = {"planner/model/style.py": 1}
+
+
+def _unnamed_usage_errors(source: str) -> list[int]:
+    """Lines of ``UsageError(...)`` constructions that pass no ``parameters=`` keyword."""
+    return [n.lineno for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Call)
+            and (getattr(n.func, "id", None) or getattr(n.func, "attr", None)) == "UsageError"
+            and not any(k.arg == "parameters" for k in n.keywords)]
+
+
+def test_every_usage_error_passes_parameters():
+    bad = []
+    for path in sorted((ROOT / "planner").rglob("*.py")):
+        rel = path.relative_to(ROOT).as_posix()
+        lines = _unnamed_usage_errors(path.read_text(encoding="utf-8"))
+        if len(lines) > NOT_YET_NAMED.get(rel, 0):
+            bad.append(f"{rel}: lines {', '.join(map(str, lines))}")
+    assert not bad, "pass parameters= (the option the error is about, or () when none):\n" + "\n".join(bad)
+
+
+def test_the_usage_error_counter_sees_a_bare_one():
+    src = ('raise UsageError("x")\nraise UsageError("`y` bad", parameters=("y",))\n'
+           'raise errors.UsageError("z", parameters=())\nraise UsageError(f"w")\n')
+    assert _unnamed_usage_errors(src) == [1, 4]
+
+
+# ---------------------------------------------------------------- comments say why, not which ticket
+ISSUE_REFERENCE = re.compile(r"\bissues? #?\d+", re.IGNORECASE)
+
+
+def test_code_names_no_issue_numbers():
+    """The library and the CLI explain their choices; which ticket asked for one is git's history."""
+    found = [f"{p.relative_to(ROOT)}:{n}: {line.strip()[:90]}"
+             for folder in ("planner", "cli") for p in sorted((ROOT / folder).rglob("*.py"))
+             for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1) if ISSUE_REFERENCE.search(line)]
+    assert not found, "say why instead of which issue:\n" + "\n".join(found)
+
+
+def test_the_issue_reference_check_sees_one():
+    assert ISSUE_REFERENCE.search("a default (issue 13) dropped answers")
+    assert ISSUE_REFERENCE.search("see Issue #7") and not ISSUE_REFERENCE.search("issued 3 batches")

@@ -1,9 +1,9 @@
-"""Readable units (issue 12): modules under ~500 lines, functions under ~80 lines of code.
+"""Readable units: modules of at most 500 lines, functions of at most 80 lines of code, in the library
+(``planner/``) and the command line (``cli/``).
 
 Measured on the source with ``ast``. A function's length is its lines without its
-docstring (a long, careful docstring is not what makes a function hard to read).
-The module limit is 550 lines: "about 500", with room for the two modules at 519
-and 521 lines when this test was written (``allocation``, ``formats/writers``).
+docstring (a long, careful docstring is not what makes a function hard to read); a
+command's option declarations count (one option per line, docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-MAX_MODULE_LINES = 550
+MAX_MODULE_LINES = 500
 MAX_FUNCTION_LINES = 80
 
 
@@ -31,10 +31,10 @@ def _long_functions(source: str, rel: str) -> list[str]:
 
 
 def _files():
-    return sorted((ROOT / "planner").rglob("*.py"))
+    return sorted((ROOT / "planner").rglob("*.py")) + sorted((ROOT / "cli").glob("*.py"))
 
 
-def test_modules_stay_under_about_500_lines():
+def test_modules_stay_within_500_lines():
     big = [f"{p.relative_to(ROOT)} ({n} lines)" for p in _files()
            if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES]
     assert not big, "split these modules:\n" + "\n".join(big)

@@ -9,27 +9,42 @@ from __future__ import annotations
 from planner import vocabulary as v
 
 
+WORDS = {name: value for name, value in vars(v).items() if name.isupper() and isinstance(value, tuple)}
+
+
+def _copies(source: str) -> list[tuple[int, str]]:
+    """``(line, vocabulary name)`` of every tuple or list literal that spells one of the vocabulary's tuples."""
+    import ast
+
+    out = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.Tuple, ast.List)) and node.elts and all(
+                isinstance(e, ast.Constant) and isinstance(e.value, str) for e in node.elts):
+            words = tuple(e.value for e in node.elts)
+            out += [(node.lineno, name) for name, value in WORDS.items() if words == value]
+    return out
+
+
+#: modules another branch is rewriting this session, which still spell a copy (the engines): moved when they land
+NOT_YET = {"planner/workflows/next_batch.py", "planner/workflows/simulate.py"}
+
+
 def test_imported_not_copied():
-    from planner import counts
-    from planner.formats import _base, judge, writers
+    """No module under planner/ spells one of the vocabulary's tuples again: it imports it from the one home."""
+    from pathlib import Path
+
+    import planner
+
+    root = Path(planner.__file__).parent
+    copies = [f"{rel}:{line}: {name}" for path in sorted(root.rglob("*.py"))
+              if path.name != "vocabulary.py" and (rel := path.relative_to(root.parent).as_posix()) not in NOT_YET
+              for line, name in _copies(path.read_text(encoding="utf-8"))]
+    assert not copies, "import these from planner.vocabulary:\n" + "\n".join(copies)
 
 
-    assert counts.OUTCOMES is v.OUTCOMES
-    from planner import model
-
-    assert model.ENGINES is v.ENGINES
-    assert writers.PAIRWISE_VERDICTS is v.PAIRWISE_VERDICTS
-    assert writers.ACCEPTABILITY_VERDICTS is v.ACCEPTABILITY_VERDICTS
-    assert _base.POSITION_VERDICTS is v.POSITION_VERDICTS
-    assert judge.VERDICTS is v.POSITION_VERDICTS
-    import planner.acquisition as acq
-    from planner import items
-    from planner.gate import results
-    from planner.workflows import report
-
-    assert results.ENGINES is v.ENGINES and report.ENGINES is v.ENGINES
-    assert acq.STRATEGIES is v.STRATEGIES and acq.OBJECTIVES is v.OBJECTIVES
-    assert items.QC_KINDS is v.QC_KINDS
+def test_the_copy_finder_sees_a_copy():
+    assert _copies('KINDS = ("regular", "overlap", "swap", "external")\nX = ["laplace", "nuts"]\n') == [
+        (1, "COUNTED_KINDS"), (2, "ENGINES")]
 
 
 def test_remaining_copies_hold_the_same_words():

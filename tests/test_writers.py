@@ -15,8 +15,9 @@ import pytest
 import _batch_fixture as fx
 from planner.batch import assemble_batch
 from planner.errors import UsageError
-from planner.formats.writers import (FORMATS, check_template, neutralize_cell, render_batch, staged_files,
-                                     write_batch)
+from planner.csvcell import neutralize_cell
+from planner.formats.templates import check_template
+from planner.formats.writers import FORMATS, render_batch, staged_files, write_batch
 
 REASONS = ("correctness", "helpfulness", "style", "safety", "other")
 QC = dict(attention=0.1, repeat=0.05, overlap=0.15, acceptability=0.1, both_orders=True)

@@ -10,21 +10,21 @@ from __future__ import annotations
 
 import numpy as np
 
-from planner.acquisition.objectives import _logistic, _project
+from planner.acquisition.objectives import logistic, project_sum_to_zero
 from planner.acquisition.options import SelectionOptions
-from planner.acquisition.state import _candidates, _spend
+from planner.acquisition.state import candidate_pairs, spend
 from planner.errors import UsageError
 from planner.model import bt
 
 
-def _baseline(strategy, ctx, ci, cj, counts, k, rng, capv, allowed, anchor, notes):
+def baseline_pairs(strategy, ctx, ci, cj, counts, k, rng, capv, allowed, anchor, notes):
     """Pairs of the non-adaptive strategies and the start design (capacity honoured)."""
     m = ctx.mu.size
     if strategy in ("active", "oracle"):
         return connected_start(m, k, rng, allowed=None if allowed is None and capv is None else
                                set(zip(ci.tolist(), cj.tolist())), capacity=capv)
     if strategy == "round-robin":
-        return _least_judged(ci, cj, counts, k, rng, capv)
+        return least_judged(ci, cj, counts, k, rng, capv)
     if strategy == "random":
         return _random(ci, cj, k, rng, capv)
     if strategy == "anchor":
@@ -51,15 +51,15 @@ def _anchor(ci, cj, counts, k, rng, capv, a_idx, anchor, notes):
     """Every system vs the anchor, least-judged first."""
     sel = (ci == a_idx) | (cj == a_idx)
     if not sel.any():
-        raise UsageError(f"no allowed pair includes the anchor {anchor!r}")
-    pairs = _least_judged(ci[sel], cj[sel], counts, k, rng, None if capv is None else capv[sel])
+        raise UsageError(f"no allowed pair includes the anchor {anchor!r}", parameters=("anchor", "allowed"))
+    pairs = least_judged(ci[sel], cj[sel], counts, k, rng, None if capv is None else capv[sel])
     if len(pairs) < k:
         notes.append(f"anchor: the pairs with the anchor {anchor} have only {len(pairs)} unused slot(s) "
                      f"(prompts) left; the batch is shorter")
     return pairs
 
 
-def _least_judged(ci, cj, counts, k, rng, capv=None):
+def least_judged(ci, cj, counts, k, rng, capv=None):
     """Least-judged pairs first; ties broken by a seeded random priority.
 
     With ``capv`` (picks each candidate may still take) an exhausted pair is
@@ -97,10 +97,10 @@ def _swiss(mu, ci, cj, counts, k, rng, capv, notes: list[str]):
     order = np.lexsort((rng.random(m), -mu))
     nb = {(min(a, b), max(a, b)) for a, b in zip(order[:-1], order[1:])}
     sel = np.array([(int(i), int(j)) in nb for i, j in zip(ci, cj)], dtype=bool)
-    pairs = _least_judged(ci[sel], cj[sel], counts, k, rng, None if capv is None else capv[sel])
+    pairs = least_judged(ci[sel], cj[sel], counts, k, rng, None if capv is None else capv[sel])
     if len(pairs) < k:
-        rest = _least_judged(ci, cj, counts + _pair_counts_of(pairs, m), k - len(pairs), rng,
-                             _spend(capv, ci, cj, pairs))
+        rest = least_judged(ci, cj, counts + _pair_counts_of(pairs, m), k - len(pairs), rng,
+                             spend(capv, ci, cj, pairs))
         what = "no pair of neighbours in the current ranking can be issued" if not pairs else \
             f"the neighbour pairs in the current ranking could take only {len(pairs)} of {k} comparison(s)"
         notes.append(f"swiss: {what}; took the least-judged pairs that can still be issued instead "
@@ -132,13 +132,13 @@ def arena_weights(posterior: bt.GaussianPosterior, ci, cj, n, *,
     Chiang et al. (2024), "Chatbot Arena", ICML, eq. 9.
     """
     mu = np.asarray(posterior.mean, dtype=float)
-    cov = _project(np.asarray(posterior.cov, dtype=float))
+    cov = project_sum_to_zero(np.asarray(posterior.cov, dtype=float))
     floor = (SelectionOptions() if options is None else options).arena_floor
     return _arena_probs(mu, cov, np.asarray(ci), np.asarray(cj), np.asarray(n, dtype=float), floor)
 
 
 def _arena_probs(mu, cov, ci, cj, n, floor):
-    p = _logistic(mu[ci] - mu[cj])
+    p = logistic(mu[ci] - mu[cj])
     d = np.diag(cov)
     sig = (p * (1 - p)) ** 2 * np.clip(d[ci] + d[cj] - 2 * cov[ci, cj], 0.0, None)
     n = np.maximum(n, 1.0)                  # eq. 9 is undefined at n = 0: floor the count at 1
@@ -182,9 +182,9 @@ def connected_start(m: int, k: int, rng: np.random.Generator, *, allowed=None,
     if allowed is None:
         order = rng.permutation(m)
         ring = [(int(order[t]), int(order[(t + 1) % m])) for t in range(m if m > 2 else 1)]
-        ci, cj = _candidates(m, None)
+        ci, cj = candidate_pairs(m, None)
     else:
-        ci, cj = _candidates(m, allowed)
+        ci, cj = candidate_pairs(m, allowed)
         parent = list(range(m))
 
         def root(x):
@@ -205,5 +205,5 @@ def connected_start(m: int, k: int, rng: np.random.Generator, *, allowed=None,
         for a, b in pairs:
             counts[a, b] += 1
             counts[b, a] += 1
-        pairs += _least_judged(ci, cj, counts, k - len(pairs), rng, _spend(capacity, ci, cj, pairs))
+        pairs += least_judged(ci, cj, counts, k - len(pairs), rng, spend(capacity, ci, cj, pairs))
     return pairs

@@ -63,9 +63,9 @@ class Clustering:
     """
 
     icc: float = 0.15
-    fresh: Mapping = field(default_factory=dict)
-    share: Mapping = field(default_factory=dict)
-    deff: Mapping = field(default_factory=dict)
+    fresh: PairValues | Mapping = field(default_factory=dict)
+    share: PairValues | Mapping = field(default_factory=dict)
+    deff: PairValues | Mapping = field(default_factory=dict)
 
     def __post_init__(self):
         if not (isinstance(self.icc, (int, float)) and 0.0 <= self.icc < 1.0):
@@ -82,14 +82,15 @@ class Clustering:
 
     def shares(self, ci, cj) -> "Shares":
         """Per candidate ``(ci, cj)``: the fresh picks and the share beyond them."""
-        return Shares(self.fresh.get(ci, cj, np.inf), self.share.get(ci, cj, 1.0), np.zeros(ci.size))
+        # __post_init__ made each a PairValues: _table returns it as it is
+        return Shares(_table(self.fresh).get(ci, cj, np.inf), _table(self.share).get(ci, cj, 1.0), np.zeros(ci.size))
 
     def inflation(self, systems) -> np.ndarray:
         """(M, M) design effect of each pair's verdicts so far (1 where unknown)."""
         m = len(systems)
         i, j = np.triu_indices(m, 1)
         out = np.ones((m, m))
-        out[i, j] = out[j, i] = self.deff.get(i, j, 1.0)
+        out[i, j] = out[j, i] = _table(self.deff).get(i, j, 1.0)
         return out
 
 

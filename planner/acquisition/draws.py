@@ -2,7 +2,7 @@
 
 Used by ``select_pairs``/``candidate_gains`` when posterior draws (e.g. NUTS)
 are given; within a batch the picks are conditioned with the Gaussian
-rank-one updates (see :func:`_active_draws`).
+rank-one updates (see :func:`active_draws`).
 """
 
 from __future__ import annotations
@@ -10,16 +10,16 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import ndtr
 
-from planner.acquisition.gains import _ClosedForm, _gaussian_gains, _Ranking
-from planner.acquisition.greedy import _batch_cap, _capped_argmax
-from planner.acquisition.objectives import _basis, _logistic, _pair_weights
+from planner.acquisition.gains import ClosedForm, gaussian_gains, RankingScorer
+from planner.acquisition.greedy import pair_batch_cap, capped_argmax
+from planner.acquisition.objectives import sum_to_zero_basis, logistic, pair_weights
 from planner.acquisition.positions import Orders
-from planner.acquisition.state import Pick, _Context, _State
+from planner.acquisition.state import Pick, SelectionContext, SelectionState
 from planner.acquisition.ties import rounded
 from planner.model import bt
 
 
-class _DrawsScorer:
+class DrawsScorer:
     """Expected reductions by importance re-weighting of posterior draws.
 
     For a candidate, in the order its next pick takes, and each outcome ``o``
@@ -33,7 +33,7 @@ class _DrawsScorer:
     (the Gaussian path's relevant pairs).
     """
 
-    def __init__(self, ctx: _Context, draws, pending, pairs=None):
+    def __init__(self, ctx: SelectionContext, draws, pending, pairs=None):
         self.ctx = ctx
         b = draws - draws.mean(axis=1, keepdims=True)
         self.b = b
@@ -46,7 +46,7 @@ class _DrawsScorer:
         self.rel = None
         if ctx.objective in ("ranking", "top-k"):
             if pairs is None:
-                pairs = np.nonzero(_pair_weights(ctx.mu, ctx.objective, ctx.top_k) > 0)
+                pairs = np.nonzero(pair_weights(ctx.mu, ctx.objective, ctx.top_k) > 0)
             kr, lr = pairs
             self.rel = (kr, lr, None, b[:, kr] - b[:, lr])
 
@@ -93,10 +93,10 @@ def _draws_value(ctx, draws, wmat, rel=None):
         mean = wmat @ draws
         return (wmat @ (draws * draws) - mean * mean).sum(axis=1)
     if obj == "anchor":
-        x = _logistic(draws - draws[:, [ctx.a_idx]])
+        x = logistic(draws - draws[:, [ctx.a_idx]])
         mean = wmat @ x
         return (wmat @ (x * x) - mean * mean).sum(axis=1)
-    q = _basis(draws.shape[1])
+    q = sum_to_zero_basis(draws.shape[1])
     z = draws @ q
     out = np.empty(wmat.shape[0])
     for r, w in enumerate(wmat):
@@ -150,11 +150,12 @@ def _pseudo_obs(b, w, i, j, info):
     return w / w.sum()
 
 
-def _active_draws(ctx: _Context, state: _State, draws, ci, cj, k, pending, capv, orders: Orders, shares=None):
+def active_draws(ctx: SelectionContext, state: SelectionState, draws, ci, cj, k, pending, capv, orders: Orders,
+                 shares=None):
     """Greedy batch scored on the draws, conditioned with Gaussian updates.
 
     Each candidate's one-judgment gain ``g_draws`` is computed once on the
-    re-weighted draws (:class:`_DrawsScorer`; with more than ``draws_pool``
+    re-weighted draws (:class:`DrawsScorer`; with more than ``draws_pool``
     candidates, the ``draws_pool`` with the largest Gaussian gains). Within
     the batch, the picks before are accounted for by the Gaussian rank-one
     updates of the joint ``(β, γ)``: a candidate's score is ``g_draws · G_t / G_0``,
@@ -165,21 +166,21 @@ def _active_draws(ctx: _Context, state: _State, draws, ci, cj, k, pending, capv,
     drift; both spoil the batch.)
     """
     ranking = ctx.objective in ("ranking", "top-k")
-    rk = _Ranking(ctx, state) if ranking else None
+    rk = RankingScorer(ctx, state) if ranking else None
     capv = np.full(ci.size, np.inf) if capv is None else capv
     opts = ctx.opts
     if ci.size > opts.draws_pool:
-        g = _gaussian_gains(ctx, state, ci, cj, orders)
+        g = gaussian_gains(ctx, state, ci, cj, orders)
         keep = np.sort(np.argsort(-rounded(g), kind="stable")[:opts.draws_pool])
         if capv[keep].sum() >= k:
             ci, cj, capv, orders = ci[keep], cj[keep], capv[keep], orders.subset(keep)
             shares = None if shares is None else shares.subset(keep)
-    sc = _DrawsScorer(ctx, draws, pending, None if rk is None else (rk.kr, rk.lr))
+    sc = DrawsScorer(ctx, draws, pending, None if rk is None else (rk.kr, rk.lr))
     before = sc.current()
     g_draws = sc.gains(ci, cj, orders.signs())
     one = np.ones(ci.size)
     fwd, bwd = state.info(ci, cj, one), state.info(ci, cj, -one)
-    cf = None if ranking else _ClosedForm(ctx, state)
+    cf = None if ranking else ClosedForm(ctx, state)
 
     def gauss(look):
         pick = Pick.choose(fwd, bwd, orders, shares)
@@ -188,13 +189,13 @@ def _active_draws(ctx: _Context, state: _State, draws, ci, cj, k, pending, capv,
         return cf.gains(state, ci, cj, pick.s, pick.info)
     g0, g0_one = gauss(opts.lookahead), gauss((1,))
     pairs, gains, left = [], [], []
-    cap, taken = _batch_cap(k, opts, ci.size), np.zeros(ci.size, np.int64)
+    cap, taken = pair_batch_cap(k, opts, ci.size), np.zeros(ci.size, np.int64)
     for _ in range(k):
         with np.errstate(divide="ignore", invalid="ignore"):
             score = np.where(g0 > 0, g_draws * gauss(opts.lookahead) / g0, 0.0)
             one_g = np.where(g0_one > 0, g_draws * gauss((1,)) / g0_one, 0.0)
         score = rounded(np.where(taken >= capv, -np.inf, score))
-        t = _capped_argmax(score, taken, cap, opts.cap_yield) if ranking else int(np.argmax(score))
+        t = capped_argmax(score, taken, cap, opts.cap_yield) if ranking else int(np.argmax(score))
         pick = Pick.choose(fwd, bwd, orders, shares, np.array([t]))
         taken[t] += 1
         pairs.append((int(ci[t]), int(cj[t])))
@@ -204,8 +205,8 @@ def _active_draws(ctx: _Context, state: _State, draws, ci, cj, k, pending, capv,
         if shares is not None:
             shares.take(t)
         c, f = state.apply(ci[t], cj[t], pick.s[0], pick.info[0])
-        if ranking:
+        if rk is not None:       # ranking and top-k: the pair-risk ranking; else the closed form
             rk.update(c, f)
-        else:
+        elif cf is not None:
             cf.update(state, c, f)
     return pairs, gains, before, left

@@ -1,4 +1,4 @@
-"""The exact one-dimensional preposterior misorder of one system pair (issue 14 audit).
+"""The exact one-dimensional preposterior misorder of one system pair: the audit of the Gaussian score.
 
 :mod:`planner.acquisition` scores a pair by the Gaussian preposterior: after
 ``n`` judgments the posterior mean gap is ``N(m, τ²)`` and the expected
@@ -70,9 +70,9 @@ def exact_misorder(mdiff: float, vdiff: float, n: int, gamma: float = 0.0, nu: f
                    cells: int = 4000) -> float:
     """``R_n``: expected posterior P(misorder) of a pair after ``n`` judgments (see module docstring)."""
     if int(n) != n or n < 0:
-        raise UsageError(f"n ({n}) must be a whole number >= 0")
+        raise UsageError(f"n ({n}) must be a whole number >= 0", parameters=("n",))
     if not (np.isfinite(mdiff) and np.isfinite(vdiff) and vdiff > 0):
-        raise UsageError(f"mdiff ({mdiff}) must be finite and vdiff ({vdiff}) > 0")
+        raise UsageError(f"mdiff ({mdiff}) must be finite and vdiff ({vdiff}) > 0", parameters=("mdiff", "vdiff"))
     sd = float(np.sqrt(vdiff))
     lo, hi = mdiff - 10 * sd, mdiff + 10 * sd
     sides = (_grid(min(lo, 0.0), min(hi, 0.0), cells), _grid(max(lo, 0.0), max(hi, 0.0), cells))
@@ -122,10 +122,12 @@ def _one_order_prior(mdiff, vdiff, gamma, gamma_var, cov_dg, sign):
     v_u = vdiff + gamma_var + 2.0 * sign * cov_dg
     cross = vdiff + sign * cov_dg
     if not (v_u > 0):
-        raise UsageError(f"the verdict's variance ({v_u}) must be > 0: check vdiff, gamma_var and cov_dg")
+        raise UsageError(f"the verdict's variance ({v_u}) must be > 0: check vdiff, gamma_var and cov_dg",
+                         parameters=("vdiff", "gamma_var", "cov_dg"))
     resid = vdiff - cross * cross / v_u
     if resid < -1e-12 * vdiff:
-        raise UsageError("(delta, gamma) covariance is not positive semi-definite: |cov_dg| > sd x sd")
+        raise UsageError("(delta, gamma) covariance is not positive semi-definite: |cov_dg| > sd x sd",
+                         parameters=("cov_dg",))
     return m_u, v_u, cross / v_u, max(resid, 0.0)
 
 
@@ -133,9 +135,9 @@ def exact_misorder_one_order(mdiff: float, vdiff: float, n: int, gamma: float = 
                              cov_dg: float = 0.0, nu: float = 0.0, sign: int = 1, cells: int = 4000) -> float:
     """``R_n`` of ``n`` verdicts all shown in order ``sign`` with ``(δ, γ)`` jointly Gaussian (module docstring)."""
     if int(n) != n or n < 0:
-        raise UsageError(f"n ({n}) must be a whole number >= 0")
+        raise UsageError(f"n ({n}) must be a whole number >= 0", parameters=("n",))
     if not (np.isfinite(mdiff) and np.isfinite(vdiff) and vdiff > 0):
-        raise UsageError(f"mdiff ({mdiff}) must be finite and vdiff ({vdiff}) > 0")
+        raise UsageError(f"mdiff ({mdiff}) must be finite and vdiff ({vdiff}) > 0", parameters=("mdiff", "vdiff"))
     m_u, v_u, slope, resid = _one_order_prior(mdiff, vdiff, gamma, gamma_var, cov_dg, sign)
     sd_u = float(np.sqrt(v_u))
     lo, hi = m_u - 10 * sd_u, m_u + 10 * sd_u

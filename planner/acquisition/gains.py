@@ -1,35 +1,36 @@
 """Expected reductions of the objective on the Gaussian posterior, per candidate pair.
 
-:class:`_Ranking` keeps the misorder sum of the ``ranking``/``top-k``
+:class:`RankingScorer` keeps the misorder sum of the ``ranking``/``top-k``
 objectives over the relevant system pairs (risks re-evaluated lazily);
-:class:`_ClosedForm` scores the ``entropy``/``variance``/``anchor`` objectives
-in closed form. :func:`_score_sequence` scores a given sequence of picks.
+:class:`ClosedForm` scores the ``entropy``/``variance``/``anchor`` objectives
+in closed form. :func:`score_sequence` scores a given sequence of picks.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from planner.acquisition.objectives import (_basis, _diff_var, _logistic, _pair_weights, _value_gaussian,
+from planner.acquisition.objectives import (sum_to_zero_basis, diff_var, logistic, pair_weights, value_gaussian,
                                             pair_risk, tie_probability)
-from planner.acquisition.state import Pick, _Context, _State
+from planner.acquisition.state import Pick, SelectionContext, SelectionState
 
 
-class _Ranking:
+class RankingScorer:
     """Misorder-sum bookkeeping over the relevant system pairs."""
 
-    def __init__(self, ctx: _Context, state: _State):
+    def __init__(self, ctx: SelectionContext, state: SelectionState):
         mu = ctx.mu
         self.mode = "oracle" if ctx.est_mu is not None else ctx.opts.ranking_risk
         self.sparse_rel = ctx.opts.sparse_rel
         eps = ctx.opts.risk_eps
-        w = _pair_weights(mu, ctx.objective, ctx.top_k)
-        v0 = _diff_var(ctx.cov0)
+        w = pair_weights(mu, ctx.objective, ctx.top_k)
+        v0 = diff_var(ctx.cov0)
         gap = mu[:, None] - mu[None, :]
         kr, lr = np.nonzero((w > 0) & (v0 > 0))
         # the risk only falls as information arrives: a pair below risk_eps stays there
-        if self.mode == "oracle":
-            x = ctx.est_mu[:, None] - ctx.est_mu[None, :]
+        est_mu = ctx.est_mu
+        if est_mu is not None:   # the oracle: the risk under the estimate, not the truth
+            x = est_mu[:, None] - est_mu[None, :]
             keep = ((pair_risk(x[kr, lr], v0[kr, lr], v0[kr, lr] / 2, "bayes") > eps)
                     | (x[kr, lr] * gap[kr, lr] <= 0))
             self.est = x[kr, lr][keep]
@@ -42,7 +43,7 @@ class _Ranking:
         self.kr, self.lr = kr, lr
         self.absm = gap[kr, lr]
         self.s0_2 = v0[kr, lr]
-        vcur = _diff_var(state.cov[:-1, :-1])
+        vcur = diff_var(state.cov[:-1, :-1])
         self.s2 = np.minimum(vcur[kr, lr], self.s0_2)
         self.r = self._risk(self.s2)
         self.s2_r = self.s2.copy()          # the variance each stored risk was evaluated at
@@ -81,7 +82,7 @@ class _Ranking:
             self.r[stale] = pair_risk(self.absm[stale], self.s0_2[stale], self.s2[stale], self.mode, est)
             self.s2_r[stale] = self.s2[stale]
 
-    def gains(self, state: _State, ci, cj, pick: Pick, lookahead=(1,), one=False):
+    def gains(self, state: SelectionState, ci, cj, pick: Pick, lookahead=(1,), one=False):
         """Expected reduction of the misorder sum for candidates (ci, cj), their next picks ``pick``.
 
         With ``lookahead`` (L_1, L_2, ...) the score is the best reduction per
@@ -127,7 +128,7 @@ class _Ranking:
         best = g[[t for t, n in enumerate(look) if n in lookahead]].max(axis=0)
         return (best, g[look.index(1)]) if one else best
 
-    def _moved(self, state: _State, ci, cj, pick: Pick, look):
+    def _moved(self, state: SelectionState, ci, cj, pick: Pick, look):
         """The (pair row, candidate) entries a candidate's look-aheads may move by more than
         ``sparse_rel`` of their variance, row-major; their squared covariance moves per direction
         (False: along ``x``; True: ``L > 1`` judgments along ``d`` for free pairs) and the
@@ -221,7 +222,7 @@ class _Ranking:
             self._t = None
 
 
-class _ClosedForm:
+class ClosedForm:
     """Gains of the entropy / variance / anchor objectives for all candidates.
 
     On the joint ``Σ`` of ``(β, γ)`` with ``x = e_i − e_j + s e_γ``, ``c = Σ x``,
@@ -233,7 +234,7 @@ class _ClosedForm:
     ``G`` (and for entropy ``Σ_ββ⁺``) is formed once and then updated in O(M²) per pick.
     """
 
-    def __init__(self, ctx: _Context, state: _State):
+    def __init__(self, ctx: SelectionContext, state: SelectionState):
         self.objective = ctx.objective
         self.a = ctx.a_idx
         cov = state.cov
@@ -241,16 +242,16 @@ class _ClosedForm:
         if self.objective == "variance":
             self.g = cov[:, :m] @ cov[:m, :]
         elif self.objective == "anchor":
-            p = _logistic(ctx.mu - ctx.mu[self.a])
+            p = logistic(ctx.mu - ctx.mu[self.a])
             self.wv = (p * (1 - p)) ** 2
             self.dm = cov[:m] - cov[self.a][None, :]
             self.g = (self.dm * self.wv[:, None]).T @ self.dm
         elif self.objective == "entropy":
-            q = _basis(m)
+            q = sum_to_zero_basis(m)
             self.pinv = q @ np.linalg.inv(q.T @ cov[:m, :m] @ q) @ q.T       # Σ_ββ⁺
             self.h = self.pinv @ cov[:m, m]                                   # Σ_ββ⁺ Σ_βγ
 
-    def gains(self, state: _State, ci, cj, s, info):
+    def gains(self, state: SelectionState, ci, cj, s, info):
         v = state.var(ci, cj, s)
         f = info / (1.0 + info * v)
         if self.objective == "entropy":
@@ -261,7 +262,7 @@ class _ClosedForm:
         g, gd = self.g, np.diag(self.g)
         return f * (gd[ci] + gd[cj] - 2.0 * g[ci, cj] + s * s * gd[-1] + 2.0 * s * (g[ci, -1] - g[cj, -1]))
 
-    def update(self, state: _State, c, f):
+    def update(self, state: SelectionState, c, f):
         """Σ had ``f c cᵀ`` subtracted; bring ``G`` along (``state.cov`` is already updated)."""
         m = c.size - 1
         cb = c[:m]
@@ -280,41 +281,42 @@ class _ClosedForm:
             self.h = self.pinv @ state.cov[:m, m]
 
 
-def _chunked(fn, n, size=64):
+def chunked(fn, n, size=64):
     return np.concatenate([fn(np.arange(s, min(n, s + size))) for s in range(0, n, size)]) \
         if n else np.zeros(0)
 
 
-def _gaussian_gains(ctx, state, ci, cj, orders):
+def gaussian_gains(ctx, state, ci, cj, orders):
     """One-judgment gains of every candidate in the order its next pick takes (``orders``)."""
     pick = Pick.of(state, ci, cj, orders)
     if ctx.objective in ("ranking", "top-k"):
-        rk = _Ranking(ctx, state)
-        return _chunked(lambda t: rk.gains(state, ci[t], cj[t], pick.subset(t)), ci.size)
-    return _ClosedForm(ctx, state).gains(state, ci, cj, pick.s, pick.info)
+        rk = RankingScorer(ctx, state)
+        return chunked(lambda t: rk.gains(state, ci[t], cj[t], pick.subset(t)), ci.size)
+    return ClosedForm(ctx, state).gains(state, ci, cj, pick.s, pick.info)
 
 
 def _current_value(ctx, state, rk=None):
     if rk is not None:
         return rk.value()
-    return _value_gaussian(ctx.objective, ctx.mu, state.cov[:-1, :-1], ctx.top_k, ctx.a_idx, ctx.opts.ranking_risk)
+    return value_gaussian(ctx.objective, ctx.mu, state.cov[:-1, :-1], ctx.top_k, ctx.a_idx, ctx.opts.ranking_risk)
 
 
-def _score_sequence(ctx: _Context, state: _State, pairs, left):
+def score_sequence(ctx: SelectionContext, state: SelectionState, pairs, left):
     """Gains of a given sequence of picks (``left``: the system shown left in each) under the objective."""
     ranking = ctx.objective in ("ranking", "top-k")
-    rk = _Ranking(ctx, state) if ranking else None
-    cf = None if ranking else _ClosedForm(ctx, state)
+    rk = RankingScorer(ctx, state) if ranking else None
+    cf = None if ranking else ClosedForm(ctx, state)
     before = _current_value(ctx, state, rk)
     gains = []
     for (i, j), lf in zip(pairs, left):
         ci, cj, s = np.array([i]), np.array([j]), np.array([1.0 if lf == i else -1.0])
         info = state.info(ci, cj, s)
-        if ranking:
+        if rk is not None:       # ranking and top-k: the pair-risk ranking; else the closed form
             g = rk.gains(state, ci, cj, Pick(s, info, np.zeros(1, bool), info))[0]
             c, f = state.apply(i, j, s[0], info[0])
             rk.update(c, f)
         else:
+            assert cf is not None    # built whenever rk is not
             g = cf.gains(state, ci, cj, s, info)[0]
             cf.update(state, *state.apply(i, j, s[0], info[0]))
         gains.append(float(g))

@@ -9,15 +9,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from planner.acquisition.gains import _chunked, _ClosedForm, _Ranking
-from planner.acquisition.objectives import _value_gaussian, pair_risk
+from planner.acquisition.gains import chunked, ClosedForm, RankingScorer
+from planner.acquisition.objectives import value_gaussian, pair_risk
 from planner.acquisition.options import SelectionOptions
 from planner.acquisition.positions import Orders
-from planner.acquisition.state import Pick, _Context, _State
+from planner.acquisition.state import Pick, SelectionContext, SelectionState
 from planner.acquisition.ties import rounded
 
 
-def _active_gaussian(ctx: _Context, state: _State, ci, cj, k, rng, capv, orders: Orders, share=None):
+def active_gaussian(ctx: SelectionContext, state: SelectionState, ci, cj, k, rng, capv, orders: Orders, share=None):
     """Greedy batch on the Gaussian posterior with fantasized rank-one updates.
 
     Entropy/variance/anchor: every candidate re-scored at every pick (closed
@@ -79,12 +79,12 @@ class _Info:
             self.share.take(t)
 
 
-def _greedy_closed_form(ctx: _Context, state: _State, ci, cj, info: _Info, k, capv):
+def _greedy_closed_form(ctx: SelectionContext, state: SelectionState, ci, cj, info: _Info, k, capv):
     """Entropy/variance/anchor: every candidate re-scored at every pick."""
-    before = _value_gaussian(ctx.objective, ctx.mu, state.cov[:-1, :-1], ctx.top_k, ctx.a_idx,
+    before = value_gaussian(ctx.objective, ctx.mu, state.cov[:-1, :-1], ctx.top_k, ctx.a_idx,
                              ctx.opts.ranking_risk)
     pairs, gains, left = [], [], []
-    cf = _ClosedForm(ctx, state)
+    cf = ClosedForm(ctx, state)
     caps = capv.copy()
     for _ in range(k):
         pick = info.now()
@@ -100,10 +100,10 @@ def _greedy_closed_form(ctx: _Context, state: _State, ci, cj, info: _Info, k, ca
     return pairs, gains, before, left
 
 
-def _lazy_greedy_ranking(ctx: _Context, state: _State, ci, cj, info: _Info, k, capv):
+def _lazy_greedy_ranking(ctx: SelectionContext, state: SelectionState, ci, cj, info: _Info, k, capv):
     """Ranking/top-k: a pool of the best own-pair gains, then the lazy greedy with a batch cap."""
     opts = ctx.opts
-    rk = _Ranking(ctx, state)
+    rk = RankingScorer(ctx, state)
     before = rk.value()
     pool = _ranking_pool(ctx, state, ci, cj, info, max(opts.pool_min, 2 * k))
     if capv[pool].sum() < k:                # the pool cannot hold the batch: every candidate
@@ -114,10 +114,12 @@ def _lazy_greedy_ranking(ctx: _Context, state: _State, ci, cj, info: _Info, k, c
     def score(t):
         st, one[t] = rk.gains(state, pi[t], pj[t], pinfo.now(t), opts.lookahead, one=True)
         return rounded(np.where(np.isnan(st), -np.inf, st))      # a NaN bound would win every argmax
-    stale = _chunked(score, pi.size)
-    cap = _batch_cap(k, opts, ci.size)
+    stale = chunked(score, pi.size)
+    cap = pair_batch_cap(k, opts, ci.size)
     taken = np.zeros(pi.size, np.int64)
-    pairs, gains, left = [], [], []
+    pairs: list[tuple[int, int]] = []
+    left: list[int] = []
+    gains: list[float] = []
     step = -(-k // opts.greedy_steps)       # picks per greedy step: 1 unless the batch is large
     current = before
     while len(pairs) < k:
@@ -151,7 +153,7 @@ def _lazy_greedy_ranking(ctx: _Context, state: _State, ci, cj, info: _Info, k, c
     return pairs, gains, before, left
 
 
-def _take(pairs, left, pi, pj, t, s) -> None:
+def _take(pairs: list[tuple[int, int]], left: list[int], pi, pj, t, s) -> None:
     """Record one pick of pool candidate ``t`` in order ``s``."""
     pairs.append((int(pi[t]), int(pj[t])))
     left.append(int(pi[t]) if s > 0 else int(pj[t]))
@@ -189,7 +191,7 @@ def _lazy_pick(score, stale, taken, pcap, cap, opts: SelectionOptions) -> int:
         open_ok = best >= 0 and open_[best] and np.isfinite(stale[best])
         if not (open_ok and stale[best] >= opts.cap_yield * stale[bi].max()):
             stale[bi] = score(bi)
-            best = _capped_argmax(np.where(dead, -np.inf, stale), taken, cap, opts.cap_yield)
+            best = capped_argmax(np.where(dead, -np.inf, stale), taken, cap, opts.cap_yield)
     return best
 
 
@@ -206,7 +208,7 @@ def _top(x, n):
     return near[np.argsort(neg[near], kind="stable")[:n]]
 
 
-def _batch_cap(k, opts: SelectionOptions, n_candidates: int):
+def pair_batch_cap(k, opts: SelectionOptions, n_candidates: int):
     """Picks one pair may take in a batch of ``k`` before it yields (``opts.batch_cap``).
 
     Never fewer than ``opts.cap_min``, nor than ``opts.cap_even`` times the even share
@@ -219,7 +221,7 @@ def _batch_cap(k, opts: SelectionOptions, n_candidates: int):
     return max(opts.cap_min, int(np.ceil(opts.batch_cap * k)), even)
 
 
-def _capped_argmax(score, taken, cap, cap_yield):
+def capped_argmax(score, taken, cap, cap_yield):
     """Best candidate under the batch cap: a pair holding ``cap`` picks yields to the best
     other candidate unless that one is worth less than ``cap_yield`` of its score."""
     blocked = taken >= cap
@@ -230,7 +232,7 @@ def _capped_argmax(score, taken, cap, cap_yield):
     return t_cap if t_open < 0 or score[t_open] < cap_yield * score[t_cap] else t_open
 
 
-def _ranking_pool(ctx: _Context, state, ci, cj, info: _Info, size):
+def _ranking_pool(ctx: SelectionContext, state, ci, cj, info: _Info, size):
     """Indices of the candidates with the largest own-pair misorder gain (ties: the candidates' seeded order)."""
     if ci.size <= size:
         return np.arange(ci.size)

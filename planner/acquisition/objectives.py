@@ -22,24 +22,24 @@ _GH_Z, _GH_W = np.polynomial.hermite_e.hermegauss(7)
 _GH_W = _GH_W / _GH_W.sum()
 
 
-def _basis(m: int) -> np.ndarray:
+def sum_to_zero_basis(m: int) -> np.ndarray:
     """Orthonormal basis (M, M-1) of the sum-to-zero subspace."""
     q, _ = np.linalg.qr(np.eye(m)[:, :-1] - 1.0 / m)
     return q
 
 
-def _project(cov: np.ndarray) -> np.ndarray:
+def project_sum_to_zero(cov: np.ndarray) -> np.ndarray:
     out = cov - cov.mean(axis=0, keepdims=True)
     out = out - out.mean(axis=1, keepdims=True)       # (I − 11ᵀ/M) Σ (I − 11ᵀ/M)
     return 0.5 * (out + out.T)
 
 
-def _diff_var(cov):
+def diff_var(cov):
     d = np.diag(cov)
     return np.clip(d[:, None] + d[None, :] - 2.0 * cov, 0.0, None)
 
 
-def _logistic(x):
+def logistic(x):
     return 0.5 * (1.0 + np.tanh(0.5 * np.asarray(x, dtype=float)))
 
 
@@ -167,18 +167,18 @@ def tie_probability(gap, sd, margin: float):
     return np.where(sd > 0, p, (gap < margin).astype(float))
 
 
-def _check_objective(objective, m, systems, top_k, anchor):
+def check_objective(objective, m, systems, top_k, anchor):
     if objective not in OBJECTIVES:
         raise UsageError(f"`objective` ({objective!r}) must be one of " + ", ".join(OBJECTIVES),
                          parameters=('objective',))
     if objective == "top-k":
         if top_k is None or not (1 <= int(top_k) <= m - 1):
-            raise UsageError(f"top-k K ({top_k}) must be an integer in [1, {m - 1}]")
+            raise UsageError(f"top-k K ({top_k}) must be an integer in [1, {m - 1}]", parameters=("top_k",))
     if objective == "anchor":
-        _anchor_index(systems, anchor)
+        anchor_index(systems, anchor)
 
 
-def _anchor_index(systems, anchor) -> int:
+def anchor_index(systems, anchor) -> int:
     if anchor is None:
         raise UsageError("`anchor` is required for the anchor strategy/objective", parameters=('anchor',))
     if anchor not in systems:
@@ -187,7 +187,7 @@ def _anchor_index(systems, anchor) -> int:
     return systems.index(anchor)
 
 
-def _pair_weights(mean, objective, top_k):
+def pair_weights(mean, objective, top_k):
     """Weights (M, M) over system pairs (k < l) of the misorder sum."""
     m = mean.size
     w = np.triu(np.ones((m, m)), 1)
@@ -226,27 +226,27 @@ def objective_value(posterior: bt.GaussianPosterior, objective: str = "ranking",
     """
     systems = tuple(posterior.systems)
     m = len(systems)
-    _check_objective(objective, m, systems, top_k, anchor)
+    check_objective(objective, m, systems, top_k, anchor)
     mu = np.asarray(posterior.mean if mean is None else mean, dtype=float)
     mu = mu - mu.mean()
-    cov = _project(np.asarray(posterior.cov, dtype=float))
+    cov = project_sum_to_zero(np.asarray(posterior.cov, dtype=float))
     risk_mode = (SelectionOptions() if options is None else options).ranking_risk
-    return _value_gaussian(objective, mu, cov, top_k, systems.index(anchor) if anchor else None, risk_mode)
+    return value_gaussian(objective, mu, cov, top_k, systems.index(anchor) if anchor else None, risk_mode)
 
 
-def _value_gaussian(objective, mu, cov, top_k, a_idx, risk_mode):
+def value_gaussian(objective, mu, cov, top_k, a_idx, risk_mode):
     if objective in ("ranking", "top-k"):
-        w = _pair_weights(mu, objective, top_k)
+        w = pair_weights(mu, objective, top_k)
         kr, lr = np.nonzero(w)
-        v = _diff_var(cov)[kr, lr]
+        v = diff_var(cov)[kr, lr]
         r = pair_risk(np.abs(mu[kr] - mu[lr]), v, v, risk_mode)
         return float(np.where(v > 0, r, 0.0).sum())
     if objective == "entropy":
-        q = _basis(mu.size)
+        q = sum_to_zero_basis(mu.size)
         return float(0.5 * np.linalg.slogdet(q.T @ cov @ q)[1])
     if objective == "variance":
         return float(np.trace(cov))
     # anchor
-    p = _logistic(mu - mu[a_idx])
+    p = logistic(mu - mu[a_idx])
     wv = (p * (1 - p)) ** 2
-    return float((wv * _diff_var(cov)[:, a_idx]).sum())
+    return float((wv * diff_var(cov)[:, a_idx]).sum())

@@ -32,7 +32,7 @@ class SelectionOptions:
     pool_min : int
         Ranking objective: candidate pool size floor (the pool is ``max(pool_min, 2k)``).
     lookahead : tuple of int
-        Ranking: judgments per pair looked ahead (the KG(*) rate, see ``_Ranking.gains``).
+        Ranking: judgments per pair looked ahead (the KG(*) rate, see ``RankingScorer.gains``).
     lazy_chunk : int
         Candidates re-evaluated at a time in the lazy greedy.
     greedy_steps : int

@@ -1,6 +1,6 @@
 """``select_pairs`` and ``candidate_gains``: the public entry points of the acquisition rules.
 
-They check the call, build the context (:func:`planner.acquisition.state._setup`)
+They check the call, build the context (:func:`planner.acquisition.state.setup`)
 and dispatch: the greedy (:mod:`~planner.acquisition.greedy`), the draws path
 (:mod:`~planner.acquisition.draws`) or a baseline
 (:mod:`~planner.acquisition.baselines`), with the stopping advice
@@ -13,17 +13,17 @@ from dataclasses import replace
 
 import numpy as np
 
-from planner.acquisition.baselines import _baseline, _least_judged
-from planner.acquisition.draws import _active_draws, _DrawsScorer
-from planner.acquisition.gains import _gaussian_gains, _Ranking, _score_sequence
-from planner.acquisition.greedy import _active_gaussian
+from planner.acquisition.baselines import baseline_pairs, least_judged
+from planner.acquisition.draws import active_draws, DrawsScorer
+from planner.acquisition.gains import gaussian_gains, RankingScorer, score_sequence
+from planner.acquisition.greedy import active_gaussian
 from planner.acquisition.clustering import Clustering
-from planner.acquisition.objectives import _basis
+from planner.acquisition.objectives import sum_to_zero_basis
 from planner.acquisition.options import STRATEGIES, SelectionOptions
 from planner.acquisition.positions import Orders, order_capacities
 from planner.acquisition.results import CandidateGains, Selection
-from planner.acquisition.state import _capacity, _setup, _spend
-from planner.acquisition.stopping import _settled
+from planner.acquisition.state import pair_capacity, setup, spend
+from planner.acquisition.stopping import settled_advice
 from planner.acquisition.ties import rounded
 from planner.counts import Counts
 from planner.errors import UsageError
@@ -124,7 +124,7 @@ def select_pairs(posterior: bt.GaussianPosterior, k: int, *, strategy: str = "ac
     """
     k = _check_call(k, strategy, rng, true_mean)
     opts = SelectionOptions() if options is None else options
-    su = _setup(posterior, objective, top_k, anchor, judged, pending, draws, allowed,
+    su = setup(posterior, objective, top_k, anchor, judged, pending, draws, allowed,
                 true_mean if strategy == "oracle" else None, opts, need_anchor=strategy == "anchor")
     ctx, state, counts = su.ctx, su.state, su.counts
     # a study with no judgments (judged given and empty) and nothing pending
@@ -132,7 +132,7 @@ def select_pairs(posterior: bt.GaussianPosterior, k: int, *, strategy: str = "ac
     notes: list[str] = []
     ci, cj, capv, caps, k = _fit_capacity(capacity, order_capacity, su.ci, su.cj, k, notes)
     shares = None if clusters is None else clusters.shares(ci, cj)
-    settled, reason = _settled(ctx, su.systems, None if clusters is None else clusters.inflation(su.systems))
+    settled, reason = settled_advice(ctx, su.systems, None if clusters is None else clusters.inflation(su.systems))
     if k == 0:
         return Selection(su.systems, [], np.zeros(0), 0.0, 0.0, 0.0, strategy, objective, settled, reason,
                          "gaussian", tuple(notes))
@@ -140,7 +140,7 @@ def select_pairs(posterior: bt.GaussianPosterior, k: int, *, strategy: str = "ac
     pre, pre_left, pre_gains, before = [], [], [], None
     if active and strategy == "active":
         share = opts.explore if explore is None else float(explore)
-        pre = _least_judged(ci, cj, counts, _n_explore(share, k), rng, capv)
+        pre = least_judged(ci, cj, counts, _n_explore(share, k), rng, capv)
         if (opts.thompson if thompson is None else thompson) and objective in ("ranking", "top-k"):
             ctx = _thompson_context(ctx, rng)
     orders = Orders.build(ci, cj, su.ordered, caps, rng) if active else None
@@ -148,21 +148,23 @@ def select_pairs(posterior: bt.GaussianPosterior, k: int, *, strategy: str = "ac
         pre_left, pre_gains, before, capv = _explored(ctx, state, ci, cj, pre, capv, orders, shares)
         k -= len(pre)
     engine = "draws" if active and k > 0 and su.draws is not None and strategy == "active" else "gaussian"
-    if active and k > 0:
+    if orders is not None and k > 0:      # orders are built for an active selection only
         if engine == "draws":
-            pairs, gains, b0, left = _active_draws(ctx, state, su.draws, ci, cj, k, pending, capv, orders, shares)
+            pairs, gains, b0, left = active_draws(ctx, state, su.draws, ci, cj, k, pending, capv, orders, shares)
         else:
-            pairs, gains, b0, left = _active_gaussian(ctx, state, ci, cj, k, rng, capv, orders, shares)
+            pairs, gains, b0, left = active_gaussian(ctx, state, ci, cj, k, rng, capv, orders, shares)
         before = b0 if before is None else before
-    elif active:
+    elif orders is not None:
         pairs, gains, left = [], [], []
     else:
-        pairs = _baseline(strategy, ctx, ci, cj, counts, k, rng, capv, allowed, anchor, notes)
+        pairs = baseline_pairs(strategy, ctx, ci, cj, counts, k, rng, capv, allowed, anchor, notes)
         left = Orders.build(ci, cj, su.ordered, caps, rng).assign(ci, cj, pairs)
-        gains, before = _score_sequence(ctx, state, pairs, left)
+        gains, before = score_sequence(ctx, state, pairs, left)
     pairs, left, gains = pre + list(pairs), pre_left + list(left), list(pre_gains) + list(gains)
     gains = np.asarray(gains, dtype=float)
     total = float(gains.sum())
+    # set by the exploration picks, the active search or the baseline's scoring: k > 0 here, so one ran
+    assert before is not None
     return Selection(su.systems, [(int(i), int(j)) for i, j in pairs], gains, total, float(before),
                      float(before - total), strategy, objective, settled, reason, engine, tuple(notes),
                      tuple(int(x) for x in left))
@@ -171,21 +173,22 @@ def select_pairs(posterior: bt.GaussianPosterior, k: int, *, strategy: str = "ac
 def _check_call(k, strategy, rng, true_mean) -> int:
     """The batch size as an int, after the checks of the call itself."""
     if isinstance(k, bool) or int(k) != k or k < 1:
-        raise UsageError(f"batch size ({k}) must be an integer >= 1")
+        raise UsageError(f"batch size ({k}) must be an integer >= 1", parameters=("k",))
     if strategy not in STRATEGIES:
         raise UsageError(f"`strategy` ({strategy!r}) must be one of " + ", ".join(STRATEGIES),
                          parameters=('strategy',))
     if not isinstance(rng, np.random.Generator):
-        raise UsageError("rng must be a numpy.random.Generator (np.random.default_rng(seed))")
+        raise UsageError("rng must be a numpy.random.Generator (np.random.default_rng(seed))", parameters=("rng",))
     if strategy == "oracle" and true_mean is None:
-        raise UsageError("the oracle strategy needs true_mean (the true strengths)")
+        raise UsageError("the oracle strategy needs true_mean (the true strengths)",
+                         parameters=("strategy", "true_mean"))
     return int(k)
 
 
 def _fit_capacity(capacity, order_capacity, ci, cj, k, notes):
     """Candidates with capacity left, their capacity (None: unlimited), each order's capacity (None:
     unrestricted) and the batch size they can hold."""
-    capv = _capacity(capacity, ci, cj)
+    capv = pair_capacity(capacity, ci, cj)
     caps = order_capacities(order_capacity, ci, cj)
     if caps is not None:
         capv = caps[0] + caps[1] if capv is None else np.minimum(capv, caps[0] + caps[1])
@@ -205,7 +208,7 @@ def _fit_capacity(capacity, order_capacity, ci, cj, k, notes):
 def _n_explore(share, k) -> int:
     """Picks of the exploration floor: ``round(share · k)``."""
     if not 0.0 <= share < 1.0:
-        raise UsageError(f"explore ({share}) must be in [0, 1)")
+        raise UsageError(f"explore ({share}) must be in [0, 1)", parameters=("explore",))
     return int(round(share * k))
 
 
@@ -214,8 +217,8 @@ def _explored(ctx, state, ci, cj, pre, capv, orders, shares):
     left = orders.assign(ci, cj, pre)
     if shares is not None:
         shares.spend(ci, cj, pre)
-    pre_gains, before = _score_sequence(ctx, state, pre, left)
-    return left, pre_gains, before, _spend(capv, ci, cj, pre)
+    pre_gains, before = score_sequence(ctx, state, pre, left)
+    return left, pre_gains, before, spend(capv, ci, cj, pre)
 
 
 def _thompson_context(ctx, rng):
@@ -225,7 +228,7 @@ def _thompson_context(ctx, rng):
     sum-to-zero basis ``Q``: unique, so every CPU draws the same strengths from the same
     ``z`` (an eigendecomposition's vectors may flip sign between LAPACK builds).
     """
-    q = _basis(ctx.mu.size)
+    q = sum_to_zero_basis(ctx.mu.size)
     sub = q.T @ ctx.cov0 @ q
     lower = np.linalg.cholesky(0.5 * (sub + sub.T) + 1e-12 * np.trace(sub) / sub.shape[0] * np.eye(sub.shape[0]))
     draw = ctx.mu + q @ (lower @ rng.standard_normal(sub.shape[0]))
@@ -247,16 +250,16 @@ def candidate_gains(posterior: bt.GaussianPosterior, *, objective: str = "rankin
     its next pick in the order that pick would take (an exact balance of its
     orders broken by a fixed coin, ``numpy.random.default_rng(0)``).
     """
-    su = _setup(posterior, objective, top_k, anchor, None, pending, draws, allowed, true_mean,
+    su = setup(posterior, objective, top_k, anchor, None, pending, draws, allowed, true_mean,
                 SelectionOptions() if options is None else options)
     ctx, state, ci, cj = su.ctx, su.state, su.ci, su.cj
     orders = Orders.build(ci, cj, su.ordered, order_capacities(order_capacity, ci, cj), np.random.default_rng(0))
     if su.draws is not None:
-        rk = _Ranking(ctx, state) if objective in ("ranking", "top-k") else None
-        sc = _DrawsScorer(ctx, su.draws, pending, None if rk is None else (rk.kr, rk.lr))
+        rk = RankingScorer(ctx, state) if objective in ("ranking", "top-k") else None
+        sc = DrawsScorer(ctx, su.draws, pending, None if rk is None else (rk.kr, rk.lr))
         g, engine = sc.gains(ci, cj, orders.signs()), "draws"
     else:
-        g, engine = _gaussian_gains(ctx, state, ci, cj, orders), "gaussian"
+        g, engine = gaussian_gains(ctx, state, ci, cj, orders), "gaussian"
     order = np.argsort(-rounded(g), kind="stable")
     return CandidateGains(tuple(posterior.systems), [(int(ci[t]), int(cj[t])) for t in order],
                           g[order], engine)

@@ -1,7 +1,7 @@
 """The inputs of a selection, checked, and the Gaussian posterior under fantasized updates.
 
-:class:`_Context` is the frozen batch-start view (means, covariance, objective,
-options); :class:`_State` carries the covariance as picks and pending items are
+:class:`SelectionContext` is the frozen batch-start view (means, covariance, objective,
+options); :class:`SelectionState` carries the covariance as picks and pending items are
 fantasized (rank-one precision updates, Sherman–Morrison).
 """
 
@@ -11,7 +11,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from planner.acquisition.objectives import _anchor_index, _basis, _check_objective, _project, expected_information
+from planner.acquisition.objectives import (
+    anchor_index,
+    check_objective,
+    project_sum_to_zero,
+    expected_information,
+    sum_to_zero_basis,
+)
 from planner.acquisition.options import SelectionOptions
 from planner.acquisition.positions import ordered_counts
 from planner.counts import Counts
@@ -19,7 +25,7 @@ from planner.errors import DataError, UsageError, parameters_of, shown
 
 
 @dataclass(frozen=True, eq=False)
-class _Context:
+class SelectionContext:
     """The batch-start view every rule reads: strengths, covariance, objective, options.
 
     ``cov0`` is the strengths' covariance (M, M); ``joint0`` the joint covariance of
@@ -38,7 +44,7 @@ class _Context:
     joint0: np.ndarray | None = None
 
 
-class _State:
+class SelectionState:
     """The joint Gaussian of ``(β, γ)`` under fantasized rank-one precision updates.
 
     A judgment of ``(i, j)`` shown with ``i`` left (``s = +1``) or right (``s = −1``) has
@@ -115,7 +121,7 @@ class Pick:
         return Pick(self.s[idx], self.info[idx], self.free[idx], self.bal[idx])
 
     @classmethod
-    def of(cls, state: "_State", ci, cj, orders, share=None) -> "Pick":
+    def of(cls, state: "SelectionState", ci, cj, orders, share=None) -> "Pick":
         """From the candidates' :class:`~planner.acquisition.positions.Orders` (information now)."""
         one = np.ones(ci.size)
         return cls.choose(state.info(ci, cj, one), state.info(ci, cj, -one), orders, share)
@@ -133,7 +139,7 @@ class Pick:
 def _joint_basis(m: int, with_gamma: bool) -> np.ndarray:
     """Orthonormal basis of the joint's support: sum-to-zero strengths (and γ when it is uncertain)."""
     q = np.zeros((m + 1, m - 1 + int(with_gamma)))
-    q[:m, :m - 1] = _basis(m)
+    q[:m, :m - 1] = sum_to_zero_basis(m)
     if with_gamma:
         q[m, m - 1] = 1.0
     return q
@@ -176,35 +182,36 @@ def _check_counts(counts, systems, name):
                         f"the posterior over {list(systems)[:5]}...; they must match", parameters=parameters_of(name))
 
 
-def _pairs_array(pairs, what: str) -> np.ndarray:
+def _pairs_array(pairs, what: str, parameter: str) -> np.ndarray:
     """``pairs`` (an iterable of 2-sequences of integers) as an (n, 2) int64 array (array operations
     instead of a Python loop over tens of thousands of pairs)."""
     try:
         arr = np.array(list(pairs), dtype=float).reshape(-1, 2)
     except (TypeError, ValueError):
-        raise UsageError(f"{what}: every pair must be two system indices") from None
+        raise UsageError(f"{what}: every pair must be two system indices", parameters=(parameter,)) from None
     if not np.all(arr == np.round(arr)):
-        raise UsageError(f"{what}: every pair must be two integer system indices")
+        raise UsageError(f"{what}: every pair must be two integer system indices", parameters=(parameter,))
     return arr.astype(np.int64)
 
 
-def _candidates(m, allowed):
+def candidate_pairs(m, allowed):
     if allowed is None:
         i, j = np.triu_indices(m, 1)
         return i.astype(np.int64), j.astype(np.int64)
     given = list(allowed)
-    arr = _pairs_array(given, "allowed pairs")
+    arr = _pairs_array(given, "allowed pairs", "allowed")
     bad = (arr[:, 0] == arr[:, 1]) | (arr.min(axis=1) < 0) | (arr.max(axis=1) >= m)
     if bad.any():
         p = given[int(np.argmax(bad))]
-        raise UsageError(f"allowed pair {p!r} is not a pair of distinct system indices in [0, {m - 1}]")
+        raise UsageError(f"allowed pair {p!r} is not a pair of distinct system indices in [0, {m - 1}]",
+                         parameters=("allowed",))
     if not arr.size:
-        raise UsageError("allowed pairs: the set is empty")
+        raise UsageError("allowed pairs: the set is empty", parameters=("allowed",))
     keys = np.unique(arr.min(axis=1) * m + arr.max(axis=1))
     return keys // m, keys % m
 
 
-def _capacity(capacity, ci, cj):
+def pair_capacity(capacity, ci, cj):
     """Per-candidate pick limit (inf where the mapping says nothing), or None without a mapping.
 
     A pair may be named in either order; a pair that is not a candidate is ignored; named twice,
@@ -217,7 +224,7 @@ def _capacity(capacity, ci, cj):
         return capv
     names = list(capacity)
     vals = list(capacity.values())
-    arr = _pairs_array(names, "capacity")
+    arr = _pairs_array(names, "capacity", "capacity")
     lo, hi = arr.min(axis=1), arr.max(axis=1)
     m = int(max(ci.max(initial=0), cj.max(initial=0))) + 1
     cand = ci * m + cj                                     # sorted (candidates come sorted)
@@ -229,7 +236,8 @@ def _capacity(capacity, ci, cj):
     if wrong.any():
         t = int(np.argmax(wrong))
         n = vals[t]
-        raise UsageError(f"capacity of pair {names[t]!r} ({'missing' if n is None else n}) must be >= 0")
+        raise UsageError(f"capacity of pair {names[t]!r} ({'missing' if n is None else n}) must be >= 0",
+                         parameters=("capacity",))
     rev = np.flatnonzero(hit)[::-1]                        # the later entry counts
     _, first = np.unique(pos[rev], return_index=True)
     take = rev[first]
@@ -237,7 +245,7 @@ def _capacity(capacity, ci, cj):
     return capv
 
 
-def _spend(capv, ci, cj, pairs):
+def spend(capv, ci, cj, pairs):
     """Capacity left after ``pairs`` were picked."""
     if capv is None or not pairs:
         return capv
@@ -253,8 +261,8 @@ class _Setup:
     """A checked call: the context, the fantasized state, the candidates and what was judged."""
 
     systems: tuple
-    ctx: _Context
-    state: _State
+    ctx: SelectionContext
+    state: SelectionState
     ci: np.ndarray
     cj: np.ndarray
     counts: np.ndarray          # judged + pending per unordered pair, symmetric (M, M)
@@ -262,14 +270,14 @@ class _Setup:
     draws: np.ndarray | None
 
 
-def _setup(posterior, objective, top_k, anchor, judged, pending, draws, allowed, true_mean,
+def setup(posterior, objective, top_k, anchor, judged, pending, draws, allowed, true_mean,
            opts: SelectionOptions, need_anchor=False) -> _Setup:
     """Validate the inputs; build the context, the fantasized state and the candidates."""
     systems = tuple(posterior.systems)
     m = len(systems)
     if m < 2:
-        raise UsageError(f"need at least two systems to compare (got {m})")
-    _check_objective(objective, m, systems, top_k, anchor)
+        raise UsageError(f"need at least two systems to compare (got {m})", parameters=("posterior",))
+    check_objective(objective, m, systems, top_k, anchor)
     _check_counts(judged, systems, "judged")
     _check_counts(pending, systems, "pending")
     mu = np.asarray(posterior.mean, dtype=float)
@@ -280,22 +288,23 @@ def _setup(posterior, objective, top_k, anchor, judged, pending, draws, allowed,
     if true_mean is not None:
         true_mean = np.asarray(true_mean, dtype=float)
         if true_mean.shape != (m,) or not np.all(np.isfinite(true_mean)):
-            raise UsageError(f"true_mean must be finite with shape ({m},), got {true_mean.shape}")
+            raise UsageError(f"true_mean must be finite with shape ({m},), got {true_mean.shape}",
+                             parameters=("true_mean",))
         est_mu = mu - mu.mean()
         mu = true_mean
     if draws is not None:
         draws = np.asarray(draws, dtype=float)
         if draws.ndim != 2 or draws.shape[1] != m or draws.shape[0] < 2:
             raise DataError(f"draws must have shape (S, {m}) with S >= 2, got {draws.shape}")
-    a_idx = _anchor_index(systems, anchor) if (need_anchor or objective == "anchor") else None
+    a_idx = anchor_index(systems, anchor) if (need_anchor or objective == "anchor") else None
     mu = mu - mu.mean()
-    cov = _project(cov)
-    ci, cj = _candidates(m, allowed)
+    cov = project_sum_to_zero(cov)
+    ci, cj = candidate_pairs(m, allowed)
     ordered = ordered_counts(judged, m, all_fields=False) + ordered_counts(pending, m, all_fields=True)
     joint = _joint(posterior, cov)
-    ctx = _Context(mu, cov, float(posterior.gamma), float(posterior.nu), objective, top_k, a_idx,
+    ctx = SelectionContext(mu, cov, float(posterior.gamma), float(posterior.nu), objective, top_k, a_idx,
                    opts, est_mu, joint)
-    state = _State(mu, joint, ctx.gamma, ctx.nu)
+    state = SelectionState(mu, joint, ctx.gamma, ctx.nu)
     if pending is not None and pending.n_cells:
         state.apply_counts(pending)
     return _Setup(systems, ctx, state, ci, cj, ordered + ordered.T, ordered, draws)

@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import ndtr
 
-from planner.acquisition.objectives import _diff_var, tie_probability
-from planner.acquisition.state import _Context
+from planner.acquisition.objectives import diff_var, tie_probability
+from planner.acquisition.state import SelectionContext
 
 
-def _settled(ctx: _Context, systems, inflation=None) -> tuple[bool, str]:
+def settled_advice(ctx: SelectionContext, systems, inflation=None) -> tuple[bool, str]:
     """``(settled, one sentence)``: every decision the objective cares about has P > ``settle_prob``
     (with a ``tie_margin``, a pair tied within it with P > ``settle_prob`` is decided too).
 
@@ -18,7 +18,7 @@ def _settled(ctx: _Context, systems, inflation=None) -> tuple[bool, str]:
     """
     settle = ctx.opts.settle_prob
     mu, cov = (ctx.mu if ctx.est_mu is None else ctx.est_mu), ctx.cov0
-    s = np.sqrt(_diff_var(cov) * (1.0 if inflation is None else inflation))
+    s = np.sqrt(diff_var(cov) * (1.0 if inflation is None else inflation))
     with np.errstate(divide="ignore", invalid="ignore"):
         p_order = ndtr(np.abs(mu[:, None] - mu[None, :]) / s)
     p_order = np.where(s > 0, p_order, np.where(mu[:, None] == mu[None, :], 0.5, 1.0))
@@ -30,9 +30,9 @@ def _settled(ctx: _Context, systems, inflation=None) -> tuple[bool, str]:
         others = [c for c in range(mu.size) if c != a]
         unsure = [c for c in others if 1 - settle <= p_beat[c] <= settle and p_tie[c, a] <= settle]
         if not unsure:
-            tied = _tied_words([(c, a) for c in others if p_tie[c, a] > settle], systems, ctx.opts.tie_margin)
-            return True, (f"every system beats or loses to the anchor {systems[a]}{tied[0]} with probability "
-                          f"> {settle:g}{tied[1]}: you can stop; more comparisons buy little")
+            words = _tied_words([(c, a) for c in others if p_tie[c, a] > settle], systems, ctx.opts.tie_margin)
+            return True, (f"every system beats or loses to the anchor {systems[a]}{words[0]} with probability "
+                          f"> {settle:g}{words[1]}: you can stop; more comparisons buy little")
         c = min(unsure, key=lambda c: abs(p_beat[c] - 0.5))
         return False, (f"{len(unsure)} system(s) not yet separated from the anchor; least settled: "
                        f"{systems[c]} beats {systems[a]} with probability {p_beat[c]:.2f}")

@@ -90,11 +90,11 @@ def parse_job(obj, what: str) -> Job:
     if status not in STATUSES:
         raise DataError(f"the Batch API {what}: batch {quote(obj['id'])} has status {quote(status)}; expected "
                         f"one of {', '.join(sorted(STATUSES))}")
-    counts = obj.get("request_counts") if isinstance(obj.get("request_counts"), dict) else {}
+    counts = obj["request_counts"] if isinstance(obj.get("request_counts"), dict) else {}
     errs = obj.get("errors", {}).get("data") if isinstance(obj.get("errors"), dict) else None
     errors = tuple(f"{e.get('code')}: {e.get('message')}" for e in (errs if isinstance(errs, list) else [])[:2]
                    if isinstance(e, dict) and isinstance(e.get("code"), str))
-    meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+    meta = obj["metadata"] if isinstance(obj.get("metadata"), dict) else {}
     created = obj.get("created_at")
     created = float(created) if isinstance(created, (int, float)) and not isinstance(created, bool) \
         and abs(created) < 1e12 else None

@@ -57,20 +57,24 @@ BODY_QUOTE = 80
 def normalize_url(url) -> str:
     """``scheme://host[:port][/prefix]`` without a trailing slash; refuses credentials, query and fragment."""
     if not isinstance(url, str) or not url.strip():
-        raise UsageError(f"{URL_ENV} is missing; set it to the server's address, e.g. http://localhost:8080")
+        raise UsageError(f"{URL_ENV} is missing; set it to the server's address, e.g. http://localhost:8080",
+                         parameters=())
     raw = url.strip()
     try:
         parts = urllib.parse.urlsplit(raw)
         parts.port  # noqa: B018  (raises on a bad port)
     except ValueError:
-        raise UsageError(f"{URL_ENV} is not a URL; expected http(s)://host[:port]") from None
+        raise UsageError(f"{URL_ENV} is not a URL; expected http(s)://host[:port]", parameters=()) from None
     if parts.username is not None or parts.password is not None:
-        raise UsageError(f"{URL_ENV} must not carry credentials (user:password@); put the token in {KEY_ENV}")
+        raise UsageError(f"{URL_ENV} must not carry credentials (user:password@); put the token in {KEY_ENV}",
+                         parameters=())
     if parts.scheme not in ("http", "https") or not parts.hostname:
         shown = raw if "@" not in raw else "(not shown)"
-        raise UsageError(f"{URL_ENV} ({quote(shown)}) is not an http(s) URL; expected http(s)://host[:port]")
+        raise UsageError(f"{URL_ENV} ({quote(shown)}) is not an http(s) URL; expected http(s)://host[:port]",
+                         parameters=())
     if parts.query or parts.fragment:
-        raise UsageError(f"{URL_ENV} must not have a query or fragment; expected http(s)://host[:port][/prefix]")
+        raise UsageError(f"{URL_ENV} must not have a query or fragment; expected http(s)://host[:port][/prefix]",
+                         parameters=())
     return urllib.parse.urlunsplit((parts.scheme, parts.netloc, parts.path.rstrip("/"), "", ""))
 
 
@@ -129,7 +133,7 @@ class LabelStudioClient:
         self.url = normalize_url(url)
         if not isinstance(api_key, str) or not api_key.strip():
             raise UsageError(f"{KEY_ENV} is missing; create a Personal Access Token in Label Studio "
-                             "(Account & Settings) and export it")
+                             "(Account & Settings) and export it", parameters=())
         self._key = api_key.strip()
         register(self._key)
         self._access: str | None = None
@@ -183,7 +187,7 @@ class LabelStudioClient:
             detail = f": {quote(text, BODY_QUOTE)}" if text else ""
             if exc.code in (401, 403):
                 return UsageError(f"{where}: HTTP {exc.code}: the server refused {KEY_ENV} (expired, revoked or "
-                                  f"for another server? Legacy tokens need legacy auth enabled){detail}")
+                                  f"for another server? Legacy tokens need legacy auth enabled){detail}", parameters=())
             return DataError(f"{where}: HTTP {exc.code}{detail}")
         reason = getattr(exc, "reason", None) or exc
         return DataError(f"{where}: cannot reach {self.url}: {quote(redact(str(reason)), BODY_QUOTE)}")
@@ -195,7 +199,8 @@ class LabelStudioClient:
         except urllib.error.HTTPError as exc:
             if exc.code in (400, 401, 403):
                 raise UsageError(f"Label Studio at {self.url} refused {KEY_ENV} (HTTP {exc.code} at "
-                                 "/api/token/refresh/): not a valid Personal Access Token for this server") from None
+                                 "/api/token/refresh/): not a valid Personal Access Token for this server",
+                                 parameters=()) from None
             raise self._fail("POST", "/api/token/refresh/", exc) from None
         except (OSError, ValueError, RecursionError) as exc:
             raise self._fail("POST", "/api/token/refresh/", exc) from None

@@ -34,6 +34,7 @@ client is made.
 from __future__ import annotations
 
 import email.utils
+import hashlib
 import json
 import os
 import socket
@@ -42,12 +43,14 @@ import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import numpy as np
 
 from planner.connectors.guard import Deadline, check_url, clean, origin, redact, register, within
 from planner.errors import DataError, UsageError, quote
 
+E = TypeVar("E", bound=BaseException)
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 RETRY_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
 FATAL_STATUS = {401: "refused the credentials", 403: "refused the credentials",
@@ -58,6 +61,18 @@ MAX_RETRY_AFTER_S = 300.0
 #: the largest answer read (bytes of the HTTP body, or of one Batch output line); a larger one is an
 #: answer without a verdict (it was paid for): judge verdicts take a few kB, reasoning models some 100 kB
 MAX_ANSWER_BYTES = 4 * 1024 * 1024
+
+
+def request_key(base_url: str, custom_id: str, body: dict) -> str:
+    """The key of one request in the study's judge cache (:class:`planner.store.ledger.Ledger`): the SHA-256
+    (hex) of the canonical JSON (sorted keys, no spaces, UTF-8 kept) of ``{"base_url", "custom_id", "body"}``.
+
+    The item id is part of the key so that a ``repeat`` QC item (the same text again) is really asked
+    again rather than answered from the cache.
+    """
+    text = json.dumps({"base_url": base_url.rstrip("/"), "custom_id": custom_id, "body": body},
+                      sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -109,7 +124,7 @@ def make_client(ep: Endpoint):
     try:
         import openai
     except ImportError:
-        raise UsageError(f"planner judge needs the openai package: {INSTALL_HINT}") from None
+        raise UsageError(f"planner judge needs the openai package: {INSTALL_HINT}", parameters=()) from None
     base = check_url(ep.url, "base_url")
     key = os.environ.get(ep.api_key_env)
     if not key:
@@ -212,13 +227,15 @@ def message_of(body) -> str | None:
     return None
 
 
-def _in_chain(exc: BaseException, kinds) -> BaseException | None:
+def _in_chain(exc: BaseException, kind: type[E]) -> E | None:
+    """The first exception of ``kind`` in ``exc``'s chain of causes and contexts, or None."""
     seen = set()
-    while exc is not None and id(exc) not in seen:
-        if isinstance(exc, kinds):
-            return exc
-        seen.add(id(exc))
-        exc = exc.__cause__ or exc.__context__
+    link: BaseException | None = exc
+    while link is not None and id(link) not in seen:
+        if isinstance(link, kind):
+            return link
+        seen.add(id(link))
+        link = link.__cause__ or link.__context__
     return None
 
 
@@ -271,7 +288,10 @@ def _try_once(client, ep: Endpoint, body: dict, abort: threading.Event | None):
     except (Deadline, openai.APITimeoutError):
         return (lambda cid: error_line(cid, "timeout", f"no complete answer within {ep.timeout:g} s")), True, None
     except OffOrigin as exc:  # some SDK versions pass an event hook's exception through unwrapped
-        raise fatal_connection(exc, ep.url) from None
+        fatal = fatal_connection(exc, ep.url)
+        if fatal is None:     # cannot happen: a redirect off the origin is always fatal
+            raise
+        raise fatal from None
     except openai.APIStatusError as exc:
         status = exc.status_code
         body_ = exc.body if isinstance(exc.body, dict) and "error" in exc.body else {"error": exc.body}

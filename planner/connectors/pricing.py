@@ -7,20 +7,17 @@ discounts are not applied automatically: pass the batch prices.
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 
 from planner.errors import UsageError, parameters_of, quote, shown
+from planner.limits import plausible_tokens
 
 #: completion tokens assumed for a request before any answer of the run has been seen
 #: (a verdict with a short explanation; MT-bench-style answers run ~100–300 tokens).
 DEFAULT_COMPLETION_TOKENS = 400
 #: characters per prompt token assumed by the estimate: 3 overestimates English (~4 chars/token).
 CHARS_PER_TOKEN = 3.0
-#: the largest token count believed for one answer (context windows are ~10**6-10**7 tokens); a server's
-#: count outside [0, MAX_TOKENS] is treated as absent (the cost is then the estimate)
-MAX_TOKENS = 10 ** 9
 
 
 @dataclass(frozen=True)
@@ -36,9 +33,10 @@ class Prices:
 
     def cost(self, prompt_tokens: int | None, completion_tokens: int | None) -> float | None:
         """USD for one answer, or None when the prices or the token counts are unknown."""
-        if not self.known or prompt_tokens is None or completion_tokens is None:
+        price_in, price_out = self.input, self.output
+        if price_in is None or price_out is None or prompt_tokens is None or completion_tokens is None:
             return None
-        return (prompt_tokens * self.input + completion_tokens * self.output) / 1e6
+        return (prompt_tokens * price_in + completion_tokens * price_out) / 1e6
 
     def estimate(self, body: dict, completion_tokens: float | None = None) -> float:
         """An upper-leaning estimate (USD) of one request before it is sent.
@@ -78,13 +76,5 @@ def usage_tokens(body) -> tuple[int | None, int | None]:
     if not isinstance(usage, dict):
         return None, None
 
-    def tok(key):
-        v = usage.get(key)
-        return v if isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= MAX_TOKENS else None
+    return plausible_tokens(usage.get("prompt_tokens")), plausible_tokens(usage.get("completion_tokens"))
 
-    return tok("prompt_tokens"), tok("completion_tokens")
-
-
-def canonical(obj) -> str:
-    """Canonical JSON (sorted keys, no spaces, UTF-8 kept): what the cache key hashes."""
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)

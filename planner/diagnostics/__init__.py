@@ -97,13 +97,16 @@ from planner.diagnostics.ranking import (
     rank_intervals,
 )
 from planner.diagnostics.reasons import ReasonShare, ReasonShares, SystemReasons, reason_shares, reason_shares_counts
-from planner.diagnostics.records import NON_RANKING_KINDS, JudgmentLike, JudgmentRecord, position_verdict, winner
+from planner.diagnostics.records import (NON_RANKING_KINDS, JudgmentLike, JudgmentRecord, binom_p, check_level,
+                                         check_verdict, left_is_a, position_verdict, ranking_judgments, value_of,
+                                         winner)
 # the one Wilson interval lives in planner.stats.proportions; re-exported for callers of planner.diagnostics
 from planner.stats.proportions import Proportion, proportion, wilson_interval
 
 __all__ = [
     # records
-    "NON_RANKING_KINDS", "JudgmentLike", "JudgmentRecord", "position_verdict", "winner",
+    "NON_RANKING_KINDS", "JudgmentLike", "JudgmentRecord", "position_verdict", "winner", "value_of", "left_is_a",
+    "check_verdict", "ranking_judgments", "binom_p", "check_level",
     # proportions (re-exported from planner.stats.proportions)
     "Proportion", "proportion", "wilson_interval",
     # pairs

@@ -8,7 +8,7 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from planner.diagnostics.records import _check_level, _get
+from planner.diagnostics.records import check_level, value_of
 from planner.errors import DataError, check_range
 from planner.stats.proportions import proportion
 from planner.text import acceptability_message
@@ -69,7 +69,7 @@ def acceptability(records: Iterable[Any], ranking: Sequence[str] | None = None,
     min_pass_rate : float
         The leader is flagged when its pass rate is below this (default 0.8).
     """
-    _check_level(confidence_level)
+    check_level(confidence_level)
     check_range("min_pass_rate", min_pass_rate, 0.0, 1.0, low_open=False, high_open=False)
     tally: dict[str, Counter] = defaultdict(Counter)
     if all(hasattr(records, f) for f in ("systems", "passed", "failed", "invalid")):
@@ -82,9 +82,9 @@ def acceptability(records: Iterable[Any], ranking: Sequence[str] | None = None,
         if isinstance(r, tuple):
             system, verdict = r[0], r[1]
         else:
-            if _get(r, "kind", "regular") != "acceptability":
+            if value_of(r, "kind", "regular") != "acceptability":
                 continue
-            system, verdict = _get(r, "system", r.a), r.verdict
+            system, verdict = value_of(r, "system", r.a), r.verdict
         key = _PASS.get(verdict) if isinstance(verdict, (str, bool)) else None
         if key is None:
             raise DataError(f"acceptability verdict ({verdict!r}) must be one of pass, fail, invalid")

@@ -9,12 +9,12 @@ from typing import Any, Collection, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from planner.diagnostics.records import _check_verdict, _get, _left_is_a, position_verdict, winner
+from planner.diagnostics.records import check_verdict, value_of, left_is_a, position_verdict, winner
 from planner.errors import UsageError, check_range
 
-ATTENTION_FLAG = 0.95               # issue 4: attention-check pass rate < 95%
-SWAP_CONSISTENCY_FLAG = 0.80        # issue 4: self-consistency < 80%
-KAPPA_FLAG = 0.5                    # issue 4: agreement kappa < 0.5
+ATTENTION_FLAG = 0.95               # flag: attention-check pass rate < 95%
+SWAP_CONSISTENCY_FLAG = 0.80        # flag: self-consistency < 80%
+KAPPA_FLAG = 0.5                    # flag: agreement kappa < 0.5
 ALWAYS_LEFT_FLAG = 0.9              # always-left share among decisive > 0.9
 ALWAYS_LEFT_MIN_DECISIVE = 10       # ... over at least this many decisive verdicts
 NEVER_TIE_MIN_USABLE = 30           # never-tie over >= 30 usable judgments ...
@@ -51,7 +51,7 @@ def cohen_kappa(x: Sequence[str], y: Sequence[str]) -> float | None:
     and the same label throughout).
     """
     if len(x) != len(y):
-        raise UsageError(f"cohen_kappa needs equal-length label lists ({len(x)} vs {len(y)})")
+        raise UsageError(f"cohen_kappa needs equal-length label lists ({len(x)} vs {len(y)})", parameters=('x', 'y'))
     n = len(x)
     if n == 0:
         return None
@@ -196,10 +196,10 @@ def _overlap(judgments: list) -> dict:
     """
     by_cmp: dict[tuple, dict[str, str]] = defaultdict(dict)
     for j in judgments:
-        ann = _get(j, "annotator")
+        ann = value_of(j, "annotator")
         if ann is None or j.verdict == "invalid":
             continue
-        by_cmp[(_get(j, "prompt"), frozenset((j.a, j.b)))].setdefault(ann, winner(j) or "tie")
+        by_cmp[(value_of(j, "prompt"), frozenset((j.a, j.b)))].setdefault(ann, winner(j) or "tie")
     return {k: d for k, d in by_cmp.items() if len(d) >= 2}
 
 
@@ -224,7 +224,7 @@ def _attention(mine: list, attention_expected: Mapping) -> tuple[int, int]:
     """``(checked, passed)`` attention items of one annotator (invalid counts as a fail)."""
     passed, checked = 0, 0
     for j in mine:
-        if _get(j, "item") not in attention_expected:
+        if value_of(j, "item") not in attention_expected:
             continue
         exp = attention_expected[j.item]
         exp = {exp} if isinstance(exp, str) else set(exp)
@@ -240,11 +240,11 @@ def _swap_consistency(regular: list) -> tuple[int, int]:
     """``(pairs, consistent)``: position-swapped judgments of the same comparison that agree."""
     groups: dict[tuple, dict[str, list]] = defaultdict(lambda: defaultdict(list))
     for j in regular:
-        left_is_a = _left_is_a(j)
-        if j.verdict == "invalid" or left_is_a is None:
+        a_left = left_is_a(j)
+        if j.verdict == "invalid" or a_left is None:
             continue
-        left = j.a if left_is_a else j.b
-        groups[(_get(j, "prompt"), frozenset((j.a, j.b)))][left].append(winner(j))
+        left = j.a if a_left else j.b
+        groups[(value_of(j, "prompt"), frozenset((j.a, j.b)))][left].append(winner(j))
     pairs = consistent = 0
     for sides in groups.values():
         if len(sides) != 2:
@@ -274,12 +274,12 @@ def _fast_items(mine: list, item_words: Mapping, reading_wpm: float, speed_facto
     """``(timed, fast item ids)``: items answered faster than the reading-time floor."""
     timed, fast = 0, []
     for j in mine:
-        sec, words = _get(j, "seconds"), item_words.get(_get(j, "item"))
+        sec, words = value_of(j, "seconds"), item_words.get(value_of(j, "item"))
         if sec is None or words is None:
             continue
         timed += 1
         if sec < 60.0 * words / (reading_wpm * speed_factor):
-            fast.append(str(_get(j, "item")))
+            fast.append(str(value_of(j, "item")))
     return timed, fast
 
 
@@ -313,7 +313,7 @@ def _annotator_row(ann, mine: list, overlap: dict, overall_tie: float | None, at
     att_rate = passed / n_att if n_att else None
     if att_rate is not None and att_rate < ATTENTION_FLAG:
         flags.append("attention")
-    regular = [j for j in mine if _get(j, "item") not in attention_expected]
+    regular = [j for j in mine if value_of(j, "item") not in attention_expected]
     pairs, consistent = _swap_consistency(regular)
     swap_rate = consistent / pairs if pairs else None
     if swap_rate is not None and swap_rate < SWAP_CONSISTENCY_FLAG:
@@ -362,18 +362,18 @@ def annotator_qc(judgments: Iterable[Any],
     check_range("speed_factor", speed_factor, 0.0, math.inf)
     attention_expected = attention_expected or {}
     item_words = item_words or {}
-    js = [j for j in judgments if _get(j, "kind", "regular") != "acceptability"]
+    js = [j for j in judgments if value_of(j, "kind", "regular") != "acceptability"]
     for j in js:
-        _check_verdict(j)
+        check_verdict(j)
     usable_all = [j for j in js if j.verdict != "invalid"]
     overall_tie = (sum(j.verdict == "tie" for j in usable_all) / len(usable_all)) if usable_all else None
 
-    overlap = _overlap([j for j in js if _get(j, "item") not in attention_expected])
+    overlap = _overlap([j for j in js if value_of(j, "item") not in attention_expected])
     agreement = _agreement(overlap)
 
     by_ann: dict[str, list] = defaultdict(list)
     for j in js:
-        ann = _get(j, "annotator")
+        ann = value_of(j, "annotator")
         if ann is not None:
             by_ann[ann].append(j)
     rows = [_annotator_row(ann, by_ann[ann], overlap, overall_tie, attention_expected, item_words,

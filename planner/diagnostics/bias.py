@@ -6,10 +6,10 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
 from planner.counts import Counts
-from planner.diagnostics.records import _binom_p, _check_level, _check_verdict, _get, _ranking
+from planner.diagnostics.records import binom_p, check_level, check_verdict, value_of, ranking_judgments
 from planner.stats.proportions import proportion
 
-POSITION_BIAS_FLAG_POINTS = 8.0     # issue 4: flag when left-vs-right > 8 points
+POSITION_BIAS_FLAG_POINTS = 8.0     # flag when left-vs-right > 8 points
 
 
 # ------------------------------------------------------------- position bias
@@ -42,14 +42,15 @@ def position_bias(counts: Counts, gamma: Any = None,
                   threshold_points: float = POSITION_BIAS_FLAG_POINTS,
                   confidence_level: float = 0.95) -> PositionBias:
     """Left-vs-right win rates from counts (cell ``a`` is always the left one)."""
-    _check_level(confidence_level)
+    check_level(confidence_level)
     left, right = int(counts.a_wins.sum()), int(counts.b_wins.sum())
     n = left + right
     p = proportion(left, n, confidence_level)
     diff = 100.0 * (left - right) / n if n else None
-    credible = n > 0 and (p.ci_low > 0.5 or p.ci_high < 0.5)
+    lo, hi = p.ci_low, p.ci_high            # None without verdicts
+    credible = lo is not None and hi is not None and (lo > 0.5 or hi < 0.5)
     flagged = diff is not None and abs(diff) > threshold_points and credible
-    return PositionBias(left, right, n, p.rate, p.ci_low, p.ci_high, diff, _binom_p(left, n),
+    return PositionBias(left, right, n, p.rate, p.ci_low, p.ci_high, diff, binom_p(left, n),
                         threshold_points, flagged, gamma)
 
 
@@ -89,10 +90,10 @@ def length_bias(judgments: Iterable[Any], lengths: Mapping[tuple[str, str], int]
         choice; only the comparison matters).
     """
     def signs():
-        for j in _ranking(judgments):
-            v = _check_verdict(j)
+        for j in ranking_judgments(judgments):
+            v = check_verdict(j)
             if v in ("A", "B"):
-                prompt = _get(j, "prompt")
+                prompt = value_of(j, "prompt")
                 la, lb = lengths.get((prompt, j.a)), lengths.get((prompt, j.b))
                 yield v, None if la is None or lb is None else (la > lb) - (la < lb), 1
 
@@ -109,7 +110,7 @@ def length_bias_counts(rows: Iterable[tuple[str, int | None, int]],
     response won when the sign agrees with the verdict; flagged when the
     Wilson interval of the longer-wins share lies above 0.5.
     """
-    _check_level(confidence_level)
+    check_level(confidence_level)
     longer = shorter = equal = missing = 0
     for v, sign, n in rows:
         if v not in ("A", "B"):
@@ -125,4 +126,4 @@ def length_bias_counts(rows: Iterable[tuple[str, int | None, int]],
     n = longer + shorter
     p = proportion(longer, n, confidence_level)
     return LengthBias(longer, shorter, n, equal, missing, p.rate, p.ci_low, p.ci_high,
-                      _binom_p(longer, n), p.ci_low is not None and p.ci_low > 0.5)
+                      binom_p(longer, n), p.ci_low is not None and p.ci_low > 0.5)

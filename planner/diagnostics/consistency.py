@@ -69,10 +69,11 @@ def circular_triads(data: Counts | np.ndarray, systems: Sequence[str] | None = N
     else:
         w = np.asarray(data, dtype=float)
         if w.ndim != 2 or w.shape[0] != w.shape[1]:
-            raise UsageError(f"win matrix shape ({w.shape}) must be square (M, M)")
+            raise UsageError(f"win matrix shape ({w.shape}) must be square (M, M)", parameters=('data',))
         names = tuple(systems) if systems is not None else tuple(str(i) for i in range(w.shape[0]))
         if len(names) != w.shape[0]:
-            raise UsageError(f"systems ({len(names)} names) must match the win matrix size ({w.shape[0]})")
+            raise UsageError(f"`systems` ({len(names)} names) must match the win matrix size ({w.shape[0]})",
+                             parameters=('systems',))
         if np.any(w < 0):
             raise DataError("win matrix entries must be >= 0")
         observed = (w + w.T) > 0

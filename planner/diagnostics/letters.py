@@ -97,7 +97,7 @@ def compact_letters(separated: np.ndarray) -> tuple[str, ...]:
     """
     sep = np.asarray(separated, dtype=bool)
     if sep.ndim != 2 or sep.shape[0] != sep.shape[1]:
-        raise UsageError(f"separated shape ({sep.shape}) must be square (M, M)")
+        raise UsageError(f"separated shape ({sep.shape}) must be square (M, M)", parameters=('separated',))
     m = sep.shape[0]
     together = ~(sep | sep.T)
     np.fill_diagonal(together, False)

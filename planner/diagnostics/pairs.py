@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from planner.counts import Counts, half_tie_score
-from planner.diagnostics.records import _binom_p, _check_level
+from planner.diagnostics.records import binom_p, check_level
 from planner.errors import UsageError
 from planner.stats.proportions import proportion, wilson_interval
 
@@ -67,7 +67,7 @@ def pair_table(counts: Counts, p_better: np.ndarray | None = None,
     if p_better is not None:
         p_better = np.asarray(p_better, dtype=float)
         if p_better.shape != (m, m):
-            raise UsageError(f"p_better shape ({p_better.shape}) must be ({m}, {m})")
+            raise UsageError(f"`p_better` shape ({p_better.shape}) must be ({m}, {m})", parameters=('p_better',))
     t = counts.pair_tensor()
     rows = []
     for i, j in itertools.combinations(range(m), 2):
@@ -89,7 +89,7 @@ def p_better_from_draws(draws: np.ndarray, chunk: int = 64) -> np.ndarray:
     """
     d = np.asarray(draws, dtype=float)
     if d.ndim != 2 or d.shape[0] == 0:
-        raise UsageError(f"draws shape ({d.shape}) must be (n_draws > 0, M)")
+        raise UsageError(f"`draws` shape ({d.shape}) must be (n_draws > 0, M)", parameters=('draws',))
     m = d.shape[1]
     p = np.empty((m, m))
     for i in range(0, m, chunk):   # at most n_draws x chunk x M booleans at a time (300 systems: 20 MB)
@@ -148,10 +148,11 @@ def anchor_tests(counts: Counts, anchor: str, ties: str = "drop",
         and the test use ``k / deff`` of ``n / deff`` (Kish's effective sample).
     """
     if ties not in ("drop", "half"):
-        raise UsageError(f"ties ({ties!r}) must be 'drop' or 'half'")
-    _check_level(confidence_level)
+        raise UsageError(f"`ties` ({ties!r}) must be 'drop' or 'half'", parameters=('ties',))
+    check_level(confidence_level)
     if anchor not in counts.systems:
-        raise UsageError(f"anchor ({anchor!r}) must be one of the systems: {', '.join(counts.systems)}")
+        raise UsageError(f"`anchor` ({anchor!r}) must be one of the systems: {', '.join(counts.systems)}",
+                         parameters=('anchor',))
     k_anchor = counts.systems.index(anchor)
     t = counts.pair_tensor()
     rows = []
@@ -168,11 +169,11 @@ def anchor_tests(counts: Counts, anchor: str, ties: str = "drop",
             k_test = math.floor(k) if k > n / 2 else math.ceil(k)
         deff = max(1.0, float((design_effects or {}).get(name, 1.0)))
         lo, hi = wilson_interval(k / deff, n / deff, confidence_level)
-        p = _binom_p(k_test, n)
+        p = binom_p(k_test, n)
         if deff > 1.0 and n:
             n_eff = max(1, round(n / deff))
             k_eff = k * n_eff / n
-            p = _binom_p(math.floor(k_eff) if k_eff > n_eff / 2 else math.ceil(k_eff), n_eff)
+            p = binom_p(math.floor(k_eff) if k_eff > n_eff / 2 else math.ceil(k_eff), n_eff)
         rows.append(AnchorRow(name, w, l, ti, inv, n, k / n if n else None, lo, hi, p, deff))
     return AnchorTests(anchor, ties, confidence_level, tuple(rows))
 
@@ -198,7 +199,7 @@ class TieRates:
 
 def tie_rates(counts: Counts, confidence_level: float = 0.95) -> TieRates:
     """Tie rate = ties / (A + B + tie); invalid judgments are not in the denominator."""
-    _check_level(confidence_level)
+    check_level(confidence_level)
 
     def row(name, ties, usable):
         p = proportion(ties, usable, confidence_level)

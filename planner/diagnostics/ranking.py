@@ -22,7 +22,7 @@ import numpy as np
 
 from planner.diagnostics.letters import LETTERS_MAX_SYSTEMS, compact_letters
 from planner.diagnostics.pairs import p_better_from_draws
-from planner.diagnostics.records import _check_level
+from planner.diagnostics.records import check_level
 from planner import text
 from planner.errors import UsageError
 
@@ -233,23 +233,24 @@ def rank_groups(systems: Sequence[str], means: Sequence[float], sds: Sequence[fl
         Leave the letters out above this many systems (``letters_note`` says
         why); default :data:`planner.diagnostics.letters.LETTERS_MAX_SYSTEMS`.
     """
-    _check_level(confidence_level)
+    check_level(confidence_level)
     mu = np.asarray(means, dtype=float)
     m = mu.size
     if len(systems) != m:
-        raise UsageError(f"systems ({len(systems)}) and means ({m}) must have the same length")
+        raise UsageError(f"`systems` ({len(systems)}) and `means` ({m}) must have the same length",
+                         parameters=('systems', 'means'))
     if sds is not None and cov is None:
         cov = np.diag(np.asarray(sds, dtype=float) ** 2)
     if cov is None and draws is None:
-        raise UsageError("rank_groups needs sds, cov or draws")
+        raise UsageError("rank_groups needs `sds`, `cov` or `draws`", parameters=('sds', 'cov', 'draws'))
     if cov is not None:
         cov = np.asarray(cov, dtype=float)
         if cov.shape != (m, m):
-            raise UsageError(f"cov shape ({cov.shape}) must be ({m}, {m})")
+            raise UsageError(f"`cov` shape ({cov.shape}) must be ({m}, {m})", parameters=('cov',))
     if draws is not None:
         draws = np.asarray(draws, dtype=float)
         if draws.ndim != 2 or draws.shape[1] != m:
-            raise UsageError(f"draws shape ({draws.shape}) must be (n_draws, {m})")
+            raise UsageError(f"`draws` shape ({draws.shape}) must be (n_draws, {m})", parameters=('draws',))
     order = np.argsort(-mu, kind="stable")
     hi_q = (1 + confidence_level) / 2
     if cov is not None:

@@ -6,7 +6,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
-from planner.diagnostics.records import _check_verdict, _get, _ranking
+from planner.diagnostics.records import check_verdict, value_of, ranking_judgments
 
 
 # ------------------------------------------------------------- reason shares
@@ -54,7 +54,7 @@ def reason_shares(judgments: Iterable[Any], systems: Sequence[str] | None = None
     Empty or blank reasons count as "no reason". Systems are listed in
     ``systems`` order if given, else in order of first appearance.
     """
-    rows = ((j.a, j.b, _check_verdict(j), _get(j, "reason"), 1) for j in _ranking(judgments))
+    rows = ((j.a, j.b, check_verdict(j), value_of(j, "reason"), 1) for j in ranking_judgments(judgments))
     return reason_shares_counts(rows, systems)
 
 

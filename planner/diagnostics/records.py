@@ -2,8 +2,10 @@
 
 A judgment record is any object with the attributes of :class:`JudgmentLike`
 (duck typing); :class:`JudgmentRecord` is a small frozen dataclass for tests
-and notebooks. Also here: the exact two-sided binomial p-value against 0.5 and
-the ``confidence_level`` check every diagnostic uses.
+and notebooks. Also here, shared by the diagnostics modules: reading an optional
+attribute (:func:`value_of`), the verdict and position checks, the records that
+rank systems, the exact two-sided binomial p-value against 0.5 and the
+``confidence_level`` check.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Protocol
 
 from planner.errors import DataError, check_range
+from planner.vocabulary import OUTCOMES
 
 # Kinds whose judgments are quality-control or absolute items, not evidence
 # about which of two systems is better; reason shares and length bias skip them.
@@ -40,7 +43,7 @@ class JudgmentRecord:
     """A minimal concrete judgment (the fields of the study's ``Judgment``)."""
 
     a: str
-    b: str
+    b: str | None   # None: an acceptability verdict on ``a`` alone
     verdict: str
     id: str | None = None
     item: str | None = None
@@ -55,12 +58,13 @@ class JudgmentRecord:
     batch: str | None = None
 
 
-def _get(j: Any, name: str, default=None):
+def value_of(j: Any, name: str, default=None):
+    """The optional attribute ``name`` of a judgment record, ``default`` when it is missing or None."""
     value = getattr(j, name, default)
     return default if value is None else value
 
 
-def _left_is_a(j: Any) -> bool | None:
+def left_is_a(j: Any) -> bool | None:
     """Whether ``a`` was shown left; ``None`` when the position is unknown.
 
     A missing attribute means the documented default ``"left"``; an explicit
@@ -71,45 +75,48 @@ def _left_is_a(j: Any) -> bool | None:
     if pos is None:
         return None
     if pos not in ("left", "right"):
-        raise DataError(f"judgment {_get(j, 'id', '?')}: a_position ({pos!r}) must be 'left' or 'right'")
+        raise DataError(f"judgment {value_of(j, 'id', '?')}: a_position ({pos!r}) must be 'left' or 'right'")
     return pos == "left"
 
 
-def _check_verdict(j: Any) -> str:
+def check_verdict(j: Any) -> str:
+    """A pairwise record's verdict, or a :class:`DataError` naming the judgment when it is not A, B, tie or
+    invalid."""
     v = j.verdict
-    if v not in ("A", "B", "tie", "invalid"):
-        raise DataError(f"judgment {_get(j, 'id', '?')}: verdict ({v!r}) must be one of A, B, tie, invalid")
+    if v not in OUTCOMES:
+        raise DataError(f"judgment {value_of(j, 'id', '?')}: verdict ({v!r}) must be one of A, B, tie, invalid")
     return v
 
 
 def position_verdict(j: Any) -> str:
     """The verdict in position form: ``left | right | tie | invalid``, or
     ``unknown`` for a decisive verdict whose presentation order is unknown."""
-    v = _check_verdict(j)
+    v = check_verdict(j)
     if v in ("tie", "invalid"):
         return v
-    left_is_a = _left_is_a(j)
-    if left_is_a is None:
+    a_left = left_is_a(j)
+    if a_left is None:
         return "unknown"
-    return "left" if (v == "A") == left_is_a else "right"
+    return "left" if (v == "A") == a_left else "right"
 
 
 def winner(j: Any) -> str | None:
     """The winning system's name, or ``None`` for tie / invalid."""
-    v = _check_verdict(j)
+    v = check_verdict(j)
     return j.a if v == "A" else j.b if v == "B" else None
 
 
-def _ranking(judgments: Iterable[Any]) -> list:
-    return [j for j in judgments if _get(j, "kind", "regular") not in NON_RANKING_KINDS]
+def ranking_judgments(judgments: Iterable[Any]) -> list:
+    """The records that are evidence about which of two systems is better (not :data:`NON_RANKING_KINDS`)."""
+    return [j for j in judgments if value_of(j, "kind", "regular") not in NON_RANKING_KINDS]
 
 
-def _binom_p(k: int, n: int) -> float | None:
+def binom_p(k: int, n: int) -> float | None:
     """Exact two-sided binomial p-value against 0.5 (= ``scipy.stats.binomtest(k, n).pvalue``).
 
     The null is symmetric, so the two-sided p-value is twice the smaller tail
     (1 at the centre). ``scipy.special.bdtr`` keeps ``scipy.stats`` (seconds of
-    import) out of the report path (issue 13).
+    import) out of the report path.
     """
     from scipy.special import bdtr
 
@@ -122,5 +129,6 @@ def _binom_p(k: int, n: int) -> float | None:
     return float(min(1.0, 2.0 * bdtr(m, n, 0.5)))
 
 
-def _check_level(confidence_level: float) -> None:
+def check_level(confidence_level: float) -> None:
+    """Refuse a ``confidence_level`` outside (0, 1) (a :class:`planner.errors.UsageError` naming it)."""
     check_range("confidence_level", confidence_level, 0.0, 1.0)

@@ -34,8 +34,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from planner.errors import quote
-from planner.formats._base import (
-    POSITION_VERDICTS,
+from planner.formats.reading import (
     BadValue,
     Row,
     iter_json_array_indexed,
@@ -44,6 +43,7 @@ from planner.formats._base import (
     text_id,
     where,
 )
+from planner.vocabulary import POSITION_VERDICTS
 
 _VERDICTS = ", ".join(POSITION_VERDICTS)
 
@@ -151,7 +151,7 @@ def _elements(path: Path) -> Iterator[tuple]:
 def _read(path: Path, flat: bool) -> Iterator[Row]:
     path = Path(path)
     for line, at, rec, problem in _elements(path):
-        if problem:
+        if rec is None:   # the iterator's problem (exactly one of the two is set)
             yield line, None, problem
             continue
         rid = text_id(rec.get("id"))

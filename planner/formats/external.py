@@ -26,7 +26,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from planner.errors import quote
-from planner.formats._base import (
+from planner.formats.reading import (
     Row,
     iter_json_array_indexed,
     iter_jsonl,
@@ -51,7 +51,7 @@ def read_mt_bench(path: Path, **_) -> Iterator[Row]:
     pairs are NOT collapsed into ties. ``error`` → invalid.
     """
     for line, row, problem in iter_jsonl(path):
-        if problem:
+        if row is None:   # the iterator's problem (exactly one of the two is set)
             yield line, None, problem
             continue
         at = where(path, line)
@@ -110,7 +110,7 @@ def read_arena_hard(path: Path, baseline: str | None = None, **_) -> Iterator[Ro
     ``baseline`` field or the ``baseline`` option.
     """
     for line, row, problem in iter_jsonl(path):
-        if problem:
+        if row is None:   # the iterator's problem (exactly one of the two is set)
             yield line, None, problem
             continue
         at = where(path, line)
@@ -287,7 +287,7 @@ def read_alpaca_eval(path: Path, tie_band: float = 0.0, **_) -> Iterator[Row]:
         raise UsageError(f"`tie_band` ({quote(tie_band)}) must be in [0, 0.5)", parameters=('tie_band',))
     path = Path(path)
     for line, _index, row, problem in iter_json_array_indexed(path):
-        if problem:
+        if row is None:   # the iterator's problem (exactly one of the two is set)
             yield line, None, problem
             continue
         at = where(path, line)

@@ -110,7 +110,8 @@ def _leaderboard(r) -> str:
                        f"{pct(x.pass_rate, 0)} [{pct(x.pass_low, 0)}, {pct(x.pass_high, 0)}]")
         rows.append(row)
     tied = ", ".join(r.tied_with_leader)
-    cols, note = ((0, 1, 2), (5,)), ""
+    cols: tuple[tuple[int, ...], tuple[int, ...]] = ((0, 1, 2), (5,))
+    note = ""
     if r.ranking is not None and not r.ranking.letters_shown:   # above 26 systems: no letters column
         head, rows, cols = head[:1] + head[2:], [x[:1] + x[2:] for x in rows], ((0, 1), (4,))
         note = _p(r.ranking.letters_note[0].upper() + r.ranking.letters_note[1:] + ".")

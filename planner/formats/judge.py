@@ -59,7 +59,6 @@ from planner.formats.templates import (  # noqa: F401  (re-exported for the judg
 )
 from planner.vocabulary import POSITION_VERDICTS
 
-VERDICTS = POSITION_VERDICTS
 # the templates' bracket tokens (a, b, c, pass, fail) and the verdict words themselves, lower case
 _TOKEN = {**{t.lower(): v for t, v in VERDICT_TOKENS.items()}, **{v: v for v in POSITION_VERDICTS}}
 _BRACKET_RE = re.compile(r"\[\[\s*(a|b|c|left|right|tie|pass|fail)\s*\]\]", re.IGNORECASE)
@@ -205,7 +204,7 @@ def _judge_lines(p: Path) -> Iterator[tuple[int, dict | None, str | None]]:
     try:
         fh = jsonsafe._OPEN(p, "rb")
     except FileNotFoundError:
-        raise UsageError(f"{quote(str(p))} does not exist") from None
+        raise UsageError(f"{quote(str(p))} does not exist", parameters=('path',)) from None
     except OSError as exc:
         raise DataError(f"{shown(name)}: cannot read the file ({exc.strerror or exc.__class__.__name__})",
                         parameters=parameters_of(name)) from None
@@ -266,8 +265,8 @@ def read_judge_outputs(path: str | os.PathLike) -> Iterator[tuple[int, str, str,
         The file does not exist.
     """
     for n, obj, problem in _judge_lines(Path(path)):
-        if problem:
-            raise DataError(problem)
+        if obj is None:   # the iterator's problem (exactly one of the two is set)
+            raise DataError(str(problem))
         kind, text, _model = classify(obj)
         if kind == "problem":
             raise DataError(f"{Path(path).name}:{n}: {text}")
@@ -295,7 +294,7 @@ def read_judge_rows(path: str | os.PathLike, **_) -> Iterator[tuple[int, dict | 
     """
     p = Path(path)
     for n, obj, problem in _judge_lines(p):
-        if problem:
+        if obj is None:   # the iterator's problem (exactly one of the two is set)
             yield n, None, problem
             continue
         cid = obj["custom_id"].strip()

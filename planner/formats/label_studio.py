@@ -33,8 +33,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from planner.errors import quote
-from planner.formats._base import (
-    POSITION_VERDICTS,
+from planner.formats.reading import (
     BadValue,
     Row,
     iter_csv,
@@ -42,6 +41,7 @@ from planner.formats._base import (
     opt_float,
     text_id,
 )
+from planner.vocabulary import POSITION_VERDICTS
 
 _VERDICTS = ", ".join(POSITION_VERDICTS)
 _FLOAT_INT = re.compile(r"^\d+\.0+$")
@@ -278,7 +278,7 @@ def read_label_studio_csv(path: Path, items=None, **_) -> Iterator[Row]:
     ``annotator``, ``verdict``, ``reason``, ``lead_time``, ...); rows cited as ``export.csv:row N``."""
     path = Path(path)
     for line, row, problem in iter_csv(path, rows=True):
-        if problem:
+        if row is None:   # the iterator's problem (exactly one of the two is set)
             yield line, None, problem
             continue
         label = f"{path.name}:row {line}"

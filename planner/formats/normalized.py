@@ -2,8 +2,8 @@
 
 ``simulate --replay`` and ``allocate --pilot`` read the same files ``ingest``
 reads, through the same reader (:func:`planner.formats.readers.read_normalized`),
-so a file one of them accepts the others accept too (issue 12: ``"verdict": "a"``
-and ``"Tie"`` were ingested but refused by both). On top of the reader, the one
+so a file one of them accepts the others accept too (``"verdict": "a"`` and
+``"Tie"`` included). On top of the reader, the one
 check ingest makes without a study is repeated here: a system is never compared
 with itself; and, when the caller knows the prompts, a judgment on another
 prompt is refused (as ingest refuses it in a study with prompts).
@@ -53,12 +53,12 @@ def load_normalized(path: str | os.PathLike, option: str,
         raise UsageError(f"{shown(option)} ({path}): no such file", parameters=parameters_of(option))
     out, problems = [], []
     for line, rec, problem in read_normalized(p):
-        if problem is None and rec.get("a") == rec.get("b"):
+        if rec is not None and rec.get("a") == rec.get("b"):
             problem = f"{p.name}:{line}: a == b ({rec['a']!r}); a system cannot be compared with itself"
-        elif problem is None and prompts is not None and rec["prompt"] not in prompts:
+        elif rec is not None and prompts is not None and rec["prompt"] not in prompts:
             problem = f"{p.name}:{line}: unknown prompt {rec['prompt']!r}; expected a prompt id of the prompts given"
-        if problem is not None:
-            problems.append(problem)
+        if rec is None or problem is not None:
+            problems.append(str(problem))
             if len(problems) >= MAX_PROBLEMS:
                 break
             continue

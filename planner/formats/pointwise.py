@@ -21,15 +21,16 @@ def _records(path: str | os.PathLike, option: str) -> list[tuple[str, dict]]:
     Unreadable lines (malformed JSON/CSV, not UTF-8) raise :class:`DataError`
     naming ``file:line``; empty CSV cells are ``None``.
     """
-    from planner.formats._base import iter_table
+    from planner.formats.reading import iter_table
 
     p = Path(path)
     if not p.is_file():
         raise UsageError(f"{shown(option)} ({path}): no such file", parameters=parameters_of(option))
-    rows, problems = [], []
+    rows: list[tuple[str, dict]] = []
+    problems: list[str] = []
     for line, rec, problem in iter_table(p):
-        if problem:
-            problems.append(problem)
+        if rec is None:   # the iterator's problem (exactly one of the two is set)
+            problems.append(str(problem))
         else:
             rows.append((f"{p.name}:{line}", rec))
     if problems:
@@ -45,7 +46,9 @@ def read_pointwise(path: str | os.PathLike, known: set[str]) -> list[dict]:
     second score for the same prompt and system) raise one :class:`DataError`
     naming ``file:line``.
     """
-    problems, seen, recs = [], {}, []
+    problems: list[str] = []
+    seen: dict[tuple, str] = {}
+    recs: list[dict] = []
     for where, rec in _records(path, "pointwise"):
         prompt, system, score = rec.get("prompt"), rec.get("system"), rec.get("score")
         try:

@@ -1,8 +1,7 @@
 """The one prompts-file reader (``planner init --prompts`` and ``planner allocate --prompts``).
 
-Issue 12: the two commands read prompts with two parsers that disagreed on
-``frozen`` (``t`` accepted by one, ``pass`` by the other, with different
-messages). Both now call :func:`read_prompts`.
+Both commands call :func:`read_prompts`, so a prompts file one accepts the
+other accepts too, with the same ``frozen`` words and the same messages.
 
 A prompts file is CSV (by a ``.csv`` extension, sniffed otherwise) or JSONL,
 one prompt per row:
@@ -27,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from planner.errors import UsageError, parameters_of, quote, shown
+from planner.names import id_problem, text_problem
 
 #: Spellings of a flag, compared after ``strip().lower()``; JSON true/false and
 #: the numbers 1/0 are accepted too.
@@ -105,8 +105,6 @@ def _difficulty(value: Any, where: str) -> tuple[float | str | None, str | None]
 
 
 def _row(rec: dict, where: str, seen: dict[str, str], problems: list[str]) -> PromptRow | None:
-    from planner.store.check import id_problem, text_problem
-
     pid = rec.get("id")
     why = id_problem(pid)
     if why:
@@ -149,7 +147,7 @@ def read_prompts(path: str | os.PathLike, option: str = "prompts") -> tuple[list
     UsageError
         ``path`` is not a file (named as ``option``).
     """
-    from planner.formats._base import iter_table
+    from planner.formats.reading import iter_table
 
     p = Path(path)
     if not p.is_file():
@@ -158,8 +156,8 @@ def read_prompts(path: str | os.PathLike, option: str = "prompts") -> tuple[list
     problems: list[str] = []
     seen: dict[str, str] = {}
     for line, rec, problem in iter_table(p):
-        if problem:
-            problems.append(problem)
+        if rec is None:   # the iterator's problem (exactly one of the two is set)
+            problems.append(str(problem))
             continue
         row = _row(rec, f"{p.name}:{line}", seen, problems)
         if row is not None:

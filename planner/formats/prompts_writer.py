@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING, Any
 from planner.errors import UsageError
 
 if TYPE_CHECKING:
-    from planner.allocation import Allocation
+    from planner.allocation_results import Allocation
 
-#: the prompts-file format (``id, text, stratum, weight, frozen``: ``planner init --prompts`` reads it, issue 13)
+#: the prompts-file format (``id, text, stratum, weight, frozen``: ``planner init --prompts`` reads it back)
 #: plus the allocation's ``order`` and ``gap``
 OUT_FIELDS = ("id", "text", "stratum", "weight", "frozen", "order", "gap")
 _OUT_ATTR = {"id": "prompt"}

@@ -60,23 +60,21 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from planner.errors import DataError, UsageError, quote
+from planner.errors import DataError, quote
+from planner.limits import check_choice
 from planner.formats import jsonsafe
-from planner.formats._base import (  # noqa: F401  (re-exported: others import them from here)
-    POSITION_VERDICTS,
-    SNIFF_BYTES,
+from planner.formats.reading import (
     Row,
     Sniff,
     extras,
     iter_csv,
-    iter_json_array,
-    iter_jsonl,
     iter_table,
     opt_str,
     sniff,
     where,
 )
 from planner.formats.argilla_read import read_argilla, read_argilla_flat
+from planner.vocabulary import POSITION_VERDICTS
 from planner.formats.external import read_alpaca_eval, read_arena_hard, read_mt_bench
 from planner.formats.label_studio import (
     read_label_studio,
@@ -105,7 +103,7 @@ def read_positions(path: Path, **_) -> Iterator[Row]:
     path = Path(path)
     is_csv = sniff(path).first_char != "{"
     for line, row, problem in iter_table(path, rows=True):
-        if problem:
+        if row is None:   # the iterator's problem (exactly one of the two is set)
             yield line, None, problem
             continue
         at = f"{path.name}:row {line}" if is_csv else where(path, line)
@@ -190,7 +188,7 @@ def read_normalized(path: Path, **_) -> Iterator[Row]:
     path = Path(path)
     if sniff(path).first_char != "{":
         for line, row, problem in iter_csv(path, rows=True):
-            if problem:
+            if row is None:   # the iterator's problem (exactly one of the two is set)
                 yield line, None, problem
                 continue
             out = _check_normalized(f"{path.name}:row {line}", line, row)
@@ -334,9 +332,7 @@ register(Reader("normalized", read_normalized, lambda s: {"a", "b", "verdict"} <
 def detect_format(path: Path, format: str | None = None) -> Reader:
     """The reader for ``path``: ``format`` when given, else the first that detects it."""
     if format is not None:
-        if format not in READERS:
-            raise UsageError(f"`format` ({quote(format)}) must be one of {', '.join(READERS)}",
-                             parameters=('format',))
+        check_choice("format", format, READERS)
         return READERS[format]
     s = sniff(Path(path))
     for r in READERS.values():

@@ -40,10 +40,10 @@ def _trace_from(doc: dict) -> Trace:
                  str(doc.get("fallback_reason", "")))
 
 
-def read_results(path: Path, fp: str, spec) -> dict[tuple[int, int], object]:
+def read_results(path: Path, fp: str, spec) -> dict[tuple[int, int], Trace]:
     """Finished runs in ``path`` keyed by (strategy index, rep). A torn last line
     (the process was killed mid-write) is ignored; anything else wrong is an error."""
-    done = {}
+    done: dict[tuple[int, int], Trace] = {}
     lines = path.read_text(encoding="utf-8").splitlines()
     for n, text in enumerate(lines, 1):
         if not text.strip():

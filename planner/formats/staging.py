@@ -42,7 +42,7 @@ from planner.errors import DataError, UsageError, parameters_of, quote, shown
 try:  # POSIX advisory locks tell a live owner from a killed one
     import fcntl
 except ImportError:  # pragma: no cover - Windows: no lock, recovery assumes no concurrent run
-    fcntl = None
+    fcntl = None  # type: ignore[assignment]
 
 JOURNAL_PREFIX = ".planner-staging."
 TMP_SUFFIX = ".planner.tmp"

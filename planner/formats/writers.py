@@ -55,25 +55,24 @@ import os
 import re
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from xml.sax.saxutils import quoteattr
 
-from planner.csvcell import CSV_DANGEROUS, neutralize_cell  # noqa: F401  (re-exported)
+from planner.csvcell import neutralize_cell
 from planner.errors import DataError, UsageError, quote
-from planner.formats._base import read_option_file
+from planner.limits import check_choice
+from planner.formats.reading import read_option_file
+from planner.formats.annotation_tools import (ACCEPTABILITY_QUESTION, argilla_records, argilla_settings, check_reasons,
+                                              label_studio_acceptability_config, label_studio_config, ls_tasks)
 from planner.formats.staging import stage, write_atomically
-from planner.formats.templates import (  # noqa: F401  (re-exported: the judge templates' old home)
+from planner.formats.templates import (
     ACCEPTABILITY_FIELDS,
     DEFAULT_ACCEPTABILITY_TEMPLATE,
     DEFAULT_PAIRWISE_TEMPLATE,
     JUDGE_SYSTEM_MESSAGE,
-    PAIRWISE_FIELDS,
     check_template,
 )
-from planner.vocabulary import ACCEPTABILITY_VERDICTS, PAIRWISE_VERDICTS
 
 FORMATS = ("jsonl", "csv", "label-studio", "argilla", "judge")
 DEFAULT_EXT = {"jsonl": ".jsonl", "csv": ".csv", "label-studio": ".json", "argilla": ".json", "judge": ".jsonl"}
-ACCEPTABILITY_QUESTION = "Would you be happy to send this response to a customer? (pass / fail)"
 CSV_COLUMNS = ("item", "prompt", "left", "right", "response", "question", "verdict", "reason")
 # No default judge model: the judge is a choice the user makes (and a default
 # such as "gpt-4o" would put a near-copy of a compared system's name, "gpt-4",
@@ -83,19 +82,6 @@ CSV_COLUMNS = ("item", "prompt", "left", "right", "response", "question", "verdi
 NO_TEMPERATURE_MODELS = ("o1*", "o3*", "o4*", "o<digit>*", "gpt-5*")
 _NO_TEMPERATURE_RE = re.compile(r"^(?:.*/)?(?:o\d|gpt-5)", re.IGNORECASE)
 TEMPERATURE_RANGE = (0.0, 2.0)  # the chat-completions API's documented range
-_REASON_RE = re.compile(r"^[A-Za-z0-9_-]+$")
-
-
-def _check_reasons(reasons: Sequence[str]) -> tuple[str, ...]:
-    codes = tuple(reasons)
-    if not codes:
-        raise UsageError("reason codes: the study defines none (at least one is needed)")
-    for c in codes:
-        if not isinstance(c, str) or not _REASON_RE.match(c):
-            raise UsageError(f"reason code {c!r} must be letters, digits, '_' or '-'")
-    if len(set(codes)) != len(codes):
-        raise UsageError("reason codes must be unique")
-    return codes
 
 
 # ------------------------------------------------------------ file layout
@@ -150,131 +136,6 @@ def _csv_bytes(items) -> bytes:
     return buf.getvalue().encode("utf-8")
 
 
-def _ls_questions(to_name: str, verdicts: Sequence[str], reasons: Sequence[str], question: str,
-                  reason_header: str, reason_when: Sequence[str]) -> str:
-    """The ``verdict`` and conditional ``reason`` Choices shared by both configs."""
-    codes = _check_reasons(reasons)
-    verdict_xml = "\n".join(f"    <Choice value={quoteattr(v)}/>" for v in verdicts)
-    reason_xml = "\n".join(f"    <Choice value={quoteattr(c)}/>" for c in codes)
-    when = ",".join(reason_when)
-    return f"""  <Header value={quoteattr(question)}/>
-  <Choices name="verdict" toName="{to_name}" choice="single-radio" required="true" showInline="true">
-{verdict_xml}
-  </Choices>
-  <Header value={quoteattr(reason_header)}/>
-  <Choices name="reason" toName="{to_name}" choice="single-radio" required="true" showInline="true"
-           visibleWhen="choice-selected" whenTagName="verdict" whenChoiceValue="{when}">
-{reason_xml}
-  </Choices>
-"""
-
-
-def label_studio_config(reasons: Sequence[str]) -> str:
-    """Labeling config XML for pairwise items.
-
-    ``verdict`` (left/right/tie/invalid) is required; ``reason`` (the study's
-    codes) is shown and required only when the verdict is not ``tie``
-    (``visibleWhen="choice-selected"`` on ``verdict`` with
-    ``whenChoiceValue="left,right,invalid"``; Label Studio validates a
-    ``required`` control only while it is visible).
-    """
-    questions = _ls_questions("prompt", PAIRWISE_VERDICTS, reasons, "Which response is better?", "Main reason",
-                              ("left", "right", "invalid"))
-    return f"""<View>
-  <Header value="Prompt"/>
-  <Text name="prompt" value="$prompt"/>
-  <View style="display: flex; gap: 1em;">
-    <View style="flex: 1;">
-      <Header value="Left"/>
-      <Text name="left" value="$left"/>
-    </View>
-    <View style="flex: 1;">
-      <Header value="Right"/>
-      <Text name="right" value="$right"/>
-    </View>
-  </View>
-{questions}</View>
-"""
-
-
-def label_studio_acceptability_config(reasons: Sequence[str]) -> str:
-    """Labeling config XML for acceptability items (``verdict`` pass/fail/invalid; reason on fail/invalid)."""
-    questions = _ls_questions("response", ACCEPTABILITY_VERDICTS, reasons, ACCEPTABILITY_QUESTION,
-                              "Main problem", ("fail", "invalid"))
-    return f"""<View>
-  <Header value="Prompt"/>
-  <Text name="prompt" value="$prompt"/>
-  <Header value="Response"/>
-  <Text name="response" value="$response"/>
-{questions}</View>
-"""
-
-
-def _ls_tasks(items) -> list[dict]:
-    out = []
-    for it in items:
-        if it.is_pairwise:
-            out.append({"data": {"item_id": it.item_id, "prompt": it.prompt, "left": it.left_text,
-                                 "right": it.right_text}})
-        else:
-            out.append({"data": {"item_id": it.item_id, "prompt": it.prompt, "response": it.left_text}})
-    return out
-
-
-def _argilla_field(name: str, title: str) -> dict:
-    return {"name": name, "title": title, "description": None, "required": True, "type": "text",
-            "settings": {"type": "text", "use_markdown": False}}
-
-
-def _argilla_label_question(name: str, title: str, labels: Sequence[str], required: bool) -> dict:
-    return {"name": name, "title": title, "description": None, "required": required, "type": "label_selection",
-            "settings": {"type": "label_selection", "options": [{"text": x, "value": x} for x in labels],
-                         "visible_options": None}}
-
-
-def argilla_settings(reasons: Sequence[str], *, acceptability: bool = False) -> dict:
-    """Dataset settings in the shape of argilla 2.x ``rg.Settings.serialize()``.
-
-    ``rg.Settings.from_json(path)`` loads the written file (each field and
-    question carries its ``settings`` block, which the SDK's models require).
-    """
-    codes = list(_check_reasons(reasons))
-    if acceptability:
-        fields = [_argilla_field("prompt", "Prompt"), _argilla_field("response", "Response"),
-                  _argilla_field("question", "Question")]
-        questions = [
-            _argilla_label_question("verdict", ACCEPTABILITY_QUESTION, ACCEPTABILITY_VERDICTS, True),
-            _argilla_label_question("reason", "Main problem (required when the verdict is fail or invalid)",
-                                    codes, False),
-        ]
-        guidelines = "Judge the single response: would you send it to a customer as it is?"
-    else:
-        fields = [_argilla_field(n, n.capitalize()) for n in ("prompt", "left", "right")]
-        questions = [
-            _argilla_label_question("verdict", "Which response is better?", PAIRWISE_VERDICTS, True),
-            _argilla_label_question("reason", "Main reason (required when the verdict is not tie)", codes, False),
-        ]
-        guidelines = ("Compare the left and the right response to the prompt; choose left, right, tie, or "
-                      "invalid when the item cannot be judged. Give the main reason unless it is a tie.")
-    return {"guidelines": guidelines, "questions": questions, "fields": fields, "vectors": [],
-            "metadata": [{"name": "item_id", "title": "Item", "visible_for_annotators": True,
-                          "settings": {"type": "terms", "values": None, "visible_for_annotators": True}}],
-            "allow_extra_metadata": False, "mapping": None}
-
-
-def _argilla_records(items) -> list[dict]:
-    """Flat records: ``records.log`` maps each key to the field/metadata/id of the same name."""
-    out = []
-    for it in items:
-        if it.is_pairwise:
-            out.append({"id": it.item_id, "prompt": it.prompt, "left": it.left_text, "right": it.right_text,
-                        "item_id": it.item_id})
-        else:
-            out.append({"id": it.item_id, "prompt": it.prompt, "response": it.left_text,
-                        "question": ACCEPTABILITY_QUESTION, "item_id": it.item_id})
-    return out
-
-
 def check_temperature(temperature) -> float | None:
     """``--temperature``: None, or a finite number in :data:`TEMPERATURE_RANGE`."""
     if temperature is None:
@@ -305,7 +166,7 @@ def judge_requests(items, *, reasons: Sequence[str], template: str | None = None
     ``temperature``: see :func:`judge_temperature` (explicit value, else 0,
     else none for models that reject the parameter).
     """
-    codes = ", ".join(_check_reasons(reasons))
+    codes = ", ".join(check_reasons(reasons))
     pair_t = check_template(template if template is not None else DEFAULT_PAIRWISE_TEMPLATE)
     acc_t = check_template(acceptability_template if acceptability_template is not None
                            else DEFAULT_ACCEPTABILITY_TEMPLATE, allowed=ACCEPTABILITY_FIELDS,
@@ -355,9 +216,8 @@ def render_batch(batch, path: str | os.PathLike, format: str = "jsonl", *, reaso
     redact_names : sequence of str, optional
         System names whose mentions in response texts become ``[a model]``.
     """
-    if format not in FORMATS:
-        raise UsageError(f"`format` ({format!r}) must be one of {', '.join(FORMATS)}", parameters=('format',))
-    codes = _check_reasons(reasons)
+    check_choice("format", format, FORMATS)
+    codes = check_reasons(reasons)
     path = Path(path)
     if not path.suffix:
         path = path.with_name(path.name + DEFAULT_EXT[format])
@@ -388,14 +248,14 @@ def render_batch(batch, path: str | os.PathLike, format: str = "jsonl", *, reaso
                                                         model=judge_model, temperature=temperature))))
         elif format == "label-studio":
             if pair or not acc:
-                files.append((target, _json(_ls_tasks(pair))))
+                files.append((target, _json(ls_tasks(pair))))
             if acc:
-                files.append((_annotator_path(path, annotator, "acceptability"), _json(_ls_tasks(acc))))
+                files.append((_annotator_path(path, annotator, "acceptability"), _json(ls_tasks(acc))))
         else:  # argilla
             if pair or not acc:
-                files.append((target, _json(_argilla_records(pair))))
+                files.append((target, _json(argilla_records(pair))))
             if acc:
-                files.append((_annotator_path(path, annotator, "acceptability"), _json(_argilla_records(acc))))
+                files.append((_annotator_path(path, annotator, "acceptability"), _json(argilla_records(acc))))
     if format == "label-studio":
         if any_pair or not any_acc:
             files.append((_shared_path(path, "label-config.xml"), label_studio_config(codes).encode("utf-8")))

@@ -28,7 +28,7 @@ def acceptability_gate(acc, ci: int, bi: int, min_pass_rate: float | None,
     d, dl, dh = newcombe_difference(cp, cn, bp, bn, confidence_level)
     pct = lambda v: f"{100 * v:.0f}%"  # noqa: E731
     fails, undecided, fine = [], [], []
-    if d is not None:
+    if d is not None and dl is not None and dh is not None:   # all three, or none without verdicts
         if dh < 0:
             fails.append(f"{candidate}'s pass rate {pct(cr)} is credibly below {baseline}'s {pct(br)} "
                          f"(difference {100 * d:+.0f} points, {confidence_level:.0%} Newcombe interval "
@@ -40,7 +40,7 @@ def acceptability_gate(acc, ci: int, bi: int, min_pass_rate: float | None,
         if cr is None:
             undecided.append(f"{candidate} has no acceptability verdicts to check against "
                              f"--min-pass-rate {pct(min_pass_rate)}")
-        elif ch < min_pass_rate:
+        elif ch is not None and ch < min_pass_rate:
             fails.append(f"{candidate}'s pass rate {pct(cr)} ({confidence_level:.0%} interval {pct(cl)}–{pct(ch)}) "
                          f"is credibly below --min-pass-rate {pct(min_pass_rate)}")
         elif cr < min_pass_rate:

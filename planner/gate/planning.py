@@ -49,7 +49,8 @@ def needed_judgments(delta: float, tie_rate: float, invalid_rate: float, alpha: 
     design = pw.Design(alpha=alpha, power=PLANNING_POWER, alternative="two-sided", ties="half",
                        tie_rate=t, invalid_rate=min(invalid_rate, 0.9))
     res = pw.size(d, design, looks=looks, boundary=boundary)
-    return int(res.sequential.n_max) if looks > 1 else int(res.judgments_per_pair)
+    n_max = res.sequential.n_max if looks > 1 and res.sequential is not None else None
+    return int(n_max) if n_max is not None else int(res.judgments_per_pair)
 
 
 def plan_more(n, inv, tie, s, margin, theta_pass, theta_reg, pooled_tie, pooled_inv, alpha_each,

@@ -22,13 +22,16 @@ from planner.gate.acceptability import acceptability_gate
 from planner.gate.estimates import (finite, pair_tallies, pooled_row, position_shares, posterior_columns,
                                     score_interval)
 from planner.gate.planning import PLANNING_POWER, plan_more
-from planner.gate.results import BOUNDARIES, ENGINES, EXIT_CODES, MODES, Decision, StratumDecision
+from planner.gate.results import EXIT_CODES, MODES, Decision, StratumDecision
 from planner.gate.text import decision_notes, decision_sentence, multiplicity_note
-from planner.stats import distributions as stats  # stats.norm without importing scipy.stats (issue 13)
+from planner.limits import check_choice
+from planner.stats import distributions as stats  # stats.norm without importing scipy.stats (seconds of import)
 from planner.stats.multiplicity import holm, holm_adjusted
 from planner.stats.clusters import ClusterCells, applied_design_effect
 from planner.stats.proportions import half_tie_score_z
+from planner.stats.conventions import BOUNDARIES
 from planner.stats.sequential import check_look
+from planner.vocabulary import ENGINES
 
 
 def score_z(wins: int, decisive: int, p0: float) -> float | None:
@@ -177,13 +180,9 @@ def _question(systems: tuple[str, ...], candidate: str, baseline: str, *, margin
     check_systems(systems, candidate, baseline)
     check_range("margin", margin, 0, 0.5, low_open=False)
     check_range("confidence_level", confidence_level, 0, 1)
-    if mode not in MODES:
-        raise UsageError(f"`mode` ({mode!r}) must be one of {', '.join(MODES)}", parameters=('mode',))
-    if engine not in ENGINES:
-        raise UsageError(f"`engine` ({engine!r}) must be one of {', '.join(ENGINES)}", parameters=('engine',))
-    if boundary not in BOUNDARIES:
-        raise UsageError(f"`boundary` ({boundary!r}) must be one of {', '.join(BOUNDARIES)}",
-                         parameters=('boundary',))
+    check_choice("mode", mode, MODES)
+    check_choice("engine", engine, ENGINES)
+    check_choice("boundary", boundary, BOUNDARIES)
     if min_pass_rate is not None:
         check_range("min_pass_rate", min_pass_rate, 0, 1, low_open=False, high_open=False)
     look = check_look(look, looks)
@@ -201,9 +200,11 @@ def _normalised_weights(stratum_weights: dict[str, float] | None, strata: tuple[
     if stratum_weights is not None:
         unknown = sorted(set(stratum_weights) - set(strata))
         if unknown:
-            raise UsageError(f"stratum weights name unknown strata {unknown}; known strata are {list(strata)}")
+            raise UsageError(f"stratum weights name unknown strata {unknown}; known strata are {list(strata)}",
+                             parameters=('stratum_weights',))
         if np.any(~np.isfinite(raw)) or np.any(raw < 0):
-            raise UsageError(f"stratum weights ({stratum_weights!r}) must be finite and >= 0")
+            raise UsageError(f"stratum weights ({stratum_weights!r}) must be finite and >= 0",
+                             parameters=('stratum_weights',))
     return raw / raw.sum() if raw.sum() > 0 else np.full(K, 1.0 / K)
 
 
@@ -236,8 +237,10 @@ def _score_tests(tally: np.ndarray, q: _Question, deffs: list[float]):
         basics.append((w, l, t, inv, s, tie, lo, hi))
         zp = zr = None
         if w + l + t > 0:   # trinomial score tests: the tie share is estimated under H0, not taken as known
-            zp = finite(half_tie_score_z(w, l, t, q.theta_pass, deffs[k]))
-            zr = finite(-half_tie_score_z(w, l, t, q.theta_reg, deffs[k]))
+            up = half_tie_score_z(w, l, t, q.theta_pass, deffs[k])
+            down = half_tie_score_z(w, l, t, q.theta_reg, deffs[k])
+            zp = None if up is None else finite(up)
+            zr = None if down is None else finite(-down)
         z_p.append(zp)
         z_r.append(zr)
         p_p.append(None if zp is None else float(stats.norm.sf(zp)))

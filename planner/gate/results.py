@@ -5,8 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 MODES = ("non-inferiority", "superiority")
-from planner.vocabulary import ENGINES  # noqa: E402,F401 (the model's engines)
-BOUNDARIES = ("obrien-fleming", "pocock")
 VERDICTS = ("pass", "regress", "undecided")
 #: exit codes scripts can gate on (data/usage errors keep 1 and 2)
 EXIT_CODES = {"pass": 0, "regress": 3, "undecided": 4}

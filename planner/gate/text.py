@@ -71,8 +71,8 @@ def decision_sentence(verdict, rows, gate, candidate, baseline, mode, margin, th
     claim = (f"non-inferior to {baseline} (margin {margin:g})" if mode == "non-inferiority"
              else f"better than {baseline}" + (f" (margin {margin:g} for regressions)" if margin else ""))
     scope = f" in all {K} strata" if K > 1 else (f" in {rows[0].stratum}" if where else "")
-    tail = f"; acceptability OK ({gate.message})" if gate.status == "pass" else ""
-    return f"Release gate: PASS — {candidate} is {claim}{scope}{tail}."
+    ok = f"; acceptability OK ({gate.message})" if gate.status == "pass" else ""
+    return f"Release gate: PASS — {candidate} is {claim}{scope}{ok}."
 
 
 def multiplicity_note(alpha: float, K: int) -> str:

@@ -1,4 +1,4 @@
-"""Budgeting a hybrid (humans + judge) study: how many human and judge labels, at what cost (issue 16).
+"""Budgeting a hybrid (humans + judge) study: how many human and judge labels, at what cost.
 
 Pure functions (a pilot study is read by :func:`planner.workflows.hybrid_report.rho_from_study`).
 
@@ -120,7 +120,7 @@ def continuous_split(n0: float, rho: float, human_cost: float, judge_cost: float
     else:
         n, m = n0 * (1 - r2), math.inf
     capped = max_items is not None and m > max_items
-    if capped:
+    if capped and max_items is not None:
         if max_items <= n0:
             return None
         m = float(max_items)
@@ -230,7 +230,7 @@ def plan(n0: float, rho: float, human_cost: float, judge_cost: float, *, target:
          human_n: int | None = None, human_n_exact: int | None = None) -> HybridPlan:
     """The plan for a human-only requirement of ``n0`` items (continuous) per pair."""
     if not (n0 > 0 and math.isfinite(n0)):
-        raise UsageError(f"the human-only size must be a positive finite number; got {n0!r:.40}")
+        raise UsageError(f"the human-only size must be a positive finite number; got {n0!r:.40}", parameters=('n0',))
     if n0 > limits.MAX_JUDGMENTS:
         raise UsageError(f"the target needs about {n0:,.0f} human labels per pair; planner budgets at most "
                          f"{limits.MAX_JUDGMENTS:,} (a larger effect or `width`, or lower `power`/`confidence_level`, "

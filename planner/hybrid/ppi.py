@@ -1,4 +1,4 @@
-"""Prediction-powered Bradley–Terry: few human verdicts plus many judge verdicts (issue 16).
+"""Prediction-powered Bradley–Terry: few human verdicts plus many judge verdicts.
 
 Pure functions on arrays → frozen results; no study, no I/O.
 
@@ -41,6 +41,7 @@ from scipy.special import expit
 from scipy.stats import norm
 
 from planner.errors import DataError, UsageError, parameters_of, shown
+from planner.limits import check_choice
 from planner.equality import array_eq
 
 __all__ = ["BTInterval", "HybridComparison", "ppi_bradley_terry", "human_only_bradley_terry",
@@ -213,14 +214,16 @@ def _interval(method, names, theta_r, cov_r, lam, n, m, confidence_level) -> BTI
 def _prepare(names, pairs_l, y_l, yhat_l, pairs_u, yhat_u, confidence_level):
     k = len(names)
     if k < 2 or len(set(names)) != k:
-        raise UsageError(f"need at least 2 distinct system names; got {k}")
+        raise UsageError(f"need at least 2 distinct system names; got {k}", parameters=('names',))
     if not 0 < confidence_level < 1:
-        raise UsageError(f"confidence_level must be in (0, 1); got {confidence_level!r:.80}")
+        raise UsageError(f"`confidence_level` must be in (0, 1); got {confidence_level!r:.80}",
+                         parameters=('confidence_level',))
     pairs_l, y_l = _check(pairs_l, y_l, k, "labelled items")
     _, yhat_l = _check(pairs_l, yhat_l, k, "judge predictions on labelled items")
     pairs_u, yhat_u = _check(pairs_u, yhat_u, k, "judge predictions on unlabelled items")
     if len(y_l) < k:
-        raise UsageError(f"need at least {k} human-labelled items for {k} systems; got {len(y_l)}")
+        raise UsageError(f"need at least {k} human-labelled items for {k} systems; got {len(y_l)}",
+                         parameters=('y_labelled',))
     return k, design_matrix(pairs_l, k), y_l, yhat_l, design_matrix(pairs_u, k), yhat_u
 
 
@@ -235,14 +238,14 @@ def ppi_bradley_terry(names, pairs_labelled, y_labelled, yhat_labelled, pairs_un
     k, x_l, y_l, yh_l, x_u, yh_u = _prepare(names, pairs_labelled, y_labelled, yhat_labelled,
                                             pairs_unlabelled, yhat_unlabelled, confidence_level)
     if len(x_u) < 2 and lam != 0:
-        raise UsageError("need at least 2 unlabelled items with judge predictions (or lam=0)")
+        raise UsageError("need at least 2 unlabelled items with judge predictions (or `lam` 0)", parameters=('lam',))
     if lam is None:
         _, _, st = _rectified(x_l, y_l, yh_l, x_u, yh_u, 1.0)
         lam1 = _lam(*st)
         _, _, st = _rectified(x_l, y_l, yh_l, x_u, yh_u, lam1)
         lam = _lam(*st)
     elif not 0 <= lam <= 1:
-        raise UsageError(f"lam must be in [0, 1] or None (tuned); got {lam!r:.80}")
+        raise UsageError(f"`lam` must be in [0, 1] or None (tuned); got {lam!r:.80}", parameters=('lam',))
     theta, sigma, _ = _rectified(x_l, y_l, yh_l, x_u, yh_u, float(lam))
     return _interval("ppi++" if lam else "human only", names, theta, sigma, lam, len(x_l), len(x_u),
                      confidence_level)
@@ -332,9 +335,9 @@ def ppi_davidson(names, pairs_labelled, y_labelled, yhat_labelled, pairs_unlabel
     k, x_l, _, _, x_u, _ = _prepare(names, pairs_labelled, _score(y_l), _score(yh_l), pairs_unlabelled,
                                     _score(yh_u), confidence_level)
     if len(x_u) < 2 and lam != 0:
-        raise UsageError("need at least 2 unlabelled items with judge predictions (or lam=0)")
+        raise UsageError("need at least 2 unlabelled items with judge predictions (or `lam` 0)", parameters=('lam',))
     if lam is not None and not 0 <= lam <= 1:
-        raise UsageError(f"lam must be in [0, 1] or None (tuned); got {lam!r:.80}")
+        raise UsageError(f"`lam` must be in [0, 1] or None (tuned); got {lam!r:.80}", parameters=('lam',))
     st = me.statistic
     phi, sigma, lam = me.ppi("davidson", x_l, st("davidson", y_l), st("davidson", yh_l),
                              x_u, st("davidson", yh_u), lam)
@@ -356,19 +359,19 @@ def ipw_bradley_terry(names, pairs, y, yhat, labelled, pi, *, model: str = "logi
     """
     from planner.hybrid import mest as me
 
-    if model not in me.MODELS:
-        raise UsageError(f"model: {str(model)[:40]!r} is not one of {', '.join(me.MODELS)}")
+    check_choice("model", model, me.MODELS)
     k = len(names)
     labelled = np.asarray(labelled, dtype=bool)
     n_all = len(labelled)
     pi = np.asarray(pi, dtype=float)
     c = np.ones(n_all) if weights is None else np.asarray(weights, dtype=float)
     if pi.shape != (n_all,) or c.shape != (n_all,):
-        raise UsageError(f"pi and weights need one value per item ({n_all}); got {pi.shape} and {c.shape}")
+        raise UsageError(f"`pi` and `weights` need one value per item ({n_all}); got {pi.shape} and {c.shape}",
+                         parameters=('pi', 'weights'))
     if np.any(~np.isfinite(pi[labelled])) or np.any((pi[labelled] <= 0) | (pi[labelled] > 1)):
-        raise UsageError("pi: every labelled item needs an inclusion probability in (0, 1]")
+        raise UsageError("`pi`: every labelled item needs an inclusion probability in (0, 1]", parameters=('pi',))
     if not np.all(np.isfinite(c)) or np.any(c < 0):
-        raise UsageError("weights must be finite and >= 0")
+        raise UsageError("`weights` must be finite and >= 0", parameters=('weights',))
     if model == "davidson":
         y3 = _check_shares(np.where(labelled[:, None], y, np.nan), n_all, "labelled items", allow_missing=True)
         yh3 = _check_shares(yhat, n_all, "judge predictions")
@@ -379,9 +382,10 @@ def ipw_bradley_terry(names, pairs, y, yhat, labelled, pi, *, model: str = "logi
         s, sh = me.statistic(model, y_s), me.statistic(model, yh_s)
     _, x, _, _, _, _ = _prepare(names, np.asarray(pairs), y_s, yh_s, np.asarray(pairs)[:0], yh_s[:0], confidence_level)
     if labelled.sum() < k:
-        raise UsageError(f"need at least {k} human-labelled items for {k} systems; got {int(labelled.sum())}")
+        raise UsageError(f"need at least {k} human-labelled items for {k} systems; got {int(labelled.sum())}",
+                         parameters=('y',))
     if lam is not None and not 0 <= lam <= 1:
-        raise UsageError(f"lam must be in [0, 1] or None (tuned); got {lam!r:.80}")
+        raise UsageError(f"`lam` must be in [0, 1] or None (tuned); got {lam!r:.80}", parameters=('lam',))
     phi, sigma, lam = me.ipw(model, x, s, sh, labelled, np.where(labelled, pi, 1.0), c, lam, clusters)
     tag = "ipw-ppi" if lam else "ipw human only"
     return _finish(tag + (" davidson" if model == "davidson" else ""), names, model, phi, sigma, lam,

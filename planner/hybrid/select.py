@@ -1,4 +1,4 @@
-"""Which items a human label is worth most on: active inference for the hybrid estimator (issue 16).
+"""Which items a human label is worth most on: active inference for the hybrid estimator.
 
 Zrnic & Candès 2024, *Active Statistical Inference* (ICML, arXiv:2403.03208): label item i with a
 known probability π_i chosen where the judge is least reliable, and weight each labelled item by
@@ -39,6 +39,7 @@ import numpy as np
 from scipy.special import ndtr
 
 from planner.errors import UsageError
+from planner.limits import check_choice
 from planner.equality import array_eq
 
 MIN_PILOT = 20
@@ -169,11 +170,11 @@ def select_for_humans(items, expected: float, rng: np.random.Generator, *, floor
     if not 0 < floor <= 1:
         raise UsageError(f"`floor` ({floor!r:.40}) must be in (0, 1]: the uniform share of the probabilities",
                          parameters=('floor',))
-    if objective not in OBJECTIVES:
-        raise UsageError(f"objective {str(objective)[:40]!r} must be one of {', '.join(OBJECTIVES)}")
+    check_choice("objective", objective, OBJECTIVES)
     cand = ~items.labelled if exclude is None else ~items.labelled & ~np.asarray(exclude, dtype=bool)
     if cand.sum() == 0:
-        raise UsageError("every item already carries human votes (or waits for them): nothing to choose")
+        raise UsageError("every item already carries human votes (or waits for them): nothing to choose",
+                         parameters=('exclude',))
     spread = items.spread if items.spread is not None else np.zeros(len(items.y))
     fit, pilot = current_fit(items.names, items.pairs, items.yhat, items.y)
     mu = 1 / (1 + np.exp(fit.theta[items.pairs[:, 1]] - fit.theta[items.pairs[:, 0]]))

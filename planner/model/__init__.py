@@ -68,7 +68,6 @@ from planner.model.laplace import (
     type2_log_sigma,
 )
 from planner.model.types import Z95, Diagnostics, Fit, Prior, Summary
-from planner.vocabulary import ENGINES
 
-__all__ = ["ENGINES", "LOG_SIGMA_BOUNDS", "Z95", "Diagnostics", "Fit", "Prior", "Summary", "bt", "fit",
+__all__ = ["LOG_SIGMA_BOUNDS", "Z95", "Diagnostics", "Fit", "Prior", "Summary", "bt", "fit",
            "gaussian_at_mode", "laplace_log_marginal", "lognormal_summary", "normal_summary", "type2_log_sigma"]

@@ -57,7 +57,7 @@ def elo_update(r_a, r_b, score, k: float = 32.0):
     return np.asarray(r_a, dtype=float) + k * (np.asarray(score, dtype=float) - expected_score(r_a, r_b))
 
 
-def outcome_probs(delta, nu: float = 0.0):
+def outcome_probs(delta, nu: float | np.ndarray = 0.0):
     """Davidson outcome probabilities ``(P(A), P(B), P(tie))`` for logit gaps ``delta``.
 
     Numerically stable for large ``|delta|`` (computed relative to the larger

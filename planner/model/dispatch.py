@@ -10,6 +10,7 @@ import numpy as np
 
 from planner.counts import Counts
 from planner.errors import DataError, UsageError
+from planner.limits import check_choice
 from planner.model.laplace import fit_laplace
 from planner.model.types import Fit, Prior
 from planner.stats.clusters import ClusterCells
@@ -27,11 +28,11 @@ def _stratum_weights(counts: Counts, stratum_weights: dict | None) -> np.ndarray
     unknown = sorted(set(stratum_weights) - set(counts.strata))
     if unknown:
         raise UsageError(f"stratum weights name unknown strata {unknown}; "
-                         f"known strata are {list(counts.strata)}")
+                         f"known strata are {list(counts.strata)}", parameters=('stratum_weights',))
     w = np.array([float(stratum_weights.get(s, 0.0)) for s in counts.strata])
     if np.any(~np.isfinite(w)) or np.any(w < 0) or w.sum() <= 0:
         raise UsageError(f"stratum weights ({stratum_weights!r}) must be finite, >= 0 "
-                         "and not all zero")
+                         "and not all zero", parameters=('stratum_weights',))
     return w / w.sum()
 
 
@@ -77,8 +78,7 @@ def fit(counts: Counts, *, engine: str = "laplace", by_stratum: bool = False,
     -------
     Fit
     """
-    if engine not in ENGINES:
-        raise UsageError(f"`engine` ({engine!r}) must be one of 'laplace' or 'nuts'", parameters=('engine',))
+    check_choice("engine", engine, ENGINES)
     for name, v, low in (("draws", draws, 1), ("tune", tune, 0), ("chains", chains, 1)):
         if not isinstance(v, (int, np.integer)) or v < low:
             raise UsageError(f"`{name}` ({v!r}) must be an integer >= {low}", parameters=(name,))
@@ -86,9 +86,9 @@ def fit(counts: Counts, *, engine: str = "laplace", by_stratum: bool = False,
         raise UsageError(f"`cores` ({cores!r}) must be an integer >= 1", parameters=('cores',))
     if stratum_weights is not None and not by_stratum:
         raise UsageError("stratum weights need `by_stratum`", parameters=('by_stratum',))
-    prior = (prior or Prior()).check()
+    prior = prior or Prior()
     if len(counts.systems) < 1:
-        raise UsageError("the model needs at least one system")
+        raise UsageError("the model needs at least one system", parameters=('counts',))
     weights = None
     strata = tuple(counts.strata)
     if by_stratum:

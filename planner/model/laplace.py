@@ -70,6 +70,8 @@ class Problem:
         prec = np.empty(self.p)
         prec[: self.m] = 1.0 / sigma**2
         if self.by_stratum:
+            if tau is None:
+                raise ValueError("a per-stratum problem needs the strata's `tau`")
             prec[self.m: self.m + self.k * self.m] = 1.0 / tau**2
         prec[self.ig] = 1.0 / self.prior.gamma_sd**2
         prec[self.il] = 1.0 / self.prior.log_nu_sd**2
@@ -244,6 +246,7 @@ def _mode(prob: Problem, prior: Prior, by_stratum: bool):
         return -(lml + lp), theta, c, prec
 
     lo_s, hi_s = LOG_SIGMA_BOUNDS
+    hyper: tuple[float, float | None]
     if not by_stratum:
         hyper = (type2_log_sigma(lambda s: inner(s, None)[0]), None)
     else:
@@ -378,7 +381,7 @@ def joint_laplace(counts: Counts, prior: Prior | None = None) -> tuple[np.ndarra
     draws whole parameter vectors from it, so the strengths, the position effect and the tie parameter
     keep their correlations.
     """
-    prior = (prior or Prior()).check()
+    prior = prior or Prior()        # a Prior checks itself when built
     counts = counts.pooled() if len(counts.strata) > 1 else counts
     prob = Problem(counts, False, prior)
     _, theta, c, _, _ = _mode(prob, prior, False)

@@ -77,6 +77,8 @@ def choose_centred_by_stratum(counts: Counts, prior: Prior) -> tuple[bool, tuple
     if len(counts.systems) < 2 or k < 2:
         return False, (False,) * k
     lap = fit_laplace(counts, tuple(counts.strata), True, prior, np.full(k, 1.0 / k), 0, 1)
+    if lap.tau is None or lap.sigma is None or lap.stratum_sd is None:
+        raise ValueError("a per-stratum Laplace fit reports tau, sigma and the strata's sds")
     tau, sigma = lap.tau.mean, lap.sigma.mean
     return bool(tau / np.sqrt(k) < sigma / 4), tuple(bool(v) for v in lap.stratum_sd.max(axis=1) < tau / 2)
 
@@ -159,13 +161,13 @@ def _stratum_strengths(pm, beta, tau, strata, centred_flags):
     return pm.Deterministic("beta_stratum", joined, dims=("stratum", "system"))
 
 
-def _summary(x: np.ndarray) -> Summary:
+def draw_summary(x: np.ndarray) -> Summary:
     x = np.asarray(x, float).ravel()
     lo, hi = np.quantile(x, [0.025, 0.975])
     return Summary(float(x.mean()), float(x.std(ddof=1)), float(lo), float(hi))
 
 
-def _flat(idata, name: str) -> np.ndarray:
+def flat_draws(idata, name: str) -> np.ndarray:
     """Posterior draws of ``name`` with chains concatenated: shape (chains*draws, ...)."""
     v = idata.posterior[name].values
     return v.reshape((-1,) + v.shape[2:])
@@ -272,12 +274,12 @@ def fit_nuts(counts: Counts, strata: tuple[str, ...], *, by_stratum: bool, prior
     diag = diagnose(idata, var_names, chains)
     systems = tuple(counts.systems)
     stratum_mean = stratum_sd = stratum_draws = None
-    gamma_draws, log_nu_draws = _flat(idata, "gamma"), _flat(idata, "log_nu")
+    gamma_draws, log_nu_draws = flat_draws(idata, "gamma"), flat_draws(idata, "log_nu")
     if by_stratum:
-        stratum_draws = _flat(idata, "beta_stratum")
+        stratum_draws = flat_draws(idata, "beta_stratum")
         beta_draws = np.einsum("k,skm->sm", weights, stratum_draws)
     else:
-        beta_draws = _flat(idata, "beta")
+        beta_draws = flat_draws(idata, "beta")
     clustering = None
     if clusters is not None:
         clustering, noise = _cluster_noise(counts, by_stratum, prior, weights, clusters, seed, beta_draws.shape[0])
@@ -291,14 +293,14 @@ def fit_nuts(counts: Counts, strata: tuple[str, ...], *, by_stratum: bool, prior
     beta_draws = beta_draws - beta_draws.mean(axis=1, keepdims=True)  # exact sum-to-zero
     mean = beta_draws.mean(axis=0)
     cov = np.atleast_2d(np.cov(beta_draws, rowvar=False))
-    gamma = _summary(gamma_draws)
-    nu = _summary(np.exp(log_nu_draws) if clusters is not None else _flat(idata, "nu"))
+    gamma = draw_summary(gamma_draws)
+    nu = draw_summary(np.exp(log_nu_draws) if clusters is not None else flat_draws(idata, "nu"))
     g_c = gamma_draws.reshape(-1) - gamma_draws.mean()
     post = bt.GaussianPosterior(systems, mean, cov, gamma=gamma.mean, nu=nu.mean,
                                 gamma_var=float(g_c @ g_c / max(g_c.size - 1, 1)),
                                 gamma_cov=(beta_draws - mean).T @ g_c / max(g_c.size - 1, 1))
-    return Fit(systems, strata, "nuts", post, beta_draws, gamma, nu, _summary(_flat(idata, "sigma")),
-               _summary(_flat(idata, "tau")) if by_stratum else None,
+    return Fit(systems, strata, "nuts", post, beta_draws, gamma, nu, draw_summary(flat_draws(idata, "sigma")),
+               draw_summary(flat_draws(idata, "tau")) if by_stratum else None,
                stratum_mean, stratum_sd, stratum_draws, weights_dict(strata, weights) if by_stratum else None,
                int(counts.usable.sum()), int(counts.invalid.sum()), diag, prior, seed, idata=idata,
                clustering=clustering)

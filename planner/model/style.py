@@ -46,6 +46,7 @@ import numpy as np
 
 from planner.equality import array_eq
 from planner.errors import UsageError
+from planner.limits import check_choice, check_float, check_optional_float
 
 FEATURES = ("length", "headers", "lists", "bold")
 FEATURE_LABELS = {"length": "length (words)", "headers": "markdown headers",
@@ -159,9 +160,10 @@ class StyleDesign:
         outcome = np.asarray(outcome, dtype=np.int64)
         position = np.asarray(position, dtype=float)
         if not (a.size == b.size == outcome.size == position.size):
-            raise UsageError("style design: a, b, position and outcome must have the same length")
+            raise UsageError("style design: a, b, position and outcome must have the same length",
+                             parameters=('a', 'b', 'position', 'outcome'))
         if outcome.size and (outcome.min() < 0 or outcome.max() > 2):
-            raise UsageError("style design: outcome codes must be 0 (A), 1 (B) or 2 (tie)")
+            raise UsageError("style design: outcome codes must be 0 (A), 1 (B) or 2 (tie)", parameters=('outcome',))
         raw = normalized_difference(feat_a, feat_b).reshape(a.size, len(features))
         rms = np.sqrt(np.mean(raw**2, axis=0)) if a.size else np.ones(len(features))
         scale = np.where(rms > 0, rms, 1.0)
@@ -297,21 +299,20 @@ def fit_style(design: StyleDesign, *, engine: str = "laplace", prior=None, coef_
     from planner.model.types import Prior
     from planner.vocabulary import ENGINES
 
-    if engine not in ENGINES:
-        raise UsageError(f"`engine` ({engine!r}) must be one of 'laplace' or 'nuts'", parameters=('engine',))
-    if not (isinstance(coef_sd, (int, float)) and math.isfinite(coef_sd) and coef_sd > 0):
-        raise UsageError(f"coef_sd ({coef_sd!r}) must be a finite number > 0")
+    check_choice("engine", engine, ENGINES)
+    check_float("coef_sd", coef_sd, 0.0, math.inf, low_open=True)
     if design.n_judgments == 0:
-        raise UsageError("style control needs at least one usable judgment with both response texts")
-    prior = (prior or Prior()).check()
-    if sigma is not None and not (isinstance(sigma, (int, float)) and math.isfinite(sigma) and sigma > 0):
-        raise UsageError(f"sigma ({sigma!r}) must be a finite number > 0")
+        raise UsageError("style control needs at least one usable judgment with both response texts",
+                         parameters=('design',))
+    prior = prior or Prior()
+    check_optional_float("sigma", sigma, 0.0, math.inf, low_open=True)
     if engine == "laplace":
         from planner.model.style_laplace import fit_style_laplace
 
         return fit_style_laplace(design, prior, coef_sd, seed, draws, sigma)
     if sigma is None:
-        raise UsageError("the type-II MAP of sigma (sigma=None) is a Laplace-engine option")
+        raise UsageError("the type-II MAP of `sigma` (None) is a Laplace-engine option (`engine` laplace)",
+                         parameters=('sigma', 'engine'))
     from planner.model.style_nuts import fit_style_nuts
 
     return fit_style_nuts(design, prior=prior, coef_sd=coef_sd, sigma=sigma, seed=seed, draws=draws, tune=tune,

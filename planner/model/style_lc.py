@@ -179,9 +179,10 @@ def lc_win_rate(system: str, y, len_anchor, len_system, difficulty=None,
 
     y = np.asarray(y, float)
     if y.size == 0:
-        raise UsageError(f"length-controlled win rate: {system} has no usable judgment against the anchor")
+        raise UsageError(f"length-controlled win rate: {system} has no usable judgment against the anchor",
+                         parameters=('anchor',))
     if np.any((y < 0) | (y > 1)):
-        raise UsageError("length-controlled win rate: preferences must be in [0, 1]")
+        raise UsageError("length-controlled win rate: preferences must be in [0, 1]", parameters=('y',))
     x = _design(len_anchor, len_system, difficulty)
     w, _ = fit_fractional_logit(x, y, prior_sd)
     alone = sandwich(x, y, w, None, prior_sd)

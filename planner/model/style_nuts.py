@@ -44,7 +44,7 @@ def fit_style_nuts(design, *, prior, coef_sd: float, sigma: float, seed: int, dr
                    cores: int | None, progressbar: bool):
     """Sample the style-controlled model; see :func:`planner.model.style.fit_style`."""
     from planner.model.types import Fit, Summary
-    from planner.model.nuts import _flat, _summary, diagnose, sample_model
+    from planner.model.nuts import flat_draws, draw_summary, diagnose, sample_model
     from planner.model.style import StyleFit
 
     with warnings.catch_warnings():
@@ -52,8 +52,8 @@ def fit_style_nuts(design, *, prior, coef_sd: float, sigma: float, seed: int, dr
         idata = sample_model(build_style_model(design, prior, coef_sd, sigma), seed, draws, tune, chains, cores,
                              progressbar)
     diag = diagnose(idata, ["beta", "coef", "gamma", "log_nu"], chains)
-    beta_draws, coef_draws = _flat(idata, "beta"), _flat(idata, "coef")
-    gamma_draws, log_nu_draws = _flat(idata, "gamma"), _flat(idata, "log_nu")
+    beta_draws, coef_draws = flat_draws(idata, "beta"), flat_draws(idata, "coef")
+    gamma_draws, log_nu_draws = flat_draws(idata, "gamma"), flat_draws(idata, "log_nu")
     clustering = None
     if design.clusters is not None:
         clustering, eps = _cluster_noise(design, prior, coef_sd, sigma, seed, beta_draws.shape[0])
@@ -63,14 +63,14 @@ def fit_style_nuts(design, *, prior, coef_sd: float, sigma: float, seed: int, dr
     beta_draws = beta_draws - beta_draws.mean(axis=1, keepdims=True)
     mean = beta_draws.mean(axis=0)
     cov = np.atleast_2d(np.cov(beta_draws, rowvar=False))
-    gamma = _summary(gamma_draws)
-    nu = _summary(np.exp(log_nu_draws) if clustering is not None else _flat(idata, "nu"))
+    gamma = draw_summary(gamma_draws)
+    nu = draw_summary(np.exp(log_nu_draws) if clustering is not None else flat_draws(idata, "nu"))
     post = bt.GaussianPosterior(design.systems, mean, cov, gamma=gamma.mean, nu=nu.mean)
     nan = float("nan")
     fit = Fit(design.systems, ("all",), "nuts", post, beta_draws, gamma, nu, Summary(sigma, nan, nan, nan),
               None, None, None, None, None, design.n_judgments, 0, diag, prior, seed, idata=idata,
               clustering=clustering)
-    coef = tuple(_summary(coef_draws[:, j]) for j in range(coef_draws.shape[1]))
+    coef = tuple(draw_summary(coef_draws[:, j]) for j in range(coef_draws.shape[1]))
     return StyleFit(fit, design.features, coef, design.scale, coef_draws, coef_sd)
 
 

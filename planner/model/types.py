@@ -15,6 +15,7 @@ import numpy as np
 
 from planner.equality import array_eq
 from planner.errors import UsageError
+from planner.limits import check_float
 from planner.model import bt
 
 Z95 = 1.959963984540054  # standard normal 97.5% quantile
@@ -50,16 +51,11 @@ class Prior:
     log_nu_sd: float = 1.5
     tau_scale: float = 0.5
 
-    def check(self) -> "Prior":
-        for name in ("sigma_scale", "gamma_sd", "log_nu_sd", "tau_scale"):
-            v = getattr(self, name)
-            if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
-                raise UsageError(f"prior {name} ({v!r}) must be a finite number > 0")
+    def __post_init__(self):
+        for name in ("sigma_scale", "gamma_sd", "log_nu_sd", "tau_scale"):   # scales: > 0
+            check_float(name, getattr(self, name), 0.0, math.inf, low_open=True)
         for name in ("gamma_mean", "log_nu_mean"):
-            v = getattr(self, name)
-            if not (isinstance(v, (int, float)) and math.isfinite(v)):
-                raise UsageError(f"prior {name} ({v!r}) must be a finite number")
-        return self
+            check_float(name, getattr(self, name), -math.inf, math.inf)
 
 
 @dataclass(frozen=True)

@@ -64,17 +64,21 @@ class Prices:
         """The cost of ``n`` judgments of the pilot's kind (``inf`` stays ``inf``)."""
         if not math.isfinite(n):
             return Cost(math.inf, math.inf, math.inf, 0.0)
-        if self.mode == "human":
-            return Cost(n * self.human, n, 0.0, 0.0)
-        if self.mode == "judge":
-            return Cost(n * self.judge, 0.0, n, 0.0)
+        human, judge, rho = self.human, self.judge, self.rho
+        if rho is None or human is None or judge is None:  # a rho comes with both costs (__post_init__)
+            if human is not None:
+                return Cost(n * human, n, 0.0, 0.0)
+            if judge is None:
+                raise UsageError("no price given: `human_cost`, `judge_cost` or the judge's token prices",
+                                 parameters=("human_cost", "judge_cost", "price_in"))
+            return Cost(n * judge, 0.0, n, 0.0)
         if n <= 0:
             return Cost(0.0, 0.0, 0.0, 0.0)
         from planner.hybrid.budget import plan
 
-        if self.human <= 0:
+        if human <= 0:
             raise UsageError("a hybrid split needs `human_cost` > 0", parameters=("human_cost",))
-        hp = plan(n / pairs, self.rho, self.human, self.judge, pairs=pairs)
+        hp = plan(n / pairs, rho, human, judge, pairs=pairs)
         if hp.hybrid is None:
             return Cost(hp.human_cost_total, hp.human_n * pairs, 0.0, 0.0)
         return Cost(hp.cost, hp.hybrid.n * pairs, hp.hybrid.items * pairs, hp.saving)

@@ -36,6 +36,7 @@ from planner.counts import Counts
 from planner.equality import array_eq
 from planner.simulation.cluster import canonical_probs, copula_rho
 from planner.simulation.metrics import meets
+from planner.simulation.replay import ReplayPool
 from planner.simulation.study_pool import Layout, PilotVerdicts, PoolDesign, draw_pool, pair_index
 from planner.simulation.truth import Truth, truth_from_counts
 
@@ -105,7 +106,7 @@ class ForecastSource:
             rate = float(self.invalid)
         return theta[:m], gamma, nu, rate
 
-    def draw(self, rng: np.random.Generator) -> tuple[Truth, object]:
+    def draw(self, rng: np.random.Generator) -> tuple[Truth, ReplayPool]:
         strengths, gamma, nu, rate = self.parameters(rng)
         drawn = draw_pool(self.layout, self.pilot, self.start, strengths, gamma, nu, self.rho, rate,
                           self.budget, rng)

@@ -28,6 +28,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from typing import Any
+
 import numpy as np
 
 N_BOOT = 2000
@@ -109,7 +111,7 @@ def add_ratios(strategies: list, metric: str, target: float, seed: int) -> tuple
     out = []
     for i, s in enumerate(strategies):
         rng = np.random.default_rng(rng_root.spawn(i + 1)[i])
-        fields = {}
+        fields: dict[str, Any] = {}
         means = budget_mean(s.curves)
         if means.size and np.isfinite(means).any():
             fields["budget_mean"] = float(np.nanmean(means))

@@ -10,7 +10,7 @@ drawn at rate ``tie_rate`` independently of the strengths.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
@@ -20,7 +20,14 @@ from planner.simulation.truth import ASAP_SIGMA
 if TYPE_CHECKING:
     from planner.simulation.truth import Truth
 
-__all__ = ["Judge"]
+__all__ = ["Judge", "Uniforms"]
+
+
+class Uniforms(Protocol):
+    """Where the judge's uniforms come from: a ``numpy.random.Generator``, or the per-pair stream rows
+    (:class:`planner.simulation.streams.ColumnRng`)."""
+
+    def random(self, size: int) -> np.ndarray: ...
 
 
 @dataclass(frozen=True)
@@ -36,13 +43,17 @@ class Judge:
         return 2.0 * self.tie_rate / (1.0 - self.tie_rate)
 
     def judge(self, truth: Truth, left: np.ndarray, right: np.ndarray,
-              rng: np.random.Generator) -> np.ndarray:
+              rng: Uniforms) -> np.ndarray:
         """Outcome codes (0 = left won, 1 = right won, 2 = tie) for each comparison."""
         u = rng.random(left.size)
         if truth.observer == "thurstone":
             from scipy.stats import norm
 
-            d = (truth.scores[left] - truth.scores[right]) / ASAP_SIGMA + self.position / 1.702
+            scores = truth.scores
+            if scores is None:
+                raise ValueError("a Thurstone truth carries its observer's scores")
+
+            d = (scores[left] - scores[right]) / ASAP_SIGMA + self.position / 1.702
             p_left = norm.cdf(d)
             tie = u < self.tie_rate
             u2 = rng.random(left.size)
@@ -62,9 +73,11 @@ class Judge:
         return 1.0 - (1.0 - self.tie_rate) * (1.0 + np.asarray(d, dtype=float)) / 2.0
 
     def judge_prompts(self, truth: Truth, left: np.ndarray, right: np.ndarray, prompt: np.ndarray,
-                      rng: np.random.Generator) -> np.ndarray:
+                      rng: Uniforms) -> np.ndarray:
         """Outcome codes on the ``prompts`` scenario: Davidson with gap ``d_p (beta_l - beta_r) + position``
         and the tie rate of :meth:`prompt_tie_rate`; decisive verdicts flipped with probability ``flip``."""
+        if truth.discrimination is None:
+            raise ValueError("the prompts scenario's truth carries each prompt's discrimination")
         d = truth.discrimination[prompt]
         t = self.prompt_tie_rate(d)
         pa, pb, _ = bt.outcome_probs(d * (truth.strengths[left] - truth.strengths[right]) + self.position,

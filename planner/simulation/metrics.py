@@ -8,14 +8,9 @@ truth is itself a fit, so each pair carries its full-pool P(order), and
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 
 from planner.model import bt
-
-if TYPE_CHECKING:
-    from planner.simulation.truth import Truth
 
 Z95 = 1.959963984540054  # scipy.stats.norm.ppf(0.975)
 # For these metrics smaller is better when reading a --target.
@@ -125,22 +120,5 @@ def metrics(mean: np.ndarray, sd: np.ndarray, truth: np.ndarray,
         "credible_all": call_,
         "resolved": float("nan") if cov is None else resolved_share(mean, cov, margin),
     }
-
-
-def pair_table(truth: Truth) -> tuple[dict, ...]:
-    """Every pair of a replay truth, least settled first: ``a`` is the one the full pool
-    puts above, ``p_order`` = P(a above b), ``gap_elo`` the difference of means."""
-    rows = []
-    m = len(truth.systems)
-    cred = truth.credible()
-    for i in range(m):
-        for j in range(i + 1, m):
-            a, b = (i, j) if truth.strengths[i] >= truth.strengths[j] else (j, i)
-            rows.append({"a": truth.systems[a], "b": truth.systems[b],
-                         "p_order": float(truth.pair_prob[a, b]),
-                         "gap_elo": float((truth.strengths[a] - truth.strengths[b]) * bt.ELO_SCALE),
-                         "credible": bool(cred[i, j])})
-    rows.sort(key=lambda r: r["p_order"])
-    return tuple(rows)
 
 

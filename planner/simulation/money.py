@@ -1,4 +1,4 @@
-"""Money spent on humans only or on the planned humans + judge split, by simulation (issue 16).
+"""Money spent on humans only or on the planned humans + judge split, by simulation.
 
 Validates :mod:`planner.hybrid.budget` by simulation: for each money budget, draw studies, fit them
 with the real estimators of :mod:`planner.hybrid.ppi` (PPI++ with tuned λ, and the human-only fit) and

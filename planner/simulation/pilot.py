@@ -73,7 +73,9 @@ def pilot_from_records(systems: tuple[str, ...], records: Sequence[Mapping], pro
         v = _CODE[r["verdict"]]
         if r.get("a_position") == "right":
             a, b, v = b, a, {0: 1, 1: 0}.get(v, v)
-        left.append(a), right.append(b), out.append(v)
+        left.append(a)
+        right.append(b)
+        out.append(v)
         i, j = min(a, b), max(a, b)
         pair.append(pair_of[(i, j)])
         prompt.append(prompt_codes.get(r["prompt"], -1))
@@ -163,7 +165,13 @@ def judge_settings(pilot: Pilot, params: ParameterDraws, over: JudgeOverrides,
     """Each feature of the simulated judge with the value used and its source (see the module docstring)."""
     m = len(pilot.systems)
     n = pilot.judgments
-    sd = lambda k: math.sqrt(params.cov[k, k]) if params.cov is not None else float(params.draws[:, k].std())  # noqa: E731
+    cov, draws = params.cov, params.draws
+
+    def sd(k: int) -> float:  # fixed parameters (neither a covariance nor draws) have none
+        if cov is not None:
+            return math.sqrt(cov[k, k])
+        return float(draws[:, k].std()) if draws is not None else 0.0
+
     rows = []
     if assumed:
         rows.append(Setting("strengths", f"{m} systems evenly over the spread", "stated (--systems, --spread)"))
@@ -231,6 +239,7 @@ def forecast_source(pilot: Pilot, params: ParameterDraws, over: JudgeOverrides, 
     mean = params.mean
     rho = design_rho(_icc_used(pilot, over), mean[:m], mean[m] if gamma is None else gamma,
                      math.exp(mean[m + 1]) if nu is None else nu, design)
+    invalid: float | tuple[int, int]
     if over.invalid_rate is not None or pilot.judgments == 0:
         invalid = float(over.invalid_rate or 0.0)
     else:

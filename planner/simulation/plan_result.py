@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 from planner.simulation.costing import Cost, Prices
 from planner.simulation.forecast import TargetForecast
@@ -116,7 +117,8 @@ class PlanResult:
         return f"Batches {'; '.join(parts)} (medians [{self.level:.0%} intervals], {self.targets[0].text})."
 
     def to_dict(self) -> dict:
-        doc = {"source": self.source, "systems": list(self.systems), "pilot_judgments": self.pilot_judgments,
+        doc: dict[str, Any] = {
+               "source": self.source, "systems": list(self.systems), "pilot_judgments": self.pilot_judgments,
                "strategy": self.strategy, "batch": self.batch, "reps": self.reps, "level": self.level,
                "seed": self.seed, "margin_elo": self.margin_elo,
                "judge": [{"name": s.name, "value": s.value, "shown": s.shown, "source": s.source}

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 
@@ -143,26 +144,26 @@ def update(saved: SavedForecast, now: Counts, *, met_now: bool | None = None) ->
     ``met_now``: whether the live study meets the target (``resolved``), or None when not measurable.
     """
     reps = int(saved.needed.size)
-    base = dict(text=saved.text, level=saved.level, reps=reps)
+    remaining = partial(Remaining, text=saved.text, level=saved.level, reps=reps)
     delta = cell_table(now) - saved.table
     if delta.shape != saved.table.shape or np.any(delta < 0):
-        return Remaining(median=math.inf, lo=math.inf, hi=math.inf, new=0, ess=0.0, stale=True,
-                         why="judgments were retracted or the systems changed since", **base)
+        return remaining(median=math.inf, lo=math.inf, hi=math.inf, new=0, ess=0.0, stale=True,
+                         why="judgments were retracted or the systems changed since")
     new = int(delta.sum())
     if met_now:
-        return Remaining(median=0.0, lo=0.0, hi=0.0, new=new, ess=float(reps), met=True, **base)
+        return remaining(median=0.0, lo=0.0, hi=0.0, new=new, ess=float(reps), met=True)
     logw = saved.temper * _loglik(saved.theta, delta)
     if met_now is False:
         logw = np.where(saved.needed <= new, -np.inf, logw)
     if not np.isfinite(logw).any():
-        return Remaining(median=math.inf, lo=math.inf, hi=math.inf, new=new, ess=0.0, stale=True,
-                         why=f"every repetition met the target within the {new:,} judgments since", **base)
+        return remaining(median=math.inf, lo=math.inf, hi=math.inf, new=new, ess=0.0, stale=True,
+                         why=f"every repetition met the target within the {new:,} judgments since")
     w = np.exp(logw - logw[np.isfinite(logw)].max())
     ess = float(w.sum() ** 2 / (w ** 2).sum())
     rest = np.maximum(saved.needed - new, 0.0)
     q = (1 - saved.level) / 2
     med, lo, hi = (_weighted_quantile(rest, w, p) for p in (0.5, q, 1 - q))
     if new and ess < min(MIN_ESS, reps / 2):
-        return Remaining(median=med, lo=lo, hi=hi, new=new, ess=ess, stale=True,
-                         why=f"only {ess:.0f} of {reps} repetitions still fit the {new:,} judgments since", **base)
-    return Remaining(median=med, lo=lo, hi=hi, new=new, ess=ess, **base)
+        return remaining(median=med, lo=lo, hi=hi, new=new, ess=ess, stale=True,
+                         why=f"only {ess:.0f} of {reps} repetitions still fit the {new:,} judgments since")
+    return remaining(median=med, lo=lo, hi=hi, new=new, ess=ess)

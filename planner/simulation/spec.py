@@ -9,13 +9,26 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import Sequence
+from typing import TYPE_CHECKING, Protocol, Sequence
 
 from planner.counts import Counts
 from planner.errors import UsageError
 from planner.simulation.judge import Judge
 from planner.simulation.replay import ReplayPool
 from planner.simulation.truth import Truth
+
+if TYPE_CHECKING:
+    import numpy as np
+
+
+class PoolSource(Protocol):
+    """Draws each repetition's truth and replay pool, continuing from ``start``
+    (:class:`planner.simulation.forecast.ForecastSource`)."""
+
+    @property
+    def start(self) -> Counts: ...
+
+    def draw(self, rng: np.random.Generator) -> tuple[Truth, ReplayPool]: ...
 
 METRICS = ("tau", "rho", "rmse", "width", "max_width", "coverage", "top1", "credible_tau", "credible_all",
            "resolved")
@@ -134,7 +147,7 @@ class SimulationSpec:
     # target in ``stop_at`` is met, and ``source`` draws each repetition's truth and pool
     start: Counts | None = None
     stop_at: tuple = ()                 # ((metric, value), ...)
-    source: object | None = None        # has ``draw(rng) -> (Truth, ReplayPool)`` (planner.simulation.forecast)
+    source: PoolSource | None = None
 
 
 def parse_target(text: str) -> tuple[str, float]:

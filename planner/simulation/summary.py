@@ -20,9 +20,9 @@ from planner.equality import array_eq
 from planner.model import bt
 from planner.simulation.judge import Judge
 from planner.simulation.loop import Trace
-from planner.simulation.metrics import CREDIBLE, meets, pair_table
+from planner.simulation.metrics import CREDIBLE, meets
 from planner.simulation.spec import METRICS, SimulationSpec, Strategy
-from planner.simulation.truth import synthetic_names
+from planner.simulation.truth import pair_table, synthetic_names
 
 __all__ = ["SimulationResult", "StrategyResult", "build_result", "run_notes", "summarise"]
 

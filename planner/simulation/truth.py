@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -42,8 +43,8 @@ ASAP_SIGMA = 1.4865  # ASAP observer: P = Phi(delta / 1.4865)
 N_PROMPTS = 40              # prompts of the ``prompts`` scenario
 PROMPT_D = (1.0, 0.2)       # their discriminativeness: the first half, the second half
 
-__all__ = ["ASAP_SIGMA", "N_PROMPTS", "PROMPT_D", "SCENARIOS", "Truth", "make_truth", "synthetic_names",
-           "truth_from_counts"]
+__all__ = ["ASAP_SIGMA", "N_PROMPTS", "PROMPT_D", "SCENARIOS", "Truth", "make_truth", "pair_table",
+           "synthetic_names", "truth_from_counts"]
 
 
 @array_eq
@@ -116,3 +117,23 @@ def truth_from_counts(counts: Counts) -> Truth:
     post = fit(counts, engine="laplace", draws=1)
     mean, cov = post.posterior.mean, post.posterior.cov
     return Truth(tuple(counts.systems), mean, pair_prob=pair_order_probs(mean, cov))
+
+
+def pair_table(truth: Truth) -> tuple[dict[str, Any], ...]:
+    """Every pair of a replay truth, least settled first: ``a`` is the one the full pool
+    puts above, ``p_order`` = P(a above b), ``gap_elo`` the difference of means (none without
+    the pool's pair probabilities)."""
+    prob = truth.pair_prob
+    if prob is None:
+        return ()
+    rows: list[dict[str, Any]] = []
+    m = len(truth.systems)
+    cred = truth.credible()
+    for i in range(m):
+        for j in range(i + 1, m):
+            a, b = (i, j) if truth.strengths[i] >= truth.strengths[j] else (j, i)
+            rows.append({"a": truth.systems[a], "b": truth.systems[b], "p_order": float(prob[a, b]),
+                         "gap_elo": float((truth.strengths[a] - truth.strengths[b]) * bt.ELO_SCALE),
+                         "credible": bool(cred[i, j])})
+    rows.sort(key=lambda r: r["p_order"])
+    return tuple(rows)

@@ -43,6 +43,7 @@ import numpy as np
 from planner.counts import DEFAULT_STRATUM, Counts
 from planner.equality import array_eq
 from planner.errors import DataError, UsageError
+from planner.limits import check_choice
 from planner.vocabulary import CLUSTER_BY
 
 #: a design effect is applied as at least this: clustering never narrows an interval
@@ -117,8 +118,7 @@ _FIELDS = ("left", "right", "outcome", "stratum", "prompt", "annotator")
 
 def check_cluster_by(by: str) -> str:
     """``by`` if it names a clustering (:data:`planner.vocabulary.CLUSTER_BY`), else a UsageError."""
-    if by not in CLUSTER_BY:
-        raise UsageError(f"`cluster` ({by!r}) must be one of {', '.join(CLUSTER_BY)}", parameters=("cluster",))
+    check_choice("cluster", by, CLUSTER_BY)
     return by
 
 
@@ -407,6 +407,7 @@ def cluster_cells(arrays: JudgmentArrays, by: str = "item") -> ClusterCells:
     check_cluster_by(by)
     keep = arrays.outcome < 3
     left, right, stratum, outcome = (getattr(arrays, f)[keep] for f in ("left", "right", "stratum", "outcome"))
+    group: tuple[np.ndarray, ...]
     if by in ("item", "prompt"):
         group = (arrays.prompt[keep],)
     elif by == "annotator":

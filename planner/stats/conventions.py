@@ -1,30 +1,20 @@
 """The options of the win-rate tests and their one check (``size``, ``significance``).
 
 The vocabularies (alternatives, tie conventions, designs, sequential
-boundaries), :func:`choice` (a value must be one of them) and :func:`z_alpha`,
-the critical z of a level under an alternative. Shared by
+boundaries; a value is checked against them with :func:`planner.limits.check_choice`)
+and :func:`z_alpha`, the critical z of a level under an alternative. Shared by
 :mod:`planner.stats.design`, :mod:`planner.stats.power`,
 :mod:`planner.stats.sequential` and :mod:`planner.stats.significance`.
 """
 
 from __future__ import annotations
 
-from planner import limits
-from planner.errors import UsageError, parameters_of, shown
-from planner.stats.distributions import norm  # scipy.stats' values without importing scipy.stats (issue 13)
+from planner.stats.distributions import norm  # scipy.stats' values without importing scipy.stats
 
 ALTERNATIVES = ("two-sided", "greater")
 TIE_CONVENTIONS = ("drop", "half")
 DESIGNS = ("anchor", "round-robin")
 BOUNDARIES = ("obrien-fleming", "pocock")
-
-
-def choice(name: str, value: str, allowed: tuple[str, ...]) -> str:
-    """``value`` if it is one of ``allowed``, else a UsageError quoting it and the choices."""
-    if value not in allowed:
-        raise UsageError(f"{shown(name)} ({limits.quote(value)}) must be one of {', '.join(allowed)}",
-                         parameters=parameters_of(name))
-    return value
 
 
 def z_alpha(alpha: float, alternative: str) -> float:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from planner import limits
 from planner.errors import UsageError, check_range
-from planner.stats.conventions import ALTERNATIVES, DESIGNS, TIE_CONVENTIONS, choice
+from planner.stats.conventions import ALTERNATIVES, DESIGNS, TIE_CONVENTIONS
 
 
 @dataclass(frozen=True)
@@ -66,9 +66,9 @@ class Design:
     def validated(self) -> "Design":
         check_range("alpha", self.alpha, 0, 1)
         check_range("power", self.power, 0, 1)
-        choice("alternative", self.alternative, ALTERNATIVES)
-        choice("ties", self.ties, TIE_CONVENTIONS)
-        choice("design", self.design, DESIGNS)
+        limits.check_choice("alternative", self.alternative, ALTERNATIVES)
+        limits.check_choice("ties", self.ties, TIE_CONVENTIONS)
+        limits.check_choice("design", self.design, DESIGNS)
         check_range("tie_rate", self.tie_rate, 0, 1, low_open=False)
         check_range("invalid_rate", self.invalid_rate, 0, 1, low_open=False)
         limits.check_int("per_prompt", self.per_prompt, 1, limits.MAX_PER_PROMPT)

@@ -2,7 +2,7 @@
 
 ``import scipy.stats`` costs seconds on a loaded machine (SciPy builds every
 distribution and parses their docstrings at import), which made ``planner
-decide`` three times slower than ``planner status`` (issue 13). The gate, the
+decide`` three times slower than ``planner status``. The gate, the
 power analysis and the reports need only a handful of methods of two
 distributions, and ``scipy.stats`` computes those with ``scipy.special``
 ufuncs behind a generic wrapper. This module calls the same ufuncs with the
@@ -64,7 +64,7 @@ class _Norm:
         return _out(np.asarray(np.exp(-x ** 2 / 2.0) / _SQRT_2PI))
 
 
-def _floats(*args) -> list[np.ndarray]:
+def _floats(*args) -> tuple[np.ndarray, ...]:
     return np.broadcast_arrays(*(np.asarray(a, dtype=float) for a in args))
 
 

@@ -29,7 +29,8 @@ def holm(z: Sequence[float | None], critical) -> tuple[list[bool], list[float | 
         The critical value at the step each hypothesis was tested at.
     """
     K = len(z)
-    order = sorted(range(K), key=lambda i: (-(z[i] if z[i] is not None else -math.inf), i))
+    z_sort = [-math.inf if v is None else v for v in z]   # a missing statistic is tested last
+    order = sorted(range(K), key=lambda i: (-z_sort[i], i))
     rejected = [False] * K
     crit: list[float | None] = [None] * K
     going = True
@@ -50,8 +51,9 @@ def holm_adjusted(p: Sequence[float | None]) -> list[float | None]:
     out: list[float | None] = [None] * K
     running = 0.0
     for step, i in enumerate(order):
-        if p[i] is None:
+        p_i = p[i]
+        if p_i is None:
             continue
-        running = max(running, min(1.0, (K - step) * p[i]))
+        running = max(running, min(1.0, (K - step) * p_i))
         out[i] = running
     return out

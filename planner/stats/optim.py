@@ -163,7 +163,7 @@ def minimize_scalar_bounded(func: Callable[[float], float], bounds: Sequence[flo
     return float(xf)
 
 
-def nelder_mead_bounded(func: Callable[[np.ndarray], float], x0: Sequence[float],
+def nelder_mead_bounded(func: Callable[[np.ndarray], float], x0: Sequence[float] | np.ndarray,
                         bounds: Sequence[tuple[float, float]], xatol: float = 1e-4,
                         fatol: float = 1e-4) -> np.ndarray:
     """The minimiser's ``x`` of ``scipy.optimize.minimize(func, x0, method="Nelder-Mead", bounds=bounds,
@@ -175,7 +175,7 @@ def nelder_mead_bounded(func: Callable[[np.ndarray], float], x0: Sequence[float]
     rho, chi, psi, sigma = 1, 2, 0.5, 0.5
     x0 = np.clip(np.asarray(x0, dtype=float).flatten(), lower, upper)
     n = len(x0)
-    sim = np.empty((n + 1, n), dtype=x0.dtype)
+    sim = np.empty((n + 1, n), dtype=float)
     sim[0] = x0
     for k in range(n):
         y = np.array(x0, copy=True)

@@ -11,7 +11,7 @@ import math
 from dataclasses import dataclass
 
 from planner.errors import check_range
-from planner.stats.distributions import norm  # scipy.stats' values without importing scipy.stats (issue 13)
+from planner.stats.distributions import norm  # scipy.stats' values without importing scipy.stats
 from planner.stats.proportions import wilson_half_width
 
 

@@ -29,9 +29,9 @@ import numpy as np
 
 from planner import limits
 from planner.errors import UsageError
-from planner.stats.conventions import BOUNDARIES, choice, z_alpha
+from planner.stats.conventions import BOUNDARIES, z_alpha
 from planner.stats.design import Design, check_effect
-from planner.stats.distributions import binom, norm  # scipy.stats' values without importing scipy.stats (issue 13)
+from planner.stats.distributions import binom, norm  # scipy.stats' values without importing scipy.stats
 from planner.stats.sequential import SequentialDesign, sequential_design
 
 TABLE_EFFECTS = (0.02, 0.03, 0.04, 0.05, 0.06, 0.08, 0.10, 0.15, 0.20)
@@ -195,7 +195,7 @@ def n_exact(d: float, design: Design, _lo: int | None = None) -> ExactSize:
             raise UsageError(f"`effect` ({d:g}) needs more than {limits.MAX_EXACT_N:,} comparisons per pair "
                              "under the exact test; planner computes exact sizes up to that", parameters=('effect',))
     if not ok.any():  # pragma: no cover - guarded by the loop above
-        raise UsageError("could not find an exact sample size")
+        raise UsageError("could not find an exact sample size", parameters=())
     bad = np.flatnonzero(~ok)
     if lo > 1 and ok[0]:  # window started too high to see the first n: search from 1
         return n_exact(d, design, _lo=1)
@@ -343,7 +343,7 @@ def size(effect: float | None, design: Design = Design(), *, budget: int | None 
     check_effect(effect)
     if looks < 1:
         raise UsageError(f"`looks` ({looks}) must be an integer >= 1", parameters=('looks',))
-    choice("boundary", boundary, BOUNDARIES)
+    limits.check_choice("boundary", boundary, BOUNDARIES)
     res = _size_row(effect, design)
     extra: dict = {}
     if budget is not None:

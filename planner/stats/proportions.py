@@ -2,9 +2,8 @@
 the trinomial score interval for a half-tie win rate (wins, ties, losses).
 
 Every Wilson interval planner prints (report diagnostics, release gates,
-``planner significance``, pass-rate sample sizes) comes from here (issue 12:
-there were three implementations — diagnostics', power's half-width and
-scipy's ``binomtest(...).proportion_ci`` in ``significance``).
+``planner significance``, pass-rate sample sizes) comes from here, so two
+tables can never print two different intervals for the same counts.
 
 Wilson (1927, JASA 22:209–212), with ``p = k/n`` and ``z`` the two-sided
 normal quantile of ``confidence_level``::
@@ -54,6 +53,11 @@ def wilson_interval(k: float, n: float, confidence_level: float = 0.95) -> tuple
     """Wilson score interval ``(low, high)`` for ``k/n``; ``(None, None)`` when ``n <= 0``."""
     if n <= 0:
         return None, None
+    return _wilson(k, n, confidence_level)
+
+
+def _wilson(k: float, n: float, confidence_level: float) -> tuple[float, float]:
+    """:func:`wilson_interval` for ``n > 0``."""
     centre, half = _centre_half(k / n, n, z_two_sided(confidence_level))
     low = 0.0 if k <= 0 else max(0.0, float(centre - half))
     high = 1.0 if k >= n else min(1.0, float(centre + half))   # exact ends (rounding gave 0.9999999999999999)
@@ -101,8 +105,8 @@ def newcombe_difference(k1: float, n1: float, k2: float, n2: float,
     if n1 <= 0 or n2 <= 0:
         return None, None, None
     p1, p2 = k1 / n1, k2 / n2
-    l1, u1 = wilson_interval(k1, n1, confidence_level)
-    l2, u2 = wilson_interval(k2, n2, confidence_level)
+    l1, u1 = _wilson(k1, n1, confidence_level)
+    l2, u2 = _wilson(k2, n2, confidence_level)
     d = p1 - p2
     return d, d - math.sqrt((p1 - l1) ** 2 + (u2 - p2) ** 2), d + math.sqrt((u1 - p1) ** 2 + (p2 - l2) ** 2)
 

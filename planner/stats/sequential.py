@@ -17,8 +17,9 @@ import numpy as np
 
 from planner import limits
 from planner.errors import UsageError, check_range
-from planner.stats.conventions import BOUNDARIES, choice, z_alpha
-from planner.stats.distributions import norm  # scipy.stats' values without importing scipy.stats (issue 13)
+from planner.limits import check_choice
+from planner.stats.conventions import BOUNDARIES, z_alpha
+from planner.stats.distributions import norm  # scipy.stats' values without importing scipy.stats
 
 
 @dataclass(frozen=True)
@@ -126,7 +127,7 @@ def sequential_design(looks: int, alpha: float = 0.05, power: float = 0.8,
     from planner.stats.optim import brentq  # scipy.optimize.brentq step for step, without its import
 
     limits.check_int("looks", looks, 1, limits.MAX_LOOKS)
-    choice("boundary", boundary, BOUNDARIES)
+    check_choice("boundary", boundary, BOUNDARIES)
     check_range("alpha", alpha, 0, 1)
     check_range("power", power, 0, 1)
     two = alternative == "two-sided"

@@ -13,8 +13,8 @@ from dataclasses import dataclass, replace
 
 from planner import limits
 from planner.errors import check_range
-from planner.stats.conventions import ALTERNATIVES, BOUNDARIES, TIE_CONVENTIONS, choice
-from planner.stats.distributions import norm  # scipy.stats' values without importing scipy.stats (issue 13)
+from planner.stats.conventions import ALTERNATIVES, BOUNDARIES, TIE_CONVENTIONS
+from planner.stats.distributions import norm  # scipy.stats' values without importing scipy.stats
 from planner.stats.proportions import wilson_interval
 from planner.stats.sequential import check_look, sequential_design
 
@@ -98,10 +98,10 @@ def significance(wins: int, losses: int, ties: int = 0, *, ties_convention: str 
     """
     for name, v in (("wins", wins), ("losses", losses), ("ties", ties)):
         limits.check_int(name, v, 0, limits.MAX_COUNT)
-    choice("ties_convention", ties_convention, TIE_CONVENTIONS)
-    choice("alternative", alternative, ALTERNATIVES)
+    limits.check_choice("ties_convention", ties_convention, TIE_CONVENTIONS)
+    limits.check_choice("alternative", alternative, ALTERNATIVES)
     check_range("confidence_level", confidence_level, 0, 1)
-    choice("boundary", boundary, BOUNDARIES)
+    limits.check_choice("boundary", boundary, BOUNDARIES)
     look = check_look(look, looks)
     from scipy import stats  # binomtest: only `significance` pays for importing scipy.stats
 
@@ -183,7 +183,8 @@ def _conclusion(r: SignificanceResult) -> str:
         out = f"{head}; {test}: the candidate is distinguishably {direction} than 50%."
     else:
         out = f"{head}; {test}: not distinguishable from 50%."
-    wald_excludes = r.wald.low is not None and not (r.wald.low <= 0.5 <= r.wald.high)
+    low, high = r.wald.low, r.wald.high
+    wald_excludes = low is not None and high is not None and not (low <= 0.5 <= high)
     if r.pvalue is not None and wald_excludes != r.significant:
         quoted = "above" if iv.startswith("Wald") else f"[{r.wald.low:.1%}, {r.wald.high:.1%}]"
         out += (f" The Wald interval {quoted} "

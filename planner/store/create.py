@@ -14,7 +14,7 @@ from typing import Sequence
 
 from planner.counts import DEFAULT_STRATUM
 from planner.errors import DataError, UsageError, quote
-from planner.store import check as study_check
+from planner.names import NAME_RULE, id_problem, name_problem, text_problem
 from planner.store import schema
 from planner.store.db import CONFIG_NAME, DB_NAME, db_path, now
 from planner.store.records import StudyInfo
@@ -25,7 +25,7 @@ DEFAULT_QC = {"attention": 0.05, "repeat": 0.05, "overlap": 0.15, "acceptability
 
 
 def _read_rows(path: Path, what: str):
-    from planner.formats._base import iter_table
+    from planner.formats.reading import iter_table
 
     path = Path(path)
     if not path.exists():
@@ -128,7 +128,8 @@ def init_study(path, systems: Sequence[str] | None = None, anchor: str | None = 
     try:
         _create_study_files(path, config, names, prompts, responses)
     except OSError as exc:
-        raise UsageError(f"STUDY ({quote(str(path))}) cannot be created: {exc.strerror or exc}") from None
+        raise UsageError(f"STUDY ({quote(str(path))}) cannot be created: {exc.strerror or exc}",
+                         parameters=('path',)) from None
     strata = tuple(dict.fromkeys(p[3] or DEFAULT_STRATUM for p in prompts)) or (DEFAULT_STRATUM,)
     have = {(p, s) for p, s, *_ in responses}
     missing = len(prompts) * len(names) - len(have) if responses else 0
@@ -141,9 +142,11 @@ def _check_arguments(path: Path, prompts_file, responses_file, reasons: Sequence
     from planner import limits
 
     if path.exists() and not path.is_dir():
-        raise UsageError(f"STUDY ({quote(str(path))}) is an existing file; expected a new directory for the study")
+        raise UsageError(f"STUDY ({quote(str(path))}) is an existing file; expected a new directory for the study",
+                         parameters=('path',))
     if any(os.path.lexists(path / n) for n in (CONFIG_NAME, DB_NAME)):
-        raise UsageError(f"STUDY ({quote(str(path))}) already holds a study; choose a new directory")
+        raise UsageError(f"STUDY ({quote(str(path))}) already holds a study; choose a new directory",
+                         parameters=('path',))
     limits.check_output_dir("STUDY", path)
     if responses_file is not None and prompts_file is None:
         raise UsageError("`responses` needs `prompts` (responses refer to prompt ids)",
@@ -154,9 +157,9 @@ def _check_arguments(path: Path, prompts_file, responses_file, reasons: Sequence
     if max_words is not None:
         limits.check_int("max_words", max_words, 1, 10 ** 6)
     for r in reasons:
-        if study_check.name_problem(r):
-            raise UsageError(f"`reasons`: reason code {quote(r)} {study_check.name_problem(r)}; "
-                             f"allowed: {study_check.NAME_RULE}", parameters=('reasons',))
+        if name_problem(r):
+            raise UsageError(f"`reasons`: reason code {quote(r)} {name_problem(r)}; "
+                             f"allowed: {NAME_RULE}", parameters=('reasons',))
     if len(set(reasons)) != len(reasons):
         raise UsageError(f"`reasons` ({quote(','.join(reasons))}) must be distinct", parameters=('reasons',))
 
@@ -168,9 +171,9 @@ def _given_systems(systems: Sequence[str] | None) -> list[str]:
         raise UsageError(f"`systems` ({quote(','.join(given))}) must be distinct, non-empty names",
                          parameters=('systems',))
     for s in given:
-        if study_check.name_problem(s):
-            raise UsageError(f"`systems`: system name {quote(s)} {study_check.name_problem(s)}; "
-                             f"allowed: {study_check.NAME_RULE}", parameters=('systems',))
+        if name_problem(s):
+            raise UsageError(f"`systems`: system name {quote(s)} {name_problem(s)}; "
+                             f"allowed: {NAME_RULE}", parameters=('systems',))
     return given
 
 
@@ -207,16 +210,16 @@ def _response_key(r: dict, where: str, pids: set, given: list[str], names: list[
     if p is None or s is None or t is None:
         problems.append(f"{where}: missing prompt, system or text; expected all three")
         return None
-    why = (study_check.id_problem(p) and f"prompt {quote(p)} {study_check.id_problem(p)}"
-           or study_check.id_problem(s) and f"system {quote(s)} {study_check.id_problem(s)}"
-           or study_check.text_problem(t) and f"text {study_check.text_problem(t)}")
+    why = (id_problem(p) and f"prompt {quote(p)} {id_problem(p)}"
+           or id_problem(s) and f"system {quote(s)} {id_problem(s)}"
+           or text_problem(t) and f"text {text_problem(t)}")
     if why:
         problems.append(f"{where}: {why}")
         return None
     p, s = str(p).strip(), str(s).strip()
-    if s not in names and study_check.name_problem(s):
-        problems.append(f"{where}: system name {quote(s)} {study_check.name_problem(s)}; "
-                        f"allowed: {study_check.NAME_RULE}")
+    if s not in names and name_problem(s):
+        problems.append(f"{where}: system name {quote(s)} {name_problem(s)}; "
+                        f"allowed: {NAME_RULE}")
         return None
     if p not in pids:
         problems.append(f"{where}: unknown prompt {quote(p)}; expected an id from the prompts file")
@@ -237,7 +240,7 @@ def _check_names(names: list[str], anchor: str | None, tie_convention: str) -> N
         shown = anchor if len(anchor) <= 80 and anchor.isprintable() else quote(anchor)
         raise UsageError(f"`anchor` ({shown}) must be one of the systems: {', '.join(names)}", parameters=('anchor',))
     if tie_convention != "half":
-        raise UsageError(f"tie convention ({tie_convention!r}) must be 'half'")
+        raise UsageError(f"`tie_convention` ({tie_convention!r}) must be 'half'", parameters=("tie_convention",))
 
 
 def _create_study_files(path: Path, config: dict, names, prompts, responses) -> None:

@@ -77,11 +77,15 @@ def database_error(exc: sqlite3.Error, db: Path | None = None) -> DataError:
     return DataError(f"{where}the study database reported an error ({text})")
 
 
-def connect(db: Path) -> sqlite3.Connection:
-    """Open an existing study database (never creates one: ``mode=rw``)."""
+def connect(db: Path, *, threads: bool = False) -> sqlite3.Connection:
+    """Open an existing study database (never creates one: ``mode=rw``).
+
+    ``threads``: the connection may be used from other threads than this one (the judge ledger's, written
+    by the direct transport's workers; SQLite serialises the calls).
+    """
     try:
         con = sqlite3.connect(f"{Path(db).absolute().as_uri()}?mode=rw", uri=True, timeout=BUSY_TIMEOUT_S,
-                              isolation_level=None)
+                              isolation_level=None, check_same_thread=not threads)
     except sqlite3.Error as exc:
         raise DataError(f"{db}: cannot open the study database ({exc})") from None
     try:

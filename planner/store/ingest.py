@@ -296,6 +296,15 @@ def _changes_problem(st: _FileState) -> str:
             "(every replacement is kept in the audit trail)")
 
 
+def _file_ingest(path: str, fmt: str, sha: str, counts: dict[str, int], no_reason: int, stored: bool,
+                 **rest) -> FileIngest:
+    """A :class:`FileIngest` from the stored verdicts' counts (``{"A", "B", "tie", "invalid", "pass",
+    "fail"}``: ``rows`` is their sum), by field name."""
+    return FileIngest(path, fmt, sha, rows=sum(counts.values()), A=counts["A"], B=counts["B"], tie=counts["tie"],
+                      invalid=counts["invalid"], passed=counts["pass"], failed=counts["fail"],
+                      no_reason=no_reason, stored=stored, **rest)
+
+
 def _ingest_file(con, sys_id, path: Path, reader, k: int, dry_run: bool, progress, options,
                  accept_changes: bool, amap: dict[str, str]) -> FileIngest:
     sha, total_lines = _hash_file(path)
@@ -303,13 +312,13 @@ def _ingest_file(con, sys_id, path: Path, reader, k: int, dry_run: bool, progres
     with write(con, commit=not dry_run):
         hit = con.execute("SELECT name, ingested, rows, retracted FROM files WHERE sha256 = ?", (sha,)).fetchone()
         if hit and hit[3]:
-            raise _Refused(FileIngest(str(path), reader.name, sha, 0, 0, 0, 0, 0, 0, 0, 0, False), [
+            raise _Refused(_file_ingest(str(path), reader.name, sha, counts, 0, False), [
                 f"{path.name}: this content was ingested as {hit[0]} and retracted at {hit[3]}; "
                 f"restore it with `planner retract STUDY {hit[0]} --undo`"])
         if hit:
             note = f"identical to {hit[0]} (ingested {hit[1]}): nothing new"
-            return FileIngest(str(path), reader.name, sha, 0, *counts.values(), 0, not dry_run,
-                              already=int(hit[2]), notes=(note,))
+            return _file_ingest(str(path), reader.name, sha, counts, 0, not dry_run, already=int(hit[2]),
+                                notes=(note,))
         file_id = con.execute("INSERT INTO files (sha256, name, format, ingested) VALUES (?, ?, ?, ?)",
                               (sha, path.name, reader.name, now())).lastrowid
         con.execute(f"PRAGMA cache_size = {int(INGEST_CACHE)}")  # the id index stays in memory
@@ -335,10 +344,10 @@ def _ingest_file(con, sys_id, path: Path, reader, k: int, dry_run: bool, progres
             rows += n
             if v not in ("tie", "invalid"):
                 no_reason += nr
-        res = FileIngest(str(path), reader.name, sha, rows, *counts.values(), no_reason,
-                         not st.problems and not dry_run, already=st.already, changed=len(st.changes),
-                         replaced=replaced, skipped=dict(st.skipped), unanswered=st.unanswered,
-                         aliases=tuple(aliases), notes=tuple(st.notes))
+        res = _file_ingest(str(path), reader.name, sha, counts, no_reason, not st.problems and not dry_run,
+                           already=st.already, changed=len(st.changes), replaced=replaced,
+                           skipped=dict(st.skipped), unanswered=st.unanswered, aliases=tuple(aliases),
+                           notes=tuple(st.notes))
         if st.problems:
             raise _Refused(res, st.problems)
         con.execute("UPDATE files SET rows = ? WHERE id = ?", (rows + st.already, file_id))
@@ -356,8 +365,7 @@ class _Refused(Exception):
 
 def _check_map(annotator_map: Mapping[str, str] | None) -> dict[str, str]:
     """``annotator_map`` as {identity: name}: identities as ingest reads them, names as `annotators` names."""
-    from planner.batch import annotator_name_problem
-    from planner.store.check import IDENTITY_RULE, identity_problem
+    from planner.names import IDENTITY_RULE, annotator_name_problem, identity_problem
 
     out = {}
     for k, v in (annotator_map or {}).items():
@@ -428,13 +436,13 @@ def ingest(path, files: Sequence, format: str | None = None, dry_run: bool = Fal
     results: list[FileIngest] = []
     refused: list[tuple[Path, list, int]] = []
     with Study.open(path) as study:
-        con = study._con
+        con = study.connection
         if amap and not dry_run:
             with write(con) as c:
                 apply_explicit(c, amap)
         for k, (p, reader) in enumerate(zip(paths, readers)):
             try:
-                res = _ingest_file(con, study._sys_id, p, reader, k, dry_run, progress, options, accept_changes,
+                res = _ingest_file(con, study.system_ids, p, reader, k, dry_run, progress, options, accept_changes,
                                    amap)
             except _Refused as exc:
                 res = exc.result

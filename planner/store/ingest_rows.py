@@ -10,10 +10,11 @@ source, or a problem naming ``file:line``.
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from planner.errors import quote
-from planner.store.check import IDENTITY_RULE, identity_problem
+from planner.names import IDENTITY_RULE, identity_problem
 from planner.store.identity import Identities
 
 # ------------------------------------------------------------------ validation
@@ -41,7 +42,7 @@ class Validator:
 
     _POS = {"left": "A", "right": "B", "tie": "tie", "invalid": "invalid", "pass": "pass", "fail": "fail"}
 
-    def __init__(self, con: sqlite3.Connection, sys_id: dict[str, int], annotator_map: dict | None = None):
+    def __init__(self, con: sqlite3.Connection, sys_id: Mapping[str, int], annotator_map: dict | None = None):
         self.sys_id = sys_id
         self.prompt_ids = {r[0] for r in con.execute("SELECT id FROM prompts")}
         self.prompt_by_text: dict[str, str] = {}

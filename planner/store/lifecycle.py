@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Sequence
 
 from planner.errors import DataError, UsageError, parameters_of, quote, shown
+from planner.limits import check_optional_float
 from planner.store.db import now, write
 from planner.store.queries import Study
 
@@ -67,15 +68,16 @@ def void_batches(path, batches: Sequence[int] = (), *, older_than_days: float | 
     """
     ids = [int(b) for b in batches]
     if not ids and older_than_days is None:
-        raise UsageError("batches: give batch ids or older_than_days; expected at least one")
-    if older_than_days is not None and not (0 <= older_than_days < 1e5):
-        raise UsageError(f"older_than_days ({older_than_days!r}) must be a number of days in [0, 100000)")
-    with Study.open(path) as study, write(study._con) as con:
+        raise UsageError("`batches`: give batch ids or `older_than_days`; expected at least one",
+                         parameters=('batches', 'older_than_days'))
+    check_optional_float("older_than_days", older_than_days, 0.0, 1e5, high_open=True, unit="days")
+    with Study.open(path) as study, write(study.connection) as con:
         known = {r[0]: r[1] for r in con.execute("SELECT id, created FROM batches")}
         bad = [b for b in ids if b not in known]
         if bad:
             raise UsageError(f"batch {bad[0]} does not exist; expected one of "
-                             f"{', '.join(map(str, sorted(known))) or 'none (no batch issued yet)'}")
+                             f"{', '.join(map(str, sorted(known))) or 'none (no batch issued yet)'}",
+                             parameters=('batches',))
         if older_than_days is not None:
             cutoff = (_dt.datetime.now(_dt.timezone.utc) - _dt.timedelta(days=older_than_days)).replace(
                 microsecond=0).isoformat()
@@ -103,10 +105,10 @@ def _find_file(con, ref: str) -> tuple:
         hits = [r for r in rows if r[2] == h]
     if not hits:
         raise UsageError(f"file {quote(ref)} was never ingested into this study; expected a file name, "
-                         "its sha256 (or a prefix of 8+ hex digits) or the file itself")
+                         "its sha256 (or a prefix of 8+ hex digits) or the file itself", parameters=('file',))
     if len(hits) > 1:
         raise UsageError(f"file {quote(ref)} names {len(hits)} ingested files "
-                         f"({', '.join(r[2][:12] for r in hits[:4])}); give the sha256 instead")
+                         f"({', '.join(r[2][:12] for r in hits[:4])}); give the sha256 instead", parameters=('file',))
     return hits[0]
 
 
@@ -117,7 +119,7 @@ def retract_file(path, ref: str, *, undo: bool = False) -> RetractResult:
     and :class:`DataError` when restoring would collide with judgments stored
     since (the same ids or the same annotator and item).
     """
-    with Study.open(path) as study, write(study._con) as con:
+    with Study.open(path) as study, write(study.connection) as con:
         fid, name, sha, retracted = _find_file(con, str(ref))
         if undo:
             if retracted is None:

@@ -32,7 +32,7 @@ LOCK_DIR = "locks"
 try:
     import fcntl
 except ImportError:  # pragma: no cover  (Windows)
-    fcntl = None
+    fcntl = None  # type: ignore[assignment]
 
 
 @dataclass(frozen=True)

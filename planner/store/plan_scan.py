@@ -23,7 +23,7 @@ import numpy as np
 from planner.counts import Counts
 from planner.store import scans
 from planner.store.judged import stratum_lut
-from planner.store.records import COUNTED_KINDS
+from planner.vocabulary import COUNTED_KINDS
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,8 @@ import datetime as _dt
 import json
 import sqlite3
 from pathlib import Path
-from typing import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from types import MappingProxyType
 
 import numpy as np
 
@@ -24,8 +25,9 @@ from planner.store import check as study_check
 from planner.store import scans, schema
 from planner.store.db import CONFIG_NAME, DB_NAME, connect, database_error, db_path, now, write
 from planner.store.judged import judgment_arrays, stratum_lut
-from planner.store.records import (COUNTED_KINDS, ITEM_KINDS, PENDING_KINDS, AcceptabilityCounts, BatchInfo,
-                                   BatchItem, Judgment, Prompt, Response)
+from planner.vocabulary import COUNTED_KINDS, PENDING_KINDS
+from planner.store.records import (AcceptabilityCounts, BatchInfo, BatchItem,
+                                   Judgment, Prompt, Response, item_rows, shown_as)
 
 
 class Study:
@@ -52,7 +54,7 @@ class Study:
         self._sys_name = {i: name for i, name in rows}
         self.systems = tuple(name for _, name in rows)
         self.anchor = config.get("anchor")
-        self._keys_memo = None   # (database stamp, response keys): see response_keys
+        self._keys_memo: tuple | None = None   # (database stamp, response keys): see response_keys
 
     # ------------------------------------------------------------ lifecycle
     @classmethod
@@ -87,6 +89,18 @@ class Study:
 
     def close(self) -> None:
         self._con.close()
+
+    @property
+    def connection(self) -> sqlite3.Connection:
+        """The open SQLite connection: for the store's own writers and scans (ingest, lifecycle, status),
+        which run their statements inside :func:`planner.store.db.write`; everything else reads through
+        the methods below."""
+        return self._con
+
+    @property
+    def system_ids(self) -> Mapping[str, int]:
+        """``{system name: its id in the database}`` (read-only), in :attr:`systems` order."""
+        return MappingProxyType(self._sys_id)
 
     def __enter__(self) -> "Study":
         return self
@@ -166,7 +180,7 @@ class Study:
         return got[0] if got else None
 
     # ------------------------------------------------------------ counts
-    def _strata_index(self, by_stratum: bool):
+    def _strata_index(self, by_stratum: bool) -> tuple[tuple[str, ...], dict[str, int]]:
         strata = self.strata() if by_stratum else (DEFAULT_STRATUM,)
         return strata, {s: i for i, s in enumerate(strata)}
 
@@ -195,7 +209,7 @@ class Study:
         if not left.size:
             return Counts.empty(self.systems, strata)
         # prompt ord -> stratum place; slot 0 is a prompt the study does not hold ("all")
-        stratum = stratum_lut(self._con, sidx)[ords + 1] if by_stratum else None
+        stratum = stratum_lut(self._con, sidx)[ords + 1] if by_stratum and ords is not None else None
         return Counts.from_arrays(self.systems, left, right, outcome, stratum, strata)
 
     def judgment_arrays(self, by_stratum: bool = True, annotators: bool = False,
@@ -321,13 +335,7 @@ class Study:
         for (jid, batch, item, kind, prompt, stratum, a, b, pos, verdict, ann, src, reason, sec, conf,
              at, fname) in cur:
             a, b = names[a], None if b is None else names[b]
-            left, right = (a, b) if pos == "left" else (b, a) if pos == "right" else (None, None)
-            pv = None
-            if b is None or verdict in ("tie", "invalid"):
-                pv = verdict if pos is not None or b is None else None
-            elif pos is not None:
-                pv = "left" if (verdict == "A") == (pos == "left") else "right"
-            win = a if verdict == "A" else b if verdict == "B" else None
+            left, right, pv, win = shown_as(a, b, pos, verdict)
             yield (jid, batch, item, kind, prompt, stratum, a, b, pos, left, right, verdict, pv, win, ann, src,
                    reason, sec, conf, at, fname)
 
@@ -404,37 +412,8 @@ class Study:
         ``left == right``, a missing ``right`` on a pairwise item, an unknown
         kind or a duplicate item id.
         """
-        problems = []
         prompts = {r[0] for r in self._con.execute("SELECT id FROM prompts")}
-        seen: set[str] = set()
-        rows = []
-        for k, it in enumerate(items):
-            where = f"item {k} ({it.item_id!r})"
-            if it.kind not in ITEM_KINDS:
-                problems.append(f"{where}: kind {it.kind!r}; expected one of {', '.join(ITEM_KINDS)}")
-            if it.item_id in seen:
-                problems.append(f"{where}: duplicate item id")
-            seen.add(it.item_id)
-            if it.prompt not in prompts:
-                problems.append(f"{where}: unknown prompt {it.prompt!r}")
-            ids = []
-            for side in ("left", "right"):
-                name = getattr(it, side)
-                if name is None:
-                    ids.append(None)
-                    if side == "left" or it.kind != "acceptability":
-                        problems.append(f"{where}: {side} system missing; only acceptability items have one system")
-                elif name not in self._sys_id:
-                    problems.append(f"{where}: unknown {side} system {name!r}; "
-                                    f"expected one of {', '.join(self.systems)}")
-                    ids.append(None)
-                else:
-                    ids.append(self._sys_id[name])
-            if it.right is not None and it.left == it.right:
-                problems.append(f"{where}: left == right ({it.left!r}); a system cannot be compared with itself")
-            if it.kind == "acceptability" and it.right is not None:
-                problems.append(f"{where}: acceptability items show one system; right must be None")
-            rows.append((it.item_id, it.prompt, ids[0], ids[1], it.kind, it.annotator, it.link, it.order_group))
+        rows, problems = item_rows(items, prompts, self._sys_id)
         if problems:
             raise DataError(f"batch not recorded: {len(problems)} problem(s) in its items", problems)
         with write(self._con) as con:

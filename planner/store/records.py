@@ -12,18 +12,15 @@ Accounting rules (never bend):
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
+
 from planner.equality import array_eq
 
-ITEM_KINDS = ("regular", "attention", "repeat", "overlap", "swap", "acceptability")
-JUDGMENT_KINDS = ITEM_KINDS + ("external",)
-#: kinds that enter :meth:`Study.counts` by default: attention items (one side
-#: deliberately broken), repeats (the same annotator again) and acceptability
-#: items are quality control, not evidence about the systems.
-COUNTED_KINDS = ("regular", "overlap", "swap", "external")
-PENDING_KINDS = ("regular", "overlap", "swap")
+from planner.vocabulary import COUNTED_KINDS  # noqa: F401  (store/status.py's import until its owner moves it)
+from planner.vocabulary import ITEM_KINDS
 
 
 @dataclass(frozen=True)
@@ -152,3 +149,55 @@ class AcceptabilityCounts:
         """Pass rate per system pooled over strata (None when no pass/fail)."""
         p, f = self.passed.sum(axis=1), self.failed.sum(axis=1)
         return [None if p[i] + f[i] == 0 else float(p[i] / (p[i] + f[i])) for i in range(len(self.systems))]
+
+
+def item_rows(items, prompts, sys_id: Mapping[str, int]) -> tuple[list[tuple], list[str]]:
+    """The ``items`` table's rows of a batch about to be recorded, and its problems (empty when none).
+
+    A row is ``(id, prompt, left id, right id, kind, annotator, link, order_group)``; a problem names the
+    item: an unknown kind, prompt or system, a duplicate id, ``left == right``, a pairwise item without
+    ``right`` or an acceptability item with one.
+    """
+    problems, rows, seen = [], [], set()
+    for k, it in enumerate(items):
+        where = f"item {k} ({it.item_id!r})"
+        if it.kind not in ITEM_KINDS:
+            problems.append(f"{where}: kind {it.kind!r}; expected one of {', '.join(ITEM_KINDS)}")
+        if it.item_id in seen:
+            problems.append(f"{where}: duplicate item id")
+        seen.add(it.item_id)
+        if it.prompt not in prompts:
+            problems.append(f"{where}: unknown prompt {it.prompt!r}")
+        ids: list[int | None] = []
+        for side in ("left", "right"):
+            name = getattr(it, side)
+            if name is None:
+                ids.append(None)
+                if side == "left" or it.kind != "acceptability":
+                    problems.append(f"{where}: {side} system missing; only acceptability items have one system")
+            elif name not in sys_id:
+                problems.append(f"{where}: unknown {side} system {name!r}; expected one of {', '.join(sys_id)}")
+                ids.append(None)
+            else:
+                ids.append(sys_id[name])
+        if it.right is not None and it.left == it.right:
+            problems.append(f"{where}: left == right ({it.left!r}); a system cannot be compared with itself")
+        if it.kind == "acceptability" and it.right is not None:
+            problems.append(f"{where}: acceptability items show one system; right must be None")
+        rows.append((it.item_id, it.prompt, ids[0], ids[1], it.kind, it.annotator, it.link, it.order_group))
+    return rows, problems
+
+
+def shown_as(a: str, b: str | None, pos: str | None, verdict: str) -> tuple:
+    """``(left, right, position_verdict, winner)`` of a judgment stored as ``verdict`` on ``(a, b)`` with
+    ``a`` shown at ``pos``: the systems as shown (None when the position is unknown), the verdict in
+    position form (None when the position of a pairwise verdict is unknown) and the winning system (None for
+    tie, invalid and acceptability verdicts)."""
+    left, right = (a, b) if pos == "left" else (b, a) if pos == "right" else (None, None)
+    pv = None
+    if b is None or verdict in ("tie", "invalid"):
+        pv = verdict if pos is not None or b is None else None
+    elif pos is not None:
+        pv = "left" if (verdict == "A") == (pos == "left") else "right"
+    win = a if verdict == "A" else b if verdict == "B" else None
+    return left, right, pv, win

@@ -28,11 +28,8 @@ from planner.diagnostics.records import NON_RANKING_KINDS
 from planner.store import scans
 from planner.stats.clusters import JudgmentArrays
 from planner.store.judged import stratum_lut, unknown_prompt_codes
-from planner.store.records import COUNTED_KINDS
-from planner.vocabulary import JUDGMENT_KINDS
+from planner.vocabulary import COUNTED_KINDS, JUDGMENT_KINDS, OUTCOMES  # OUTCOMES: the scan's verdict codes
 
-#: verdict codes of the scan (relative to the stored orientation)
-VERDICTS = ("A", "B", "tie", "invalid")
 #: kinds whose judgments are no evidence about which of two systems is better (no reasons, no lengths)
 NON_RANKING = tuple(sorted(NON_RANKING_KINDS))
 _OTHER_KIND = 7
@@ -102,7 +99,7 @@ def report_scan(con, systems: tuple[str, ...]) -> ReportScan:
                                  verdict[counted])
     arrays = _arrays(con, systems, strata, lut, index, span - 1, ab_c, code[counted], right[counted],
                      verdict[counted])
-    totals = dict(zip(VERDICTS, (int(x) for x in np.bincount(verdict[counted], minlength=4))))
+    totals = dict(zip(OUTCOMES, (int(x) for x in np.bincount(verdict[counted], minlength=4))))
     kinds = _kinds(con, kind)
     ranking = pairwise & ~np.isin(kind, [JUDGMENT_KINDS.index(k) for k in NON_RANKING])
     decisive = ranking & (verdict < 2)
@@ -175,7 +172,7 @@ def _length_rows(con, span: int, a: np.ndarray, b: np.ndarray, code: np.ndarray,
         return None
     sign = np.where(known, np.sign(la - lb) + 1, 3)        # 0, 1, 2: sign + 1; 3: a length unknown
     n = np.bincount(verdict[keep] * 4 + sign[keep], minlength=8)
-    return tuple((VERDICTS[v], None if s == 3 else s - 1, int(n[v * 4 + s]))
+    return tuple((OUTCOMES[v], None if s == 3 else s - 1, int(n[v * 4 + s]))
                  for v in (0, 1) for s in range(4) if n[v * 4 + s])
 
 

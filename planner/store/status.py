@@ -109,7 +109,7 @@ def _pair_table(study: Study):
 def status(path) -> StatusResult:
     """Issued/returned/unanswered/pending items per batch; counts per pair, per system
     (half-tie scores) and per annotator. Counts use :data:`planner.store.study.COUNTED_KINDS`."""
-    from planner.connectors.cache import judge_totals
+    from planner.store.ledger import judge_totals
 
     judge = tuple(judge_totals(path))
     with Study.open(path) as study:
@@ -125,7 +125,7 @@ def status(path) -> StatusResult:
         for x in range(m):
             w, l, t, inv = (int(v) for v in tab[x].sum(axis=0))
             per_system.append(SystemStatus(names[x], w, l, t, inv, half_tie_score(w, l, t)))
-        con = study._con
+        con = study.connection
         ann = [AnnotatorStatus(row[0], *(int(v) for v in row[1:])) for row in con.execute(
             "SELECT annotator, count(*), sum(verdict='A'), sum(verdict='B'), sum(verdict='tie'), "
             "sum(verdict='invalid'), sum(verdict='pass'), sum(verdict='fail') FROM judgments "

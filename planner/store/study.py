@@ -38,7 +38,8 @@ from planner.store.db import BUSY_TIMEOUT_S, CONFIG_NAME, DB_NAME, WRITE_RETRIES
 from planner.store.ingest import IngestResult, ingest
 from planner.store.queries import Study
 from planner.store.report_scan import ReportScan, report_scan
-from planner.store.records import (COUNTED_KINDS, ITEM_KINDS, JUDGMENT_KINDS, PENDING_KINDS, AcceptabilityCounts,
+from planner.vocabulary import COUNTED_KINDS, ITEM_KINDS, JUDGMENT_KINDS, PENDING_KINDS
+from planner.store.records import (AcceptabilityCounts,
                                    BatchInfo, BatchItem, Judgment, Prompt, Response, StudyInfo)
 from planner.store.schema import MIGRATIONS, SCHEMA_VERSION
 from planner.store.status import StatusResult, status

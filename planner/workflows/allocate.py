@@ -13,7 +13,8 @@ import os
 from dataclasses import replace
 from typing import Any, Mapping
 
-from planner.allocation import Allocation, allocate, parse_target, problems_error, stratum_label
+from planner.allocation import allocate, parse_target, problems_error, stratum_label
+from planner.allocation_results import Allocation
 from planner.allocation_stats import pointwise_gaps, stratum_sd
 from planner.errors import UsageError
 from planner.formats.prompts_writer import check_out, write_prompts

@@ -21,6 +21,7 @@ import numpy as np
 from planner.model import bt
 from planner import limits
 from planner.errors import UsageError, quote
+from planner.vocabulary import PAIRWISE_VERDICTS
 
 STRATA = ("everyday", "factual", "coding", "creative")
 _WORDS = ("the", "answer", "explains", "clearly", "because", "data", "result", "step", "first", "then",
@@ -103,17 +104,19 @@ def answer_batch(study_path, result, verdict_of, *, annotator: str | None = None
 DEMO_ENTRIES = ("prompts.jsonl", "responses.jsonl", "study", "batch-*", "verdicts-*")
 
 
-def _check_demo_target(directory: Path, force: bool) -> None:
+def check_demo_target(directory: Path, force: bool) -> None:
     """Refuse a file, an existing study, or (without ``--force``) any non-empty directory."""
     from fnmatch import fnmatch
 
     name = quote(str(directory))
     if directory.exists() and not directory.is_dir():
-        raise UsageError(f"DIRECTORY ({name}) is an existing file; expected a new directory for the demo")
+        raise UsageError(f"DIRECTORY ({name}) is an existing file; expected a new directory for the demo",
+                         parameters=('directory',))
     from planner.store.db import CONFIG_NAME, DB_NAME
 
     if (directory / CONFIG_NAME).exists() or (directory / DB_NAME).exists():
-        raise UsageError(f"DIRECTORY ({name}) holds a study; the demo never replaces a study")
+        raise UsageError(f"DIRECTORY ({name}) holds a study; the demo never replaces a study",
+                         parameters=('directory',))
     if directory.exists() and any(directory.iterdir()):
         if not force:
             raise UsageError(f"DIRECTORY ({name}) already exists and is not empty (use `force` to replace a demo)",
@@ -143,7 +146,7 @@ def run_demo(directory, *, n_systems: int = 6, n_prompts: int = 40, rounds: int 
     limits.check_int("size", size, 1, limits.MAX_DEMO_SIZE)
     limits.check_seed("seed", seed)
     directory = Path(directory)
-    _check_demo_target(directory, force)
+    check_demo_target(directory, force)
     if directory.exists() and any(directory.iterdir()):
         import shutil
 
@@ -170,8 +173,8 @@ def run_demo(directory, *, n_systems: int = 6, n_prompts: int = 40, rounds: int 
         vfile = directory / f"verdicts-{r + 1}.jsonl"
         vfile.write_text("".join(json.dumps(x) + "\n" for x in rows), encoding="utf-8")
         ingest(study, [vfile])
-        counts = {v: sum(1 for x in rows if x["verdict"] == v) for v in ("left", "right", "tie", "invalid")}
-        done.append(DemoRound(res.batch_id, len(res.items), counts, res.files, res.manifest["expected_reduction"],
+        verdicts = {v: sum(1 for x in rows if x["verdict"] == v) for v in PAIRWISE_VERDICTS}
+        done.append(DemoRound(res.issued, len(res.items), verdicts, res.files, res.manifest["expected_reduction"],
                               res.advice))
         if progress:
             progress(f"round {r + 1}: {len(res.items)} items issued and judged")

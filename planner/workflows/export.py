@@ -31,7 +31,6 @@ from planner.formats.tables import ENCODERS
 FORMATS = ("csv", "jsonl", "parquet")
 PAIR_COLUMNS = ("x", "y", "stratum", "x_wins", "y_wins", "ties", "invalid", "n", "x_score")
 POSTERIOR_COLUMNS = ("system", "mean", "sd", "lo95", "hi95", "elo", "elo_lo95", "elo_hi95", "prob_best")
-MAX_DRAWS = 100_000
 
 
 @dataclass(frozen=True)
@@ -107,17 +106,16 @@ def export_study(path, out, *, format: str = "csv", engine: str | None = "laplac
     """
     from planner.formats.staging import write_failure
     from planner.formats.writers import write_files
-    from planner.limits import check_output_dir
+    from planner.limits import MAX_DRAWS, check_choice, check_int, check_output_dir, check_seed
+    from planner.vocabulary import ENGINES
     from planner.store.study import Study
 
-    if format not in FORMATS:
-        raise UsageError(f"`format` ({quote(format)}) must be one of {', '.join(FORMATS)}", parameters=('format',))
-    if engine not in (None, "laplace", "nuts"):
-        raise UsageError(f"`engine` ({quote(engine)}) must be laplace, nuts or none", parameters=('engine',))
-    if not isinstance(seed, int) or seed < 0:
-        raise UsageError(f"`seed` ({quote(seed)}) must be an integer >= 0", parameters=('seed',))
-    if not isinstance(draws, int) or not 1 <= draws <= MAX_DRAWS:
-        raise UsageError(f"`draws` ({quote(draws)}) must be an integer in [1, {MAX_DRAWS:,}]", parameters=('draws',))
+    check_choice("format", format, FORMATS)
+    if engine is not None:   # None: no posterior file
+        check_choice("engine", engine, ENGINES)
+    if check_seed("seed", seed) is None:
+        raise UsageError("`seed` must be given: the posterior draws are seeded", parameters=("seed",))
+    check_int("draws", draws, 1, MAX_DRAWS)   # draws x systems are held in memory
     if format == "parquet":
         try:
             import pyarrow  # noqa: F401

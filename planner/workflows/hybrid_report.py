@@ -77,7 +77,8 @@ def items_from_verdicts(names, rows, surrogate: str) -> HybridItems:
     (:func:`hybrid_report` has already left out other ``planner judge`` models' verdicts).
     """
     index = {s: i for i, s in enumerate(names)}
-    target, judge = defaultdict(list), defaultdict(list)
+    target: defaultdict[tuple, list[float]] = defaultdict(list)
+    judge: defaultdict[tuple, list[float]] = defaultdict(list)
     for prompt, a, b, verdict, annotator in rows:
         if b is None or a not in index or b not in index:
             continue
@@ -115,7 +116,9 @@ def _collect(study, study_path, surrogate: str):
     """Items from the study's judgments: ``(items, votes per annotator, verdicts of other judges)``."""
     from planner.store.study import COUNTED_KINDS
 
-    rows, annotators, other_judges = [], defaultdict(int), defaultdict(int)
+    rows: list[tuple] = []
+    annotators: defaultdict[str, int] = defaultdict(int)
+    other_judges: defaultdict[str, int] = defaultdict(int)
     for j in study.judgments():
         if j.kind not in COUNTED_KINDS:        # attention checks, repeats and acceptability are QC, not votes
             continue
@@ -175,7 +178,9 @@ def plan_for_humans(study, *, surrogate: str | None, size: int, rng, floor: floa
         if b.voided or not b.manifest.get("for_humans") or not b.pending:
             continue
         for prompt, a, c in b.manifest["for_humans"]["chosen"]:
-            k = keyed.get((prompt, names.index(a), names.index(c)) if a in names and c in names else None)
+            if a not in names or c not in names:
+                continue
+            k = keyed.get((prompt, names.index(a), names.index(c)))
             if k is not None and not items.labelled[k]:
                 pending[k] = True
     sel = select_for_humans(items, size, rng, floor=floor, objective=objective, exclude=pending)
@@ -199,6 +204,15 @@ def plan_for_humans(study, *, surrogate: str | None, size: int, rng, floor: floa
     return planned, sel, design, notes
 
 
+def _scores(items: HybridItems, davidson: bool) -> tuple[np.ndarray, np.ndarray]:
+    """``(y, yhat)``: the items' target and judge scores, or with ``davidson`` their win/tie/loss shares."""
+    if not davidson:
+        return items.y, items.yhat
+    if items.y3 is None or items.yhat3 is None:
+        raise ValueError("a Davidson fit needs the items' three-way shares")
+    return items.y3, items.yhat3
+
+
 def _compare(names, items: HybridItems, lab, ties: str, confidence_level: float, pi=None,
              clusters=None) -> HybridComparison:
     """PPI (PPI++ for a uniform sample, IPW with ``pi`` or ``clusters``), target-only and judge-only fits.
@@ -209,7 +223,7 @@ def _compare(names, items: HybridItems, lab, ties: str, confidence_level: float,
     from planner.hybrid.ppi import ipw_bradley_terry, ppi_davidson
 
     dav = ties == "davidson"
-    y, yh = (items.y3, items.yhat3) if dav else (items.y, items.yhat)
+    y, yh = _scores(items, dav)
     model = "davidson" if dav else "logistic"
     if clusters is not None and pi is None:
         pi = np.full(len(lab), lab.sum() / len(lab))
@@ -312,7 +326,7 @@ def _population(study, names, items: HybridItems, lab, ties: str, confidence_lev
                         "human-labelled item; label some of its items")
     same = bool(np.allclose(c, 1.0, rtol=0.0, atol=1e-12))
     dav = ties == "davidson"
-    y, yh = (items.y3, items.yhat3) if dav else (items.y, items.yhat)
+    y, yh = _scores(items, dav)
     pop = pooled if same else ipw_bradley_terry(
         names, items.pairs, y, yh, lab, pi_h if pi is None else pi, weights=c,
         model="davidson" if dav else "logistic", confidence_level=confidence_level, clusters=clusters)

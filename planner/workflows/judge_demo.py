@@ -18,8 +18,12 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from planner.workflows.run import RunResult
 
 
 @dataclass(frozen=True)
@@ -29,7 +33,7 @@ class LiveDemoResult:
     path: str
     systems: tuple[str, ...]
     true_elo: tuple[float, ...]
-    run: object
+    run: RunResult
     http_calls: int
 
 
@@ -40,7 +44,7 @@ def run_demo_live(directory, *, n_systems: int = 6, n_prompts: int = 40, budget:
 
     from planner import limits
     from planner.errors import UsageError
-    from planner.workflows.demo import _check_demo_target, build_demo_files
+    from planner.workflows.demo import check_demo_target, build_demo_files
     from planner.workflows.judge_run import JudgeOptions
     from planner.workflows.judge_server import JudgeRule, JudgeServer, rule_answer
     from planner.workflows.run import RunOptions, run_loop
@@ -50,11 +54,11 @@ def run_demo_live(directory, *, n_systems: int = 6, n_prompts: int = 40, budget:
     limits.check_int("prompts", n_prompts, 4, limits.MAX_DEMO_PROMPTS)
     limits.check_seed("seed", seed)
     directory = Path(directory)
-    _check_demo_target(directory, force)  # the demo's own rule: never a study, --force only on a demo directory
+    check_demo_target(directory, force)  # the demo's own rule: never a study, --force only on a demo directory
     if importlib.util.find_spec("openai") is None:   # before anything is written: no half-made demo
         from planner.connectors.openai_judge import INSTALL_HINT
 
-        raise UsageError(f"the live-judge demo needs the openai package: {INSTALL_HINT}")
+        raise UsageError(f"the live-judge demo needs the openai package: {INSTALL_HINT}", parameters=())
     if directory.exists() and any(directory.iterdir()):
         import shutil
 

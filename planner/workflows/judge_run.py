@@ -3,7 +3,7 @@
 The pipeline (one function each)::
 
     study ──► requests (re-rendered byte-identically from the study: planner.workflows.reissue)
-          ──► skip items already judged, answers already cached (planner.connectors.cache)
+          ──► skip items already judged, answers already cached (planner.store.ledger)
           ──► cost cap (planner.connectors.pricing) ──► send: direct or Batch API
               (planner.connectors.openai_judge), each answer cached as it arrives
           ──► one OpenAI-batch-output file with every line (cached + new, failures too)
@@ -23,10 +23,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from planner.errors import DataError, UsageError, parameters_of, quote, shown
+from planner import limits
+from planner.errors import DataError, UsageError, quote
 
 TRANSPORTS = ("direct", "batch")
 MAX_CONCURRENCY = 256
+MAX_ATTEMPTS = 100   # tries of one request (the first and its retries)
 
 
 @dataclass(frozen=True)
@@ -54,6 +56,33 @@ class JudgeOptions:
     seed: int = 0
     dry_run: bool = False
     sleep: Callable[[float], None] | None = field(default=None, compare=False, repr=False)
+
+    def __post_init__(self):
+        from planner.connectors.guard import check_url
+        from planner.connectors.pricing import check_prices
+
+        if not isinstance(self.model, str) or not self.model.strip():
+            raise UsageError("`model` is required (the judge's model name, e.g. gpt-4o)", parameters=("model",))
+        limits.check_choice("transport", self.transport, TRANSPORTS)
+        limits.check_int("concurrency", self.concurrency, 1, MAX_CONCURRENCY)
+        limits.check_flag("both_orders", self.both_orders)
+        limits.check_float("timeout", self.timeout, 0.0, math.inf, low_open=True, unit="seconds")
+        limits.check_int("max_attempts", self.max_attempts, 1, MAX_ATTEMPTS)
+        limits.check_float("poll_interval", self.poll_interval, 0.0, math.inf, low_open=True, unit="seconds")
+        if self.base_url is not None:
+            check_url(self.base_url, "base_url")
+        limits.check_seed("seed", self.seed)
+        limits.check_flag("dry_run", self.dry_run)
+        if not isinstance(self.api_key_env, str) or not self.api_key_env.strip():
+            raise UsageError("`api_key_env` must name an environment variable", parameters=("api_key_env",))
+        check_prices(self.price_in, self.price_out, self.max_cost)
+
+    @property
+    def prices(self):
+        """The token prices (:class:`planner.connectors.pricing.Prices`; ``known`` False without them)."""
+        from planner.connectors.pricing import check_prices
+
+        return check_prices(self.price_in, self.price_out, self.max_cost)
 
 
 @dataclass(frozen=True)
@@ -100,32 +129,6 @@ class JudgeResult:
         d = asdict(self)
         d["notes"] = list(self.notes)
         return d
-
-
-def check_options(o: JudgeOptions):
-    """Validate the options (one-line :class:`UsageError`); returns the :class:`Prices`."""
-    from planner.connectors.guard import check_url
-    from planner.connectors.pricing import check_prices
-    from planner.limits import check_seed
-
-    if not isinstance(o.model, str) or not o.model.strip():
-        raise UsageError("`model` is required (the judge's model name, e.g. gpt-4o)", parameters=('model',))
-    if o.transport not in TRANSPORTS:
-        raise UsageError(f"transport ({quote(o.transport)}) must be one of {', '.join(TRANSPORTS)}")
-    if isinstance(o.concurrency, bool) or not isinstance(o.concurrency, int) or \
-            not 1 <= o.concurrency <= MAX_CONCURRENCY:
-        raise UsageError(f"`concurrency` ({quote(o.concurrency)}) must be a whole number from 1 to {MAX_CONCURRENCY}",
-                         parameters=('concurrency',))
-    for flag, v in (("timeout", o.timeout), ("poll interval", o.poll_interval)):
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
-            raise UsageError(f"{shown(flag)} ({quote(v)}) must be a number of seconds > 0",
-                             parameters=parameters_of(flag))
-    if o.base_url is not None:
-        check_url(o.base_url, "base_url")
-    check_seed("seed", o.seed)
-    if not isinstance(o.api_key_env, str) or not o.api_key_env.strip():
-        raise UsageError("`api_key_env` must name an environment variable", parameters=('api_key_env',))
-    return check_prices(o.price_in, o.price_out, o.max_cost)
 
 
 def _endpoint(o: JudgeOptions):
@@ -259,7 +262,6 @@ def judge_batch(study_path, options: JudgeOptions, *, batch: int | None = None,
     """
     from planner.store.locks import hold, holder_note
 
-    check_options(options)
     batch_id = _batch_id(study_path, batch)
     if options.dry_run:
         return _judge(study_path, options, batch_id, progress, stop, on_answer, ())
@@ -269,17 +271,20 @@ def judge_batch(study_path, options: JudgeOptions, *, batch: int | None = None,
 
 
 def _judge(study_path, options: JudgeOptions, batch_id: int, progress, stop, on_answer, notes0) -> JudgeResult:
-    from planner.connectors.cache import Ledger, request_key
+    from planner.connectors.guard import clean
+    from planner.connectors.openai_judge import request_key
+    from planner.store.ledger import Ledger
     from planner.workflows.judge_send import Context, Spend, Tally
 
-    prices = check_options(options)
+    prices = options.prices
     ep = _endpoint(options)
     model = options.model.strip()
     info, reqs, judged = _prepare(study_path, options, batch_id)
     keys = {r["custom_id"]: request_key(ep.url, r["custom_id"], r["body"]) for r in reqs}
     with Ledger(study_path) as ledger:
         open_reqs = [r for r in reqs if r["custom_id"] not in judged]
-        cached = ledger.lookup(keys[r["custom_id"]] for r in open_reqs)
+        # cleaned again: a line cached by an older version may hold a lone surrogate or an echoed key
+        cached = {k: clean(line) for k, line in ledger.lookup(keys[r["custom_id"]] for r in open_reqs).items()}
         ctx = Context(ledger, Spend(prices, options.max_cost, ledger.spent(model)), Tally(), info.id, ep.url, model,
                       {r["custom_id"]: r for r in reqs}, keys, notes=list(notes0))
         ctx.lines.update({r["custom_id"]: cached[keys[r["custom_id"]]] for r in open_reqs

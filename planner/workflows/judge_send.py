@@ -18,8 +18,12 @@ import sqlite3
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from planner.errors import DataError, quote
+
+if TYPE_CHECKING:
+    from planner.store.ledger import Ledger
 
 #: disk space planner wants free before a paid request: a base plus this much per request
 #: (the cached answer, its line in the output file and its judgment; reasoning answers run to ~100 kB)
@@ -31,7 +35,7 @@ def now() -> str:
     return _dt.datetime.now(_dt.UTC).replace(microsecond=0).isoformat()
 
 
-def check_room(study_path, ledger, requests: int) -> None:
+def check_room(study_path, ledger: Ledger, requests: int) -> None:
     """Refuse (one line, nothing sent) unless the study takes writes and its disk has room for the answers."""
     try:
         ledger.check_writable()
@@ -103,7 +107,7 @@ class Context:
     """What the sending steps share: the ledger, the spend, the tally, where answers are filed, and the
     requests (``custom_id`` → request line, cache key)."""
 
-    ledger: object
+    ledger: Ledger
     spend: Spend
     tally: Tally
     batch: int

@@ -96,14 +96,15 @@ def parse_faults(text: str | None) -> tuple[tuple[str, float], ...]:
 
 def read_responses(path) -> dict[str, tuple[str, str]]:
     """``{text: (prompt, system)}`` from a responses file (JSONL or CSV: ``prompt``, ``system``, ``text``)."""
-    from planner.formats._base import iter_table
+    from planner.formats.reading import iter_table
 
     path = Path(path)
     if not path.is_file():
         raise DataError(f"{path}: responses file not found", parameters=("responses",))
     texts, problems = {}, []
     for line, row, problem in iter_table(path):
-        if problem or not all(isinstance(row.get(k), str) and row.get(k) for k in ("prompt", "system", "text")):
+        if problem or row is None or not all(isinstance(row.get(k), str) and row.get(k)
+                                             for k in ("prompt", "system", "text")):
             problems.append(problem or f"{path.name}:{line}: expected prompt, system and text")
             continue
         texts[row["text"]] = (row["prompt"], row["system"])
@@ -274,7 +275,8 @@ class JudgeServer:
     def __init__(self, answer: Callable[[str], str], fault: Callable[[str, int], str | None] | None = None,
                  *, port: int = 0):
         self.answer, self.fault = answer, fault
-        self.calls, self._seen, self._lock = 0, {}, threading.Lock()
+        self.calls, self._lock = 0, threading.Lock()
+        self._seen: dict[object, int] = {}
         try:
             self._httpd = ThreadingHTTPServer((HOST, port), _handler(self))
         except OSError as exc:

@@ -53,8 +53,8 @@ import numpy as np
 from planner.errors import DataError, UsageError, quote
 from planner.limits import check_optional_int
 from planner.workflows.next_batch_options import (DEFAULT_SIZE, HumansDesign, NextBatchResult, Output, QualityControl,
-                                                  Selection, TextOptions, _options, options_from)
-from planner.workflows.next_batch_plan import _target_shares, plan_next_batch  # noqa: F401 (re-exported)
+                                                  Selection, TextOptions, option_objects, options_from)
+from planner.workflows.next_batch_plan import PlanFit, target_shares, plan_next_batch  # noqa: F401 (re-exported)
 
 __all__ = ["DEFAULT_SIZE", "HumansDesign", "LEGACY_DEFAULT_MAX_WORDS", "MAX_SIZE", "NextBatchResult", "Output",
            "QualityControl", "Selection", "TextOptions", "next_batch", "options_from", "plan_next_batch"]
@@ -79,7 +79,7 @@ def _model_summary(fit) -> dict:
 
 #: ``planner init`` stored ``max_words: 400`` in every study config whether asked or not; that silent
 #: default dropped 22 of 640 Vicuna80 answers (12 of them gpt-4's, under a judge whose longer answer
-#: wins 73%). In those configs (``planner_study`` 1) it is treated as "no limit" (issue 13); any other stored
+#: wins 73%). In those configs (``planner_study`` 1) it is treated as "no limit"; any other stored
 #: value was chosen and is honoured. ``planner_study`` 2 configs store only what was asked for (null: no limit).
 LEGACY_DEFAULT_MAX_WORDS = 400
 
@@ -131,7 +131,7 @@ def _annotator_names(annotators) -> list[str] | None:
             raise UsageError(f"`annotators` ({n}) must be >= 1 or a comma-separated list of names",
                              parameters=('annotators',))
         return [f"a{i + 1}" for i in range(n)]
-    from planner.batch import annotator_name_problem
+    from planner.names import annotator_name_problem
 
     names = [a.strip() if isinstance(a, str) else a
              for a in (annotators.split(",") if isinstance(annotators, str) else annotators)]
@@ -146,7 +146,7 @@ def _annotator_names(annotators) -> list[str] | None:
 
 
 def _read_template(template) -> str | None:
-    from planner.formats._base import read_option_file
+    from planner.formats.reading import read_option_file
 
     if template is None:
         return None
@@ -164,7 +164,7 @@ def _qc_rates(config, names, attention, repeat, overlap, acceptability, notes) -
                           ("acceptability", acceptability))}
     if (names is None or len(names) < 2) and rates["overlap"] > 0 and overlap is None:
         # the study's default overlap rate does not apply to a single annotator: silently 0 (a note on
-        # every single-annotator batch was noise, issue 13); an explicit --overlap is refused in batch.py
+        # every single-annotator batch was noise); an explicit --overlap is refused in batch.py
         rates["overlap"] = 0.0
     return rates
 
@@ -211,7 +211,7 @@ def _name_note(batch, systems, redact: bool, notes: list[str]) -> dict:
 
 def next_batch(study_path, selection: Selection | None = None, *, qc: QualityControl | None = None,
                output: Output | None = None, text: TextOptions | None = None,
-               humans: HumansDesign | None = None) -> NextBatchResult:
+               humans: HumansDesign | None = None, reuse: PlanFit | None = None) -> NextBatchResult:
     """Choose the next comparisons for a study and write them as a blinded batch.
 
     Parameters
@@ -227,6 +227,9 @@ def next_batch(study_path, selection: Selection | None = None, *, qc: QualityCon
         ``max_words``, ``truncate``, ``normalize_style``.
     humans : :class:`HumansDesign`
         ``for_="humans"``: a batch drawn for human labels (needs ``surrogate``).
+    reuse : :class:`planner.workflows.next_batch_plan.PlanFit`
+        An earlier result's ``plan_fit``: its fit is used instead of fitting again when it was made on
+        the same judgments, engine, seed and style control (``planner run`` plans a round once).
 
     Every option object defaults to its class's defaults; the values are
     checked here (one-line :class:`planner.errors.UsageError`) before the study
@@ -235,7 +238,7 @@ def next_batch(study_path, selection: Selection | None = None, *, qc: QualityCon
     from planner.formats.writers import check_temperature, read_attention_pool
     from planner.store.study import Study
 
-    sel, qc, output, text, humans = _options(selection=selection, qc=qc, output=output, text=text, humans=humans)
+    sel, qc, output, text, humans = option_objects(selection=selection, qc=qc, output=output, text=text, humans=humans)
     _check_options(sel.size, sel.strategy, sel.objective, sel.top_k, sel.engine, output.format,
                    text.normalize_style, sel.seed)
     if humans.for_ not in ("ranking", "humans"):
@@ -264,7 +267,8 @@ def next_batch(study_path, selection: Selection | None = None, *, qc: QualityCon
         rng = np.random.default_rng(seed)
         words = _word_limit(text.max_words, config)
         planned, selection_, fit, design, prompt_choice = _plan(study, sel, humans, seed, rng,
-                                                                None if text.truncate else words, notes)
+                                                                None if text.truncate else words, notes, reuse)
+        plan_fit = None if fit is None else PlanFit.of(fit, sel, seed)
         batch = _assemble(study, planned, rates, names, pool, qc.both_orders, words, text, rng)
         if batch.skipped:
             reasons = Counter(s.reason for s in batch.skipped)
@@ -282,7 +286,7 @@ def next_batch(study_path, selection: Selection | None = None, *, qc: QualityCon
             manifest["forecast"] = forecast.to_dict()
         if output.dry_run:
             return NextBatchResult(None, (), manifest, bool(selection_.settled), selection_.reason, tuple(notes),
-                                   True, batch.items)
+                                   True, batch.items, plan_fit)
         rendering = {"format": output.format, "out": str(Path(out).absolute()),
                      "reasons": list(config.get("reasons", ())), "template": template_text,
                      "acceptability_template": None, "judge_model": output.judge_model,
@@ -291,7 +295,7 @@ def next_batch(study_path, selection: Selection | None = None, *, qc: QualityCon
                      "max_words": words, "truncate": bool(text.truncate), "normalize_style": text.normalize_style}
         batch_id, targets = _issue(study, batch, manifest, rendering, out, output.force)
     return NextBatchResult(batch_id, tuple(str(t) for t in targets), manifest, bool(selection_.settled),
-                           selection_.reason, tuple(notes), False, batch.items)
+                           selection_.reason, tuple(notes), False, batch.items, plan_fit)
 
 
 def _forecast(study):
@@ -330,7 +334,8 @@ def _prepare(study, study_path, output: Output, names, rates, template_text, tem
     return out, n_batches
 
 
-def _plan(study, sel: Selection, humans: HumansDesign, seed: int, rng, max_words, notes: list[str]) -> tuple:
+def _plan(study, sel: Selection, humans: HumansDesign, seed: int, rng, max_words, notes: list[str],
+          reuse: PlanFit | None = None) -> tuple:
     """``(planned, selection, fit, design, prompt_choice)``: ranked selection (with the prompt draws'
     record under ``--prompts-by discriminative``), or the draw for human labels."""
     design = prompt_choice = None
@@ -342,7 +347,7 @@ def _plan(study, sel: Selection, humans: HumansDesign, seed: int, rng, max_words
         fit = None
     else:
         planned, selection, fit, plan_notes, prompt_choice = plan_next_batch(study, sel, seed=seed, rng=rng,
-                                                                             max_words=max_words)
+                                                                             max_words=max_words, reuse=reuse)
     notes.extend(plan_notes)
     return planned, selection, fit, design, prompt_choice
 

@@ -3,19 +3,30 @@
 Five frozen groups instead of thirty keyword parameters: :class:`Selection`
 (which comparisons), :class:`QualityControl` (QC items and annotators),
 :class:`Output` (files), :class:`TextOptions` (what the annotator sees),
-:class:`HumansDesign` (``--for humans``). The values are checked by
-``next_batch`` (one-line usage errors), not on construction.
+:class:`HumansDesign` (``--for humans``). Each group checks its own values when
+it is built (``__post_init__``, through :mod:`planner.limits`: a one-line
+:class:`~planner.errors.UsageError` naming the parameter); ``next_batch`` checks
+what needs two groups or the study (``for`` humans with ``style_control``, a
+word limit with ``truncate``, the study's QC rates).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
+from planner import limits
 from planner.errors import UsageError
+from planner.vocabulary import ENGINES, OBJECTIVES, QC_KINDS, STUDY_STRATEGIES
+
+if TYPE_CHECKING:
+    from planner.workflows.next_batch_plan import PlanFit
 
 DEFAULT_SIZE = 50
+#: who a batch is for: the ranked selection, or human labels where the surrogate judge is least reliable
+FOR = ("ranking", "humans")
 
 
 @dataclass(frozen=True)
@@ -48,6 +59,22 @@ class Selection:
     prompts_by: str = "uniform"
     tie_margin: float = 0.0
 
+    def __post_init__(self):
+        from planner.prompt_choice import check_mode
+
+        limits.check_int("size", self.size, 1, limits.MAX_BATCH_SIZE)
+        limits.check_choice("strategy", self.strategy, STUDY_STRATEGIES)
+        limits.check_choice("objective", self.objective, OBJECTIVES)
+        if self.objective == "top-k" and self.top_k is None:
+            raise UsageError("`objective` top-k needs `top_k` K with K >= 1", parameters=("objective", "top_k"))
+        limits.check_optional_int("top_k", self.top_k, 1)
+        limits.check_choice("engine", self.engine, ENGINES)
+        limits.check_seed("seed", self.seed)
+        for name in ("style_control", "frozen_first", "reuse_prompts"):
+            limits.check_flag(name, getattr(self, name))
+        check_mode(self.prompts_by)
+        limits.check_float("tie_margin", self.tie_margin, 0.0, math.inf, unit="Elo points")
+
 
 @dataclass(frozen=True)
 class QualityControl:
@@ -69,6 +96,14 @@ class QualityControl:
     both_orders: bool = False
     annotators: Sequence[str] | int | str | None = None
     attention_pool: str | Path | None = None
+
+    def __post_init__(self):
+        from planner.batch import check_qc_rate
+
+        for name in QC_KINDS:
+            if getattr(self, name) is not None:
+                check_qc_rate(name, getattr(self, name))
+        limits.check_flag("both_orders", self.both_orders)
 
 
 @dataclass(frozen=True)
@@ -94,6 +129,14 @@ class Output:
     temperature: float | None = None
     redact_names: bool = False
 
+    def __post_init__(self):
+        from planner.formats.writers import FORMATS, check_temperature
+
+        limits.check_choice("format", self.format, FORMATS)
+        for name in ("force", "dry_run", "redact_names"):
+            limits.check_flag(name, getattr(self, name))
+        check_temperature(self.temperature)
+
 
 @dataclass(frozen=True)
 class TextOptions:
@@ -110,6 +153,13 @@ class TextOptions:
     truncate: bool = False
     normalize_style: str = "none"
 
+    def __post_init__(self):
+        from planner.textnorm import NORMALIZE_STYLES
+
+        limits.check_optional_int("max_words", self.max_words, 1)
+        limits.check_flag("truncate", self.truncate)
+        limits.check_choice("normalize_style", self.normalize_style, NORMALIZE_STYLES)
+
 
 @dataclass(frozen=True)
 class HumansDesign:
@@ -123,6 +173,12 @@ class HumansDesign:
     for_: str = "ranking"
     surrogate: str | None = None
     floor: float = 0.2
+
+    def __post_init__(self):
+        limits.check_choice("for", self.for_, FOR)
+        if self.for_ != "humans" and self.surrogate is not None:
+            raise UsageError("`surrogate` is used only with `for` humans", parameters=("surrogate", "for"))
+        limits.check_float("floor", self.floor, 0.0, 1.0, low_open=True)   # the uniform share
 
 
 _OPTION_TYPES = {"selection": Selection, "qc": QualityControl, "output": Output, "text": TextOptions,
@@ -140,12 +196,12 @@ def options_from(**flat) -> dict:
     owner = {f.name: arg for arg, cls in _OPTION_TYPES.items() for f in fields(cls)}
     for name, value in flat.items():
         if name not in owner:
-            raise UsageError(f"next_batch option {name!r} is not one of {', '.join(sorted(owner))}")
+            raise UsageError(f"next_batch option {name!r} is not one of {', '.join(sorted(owner))}", parameters=())
         grouped.setdefault(owner[name], {})[name] = value
     return {arg: _OPTION_TYPES[arg](**kw) for arg, kw in grouped.items()}
 
 
-def _options(**given) -> tuple:
+def option_objects(**given) -> tuple:
     """The five option objects (defaults for the ones not given); a wrong type is a usage error."""
     out = []
     for name, cls in _OPTION_TYPES.items():
@@ -153,9 +209,62 @@ def _options(**given) -> tuple:
         if value is None:
             value = cls()
         elif not isinstance(value, cls):
-            raise UsageError(f"next_batch's {name} ({type(value).__name__}) must be a {cls.__name__}")
+            raise UsageError(f"next_batch's {name} ({type(value).__name__}) must be a {cls.__name__}",
+                             parameters=(name,))
         out.append(value)
     return tuple(out)
+
+
+@dataclass(frozen=True)
+class HumansDraw:
+    """A batch drawn for human labels: ``chosen`` items, ``expected_labels``, the ``surrogate`` judge."""
+
+    chosen: int
+    expected_labels: float
+    surrogate: str
+
+
+@dataclass(frozen=True)
+class BatchSummary:
+    """What ``next-batch`` shows of its batch, typed (read from the manifest the study stores):
+    items and comparisons, the plan's strategy/objective/seed, comparisons per pair (``(systems, n)``),
+    items per kind, comparisons per stratum, the objective before and after, the model's warnings, the
+    draw for humans (None for a ranked batch), the saved forecast's sentence ("" when none) and the top 3
+    systems by the fit's posterior mean strength (none without a fit)."""
+
+    n_items: int
+    n_comparisons: int
+    strategy: str
+    objective: str
+    seed: int
+    per_pair: tuple[tuple[tuple[str, ...], int], ...]
+    kinds: tuple[tuple[str, int], ...]
+    per_stratum: tuple[tuple[str, int], ...]
+    objective_before: float
+    objective_after: float
+    model_warnings: tuple[str, ...]
+    for_humans: HumansDraw | None
+    forecast: str
+    top3: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, manifest: dict) -> BatchSummary:
+        bm = manifest["batch_manifest"]
+        fh = manifest.get("for_humans")
+        humans = None if not fh else HumansDraw(len(fh["chosen"]), float(fh["expected_labels"]), fh["surrogate"])
+        return cls(int(bm["n_items"]), int(bm["n_comparisons"]), manifest["strategy"], manifest["objective"],
+                   int(manifest["seed"]), tuple((tuple(r["systems"]), int(r["n"])) for r in bm.get("per_pair") or ()),
+                   tuple((k, int(v)) for k, v in (bm.get("kinds") or {}).items()),
+                   tuple((k, int(v)) for k, v in (bm.get("per_stratum") or {}).items()),
+                   float(manifest["objective_before"]), float(manifest["objective_after"]),
+                   tuple((manifest.get("model") or {}).get("warnings") or ()), humans,
+                   (manifest.get("forecast") or {}).get("sentence") or "", _top3(manifest))
+
+
+def _top3(manifest: dict) -> tuple[str, ...]:
+    """The top 3 systems by posterior mean strength in the manifest's model summary."""
+    s = (manifest.get("model") or {}).get("strengths") or {}
+    return tuple(sorted(s, key=lambda k: -s[k]["mean"])[:3])
 
 
 @dataclass(frozen=True)
@@ -177,6 +286,9 @@ class NextBatchResult:
         One sentence of stopping advice.
     notes : tuple of str
         Everything skipped or changed on the way (never silent).
+    plan_fit : PlanFit or None
+        The model fit the plan was made on (None for ``for`` humans), for a later plan of the same
+        study state to reuse (``next_batch(..., reuse=)``).
     """
 
     batch_id: int | None
@@ -187,6 +299,19 @@ class NextBatchResult:
     notes: tuple[str, ...] = ()
     dry_run: bool = False
     items: tuple = field(default=(), repr=False)
+    plan_fit: PlanFit | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def issued(self) -> int:
+        """The id of the batch written (a dry run wrote none: ValueError)."""
+        if self.batch_id is None:
+            raise ValueError("a dry run issues no batch")
+        return self.batch_id
+
+    @property
+    def summary(self) -> BatchSummary:
+        """The batch as the CLI shows it (typed; the manifest stays the stored and ``--json`` form)."""
+        return BatchSummary.of(self.manifest)
 
     def to_dict(self) -> dict:
         return {"batch_id": self.batch_id, "files": list(self.files), "dry_run": self.dry_run,

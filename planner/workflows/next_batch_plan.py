@@ -10,31 +10,62 @@ Every random choice comes from the caller's ``rng``, in a fixed order.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from typing import Sequence
+from dataclasses import dataclass
+from typing import Any, Sequence
 
 import numpy as np
 
 from planner.errors import DataError, UsageError
 
 
-def _target_shares(prompts, strata: Sequence[str]) -> dict[str, float]:
+def target_shares(prompts, strata: Sequence[str]) -> dict[str, float]:
     """Population share of each stratum: the one rule, :func:`planner.strata.stratum_weights`."""
     from planner.strata import stratum_weights
 
     return stratum_weights(prompts, strata).weights
 
 
-def _fit(judged_s, pending_s, study, selection, seed: int, notes: list[str]):
-    """``(judged, pending, fit)``: the counts pooled over strata, and the model's fit."""
+@dataclass(frozen=True)
+class PlanFit:
+    """The model fit a plan was made on, with what it depends on: the engine, the seed, style control
+    and the judgments (systems, usable and invalid counts). A later plan of the same study state
+    (``planner run``'s smaller retry, then the batch it issues) passes it back instead of fitting again;
+    a plan whose inputs differ in any of these fits afresh."""
+
+    fit: Any
+    engine: str
+    seed: int
+    style_control: bool
+    systems: tuple[str, ...]
+    usable: int
+    invalid: int
+
+    @classmethod
+    def of(cls, fit, selection, seed: int) -> PlanFit:
+        return cls(fit, selection.engine, int(seed), bool(selection.style_control), tuple(fit.systems),
+                   int(fit.n_usable), int(fit.n_invalid))
+
+    def serves(self, judged, selection, seed: int) -> bool:
+        return (self.engine, self.seed, self.style_control, self.systems, self.usable, self.invalid) == (
+            selection.engine, int(seed), bool(selection.style_control), tuple(judged.systems),
+            int(judged.usable.sum()), int(judged.invalid.sum()))
+
+
+def _fit(judged_s, pending_s, study, selection, seed: int, notes: list[str], reuse: PlanFit | None = None):
+    """``(judged, pending, fit)``: the counts pooled over strata, and the model's fit (``reuse``'s when
+    it was made on the same inputs)."""
     from planner.model import fit as fit_model
 
     judged, pending = judged_s.pooled(), pending_s.pooled()
     if selection.style_control:   # the style-controlled strengths (planner.workflows.style_report)
+        notes.append("style control: pairs chosen on the strengths controlled for length and markdown style")
+    if reuse is not None and reuse.serves(judged, selection, seed):
+        return judged, pending, reuse.fit
+    if selection.style_control:
         from planner.workflows.style_report import controlled_fit
 
         # model-based like the raw fit below: the selection accounts for clusters itself (_clusters)
         fit = controlled_fit(study, engine=selection.engine, seed=seed, cluster="none")[0].fit
-        notes.append("style control: pairs chosen on the strengths controlled for length and markdown style")
     else:
         fit = fit_model(judged, engine=selection.engine, seed=seed, progressbar=False)
     return judged, pending, fit
@@ -102,7 +133,7 @@ def _stratum_slots(prompts, received, k: int, n_allowed: int, rng: np.random.Gen
     from planner.allocation import plan_strata
 
     strata = sorted({p.stratum or "all" for p in prompts})
-    target = _target_shares(prompts, strata)
+    target = target_shares(prompts, strata)
     already = _received_by_stratum(received)
     n_prompts = Counter(p.stratum or "all" for p in prompts)
     available = {s: n_prompts[s] * n_allowed for s in strata}
@@ -142,7 +173,7 @@ def _choose(prompts, pp, pairs, strata, slots, rng, frozen_first: bool, notes: l
     left: dict[tuple[int, int], dict[str, list]] = {}
     planned = []
     fallbacks = 0
-    dropped = Counter()
+    dropped: Counter[tuple[str, str]] = Counter()
     for (i, j), stratum in zip(pairs, slots):
         key = (min(i, j), max(i, j))
         if key not in left:
@@ -212,7 +243,8 @@ def _prompt_scores(study, fit, prompts, prompts_by: str, notes: list[str]):
     return scores
 
 
-def plan_next_batch(study, selection, *, seed: int, rng: np.random.Generator, max_words: int | None = None):
+def plan_next_batch(study, selection, *, seed: int, rng: np.random.Generator, max_words: int | None = None,
+                    reuse: PlanFit | None = None):
     """Choose ``selection.size`` (prompt, system pair, stratum) comparisons for the study.
 
     ``selection`` is a :class:`planner.workflows.next_batch.Selection` (size,
@@ -227,6 +259,8 @@ def plan_next_batch(study, selection, *, seed: int, rng: np.random.Generator, ma
     With ``max_words`` (skip mode, no truncation) responses longer than that
     are not eligible, so pairs take other prompts and ``size`` is honoured as
     far as eligible prompts allow; one note names the prompts affected.
+
+    ``reuse``: the :class:`PlanFit` of an earlier plan, used when it was made on the same inputs.
 
     Returns ``(planned, selection_result, fit, notes, prompt_choice)``; ``prompt_choice`` is None
     unless ``prompts_by`` is discriminative (then each planned prompt's draw probability); ``planned`` is a list of
@@ -245,7 +279,7 @@ def plan_next_batch(study, selection, *, seed: int, rng: np.random.Generator, ma
     # counts by stratum, pending and the pairs' used prompts: one scan of the judgments (Study.plan_counts)
     judged_s, pending_s, usage_codes = study.plan_counts()
     with blas_policy(sel.engine):
-        judged, pending, fit = _fit(judged_s, pending_s, study, sel, seed, notes)
+        judged, pending, fit = _fit(judged_s, pending_s, study, sel, seed, notes, reuse)
     prompts = list(study.prompts())
     pp = _pair_prompts(study, usage_codes, systems, sel.reuse_prompts, max_words, notes)
     allowed = pp.allowed()
@@ -263,7 +297,7 @@ def plan_next_batch(study, selection, *, seed: int, rng: np.random.Generator, ma
     notes.extend(result.notes)   # what the strategy could not do (short batch, swiss fallback)
     strata, slots = _stratum_slots(prompts, judged_s + pending_s, len(result.pairs), len(allowed), rng, notes)
     scores = _prompt_scores(study, fit, prompts, getattr(sel, "prompts_by", "uniform"), notes)
-    drawn = [] if scores is not None else None
+    drawn: list | None = [] if scores is not None else None
     planned = _choose(prompts, pp, result.pairs, strata, slots, rng, sel.frozen_first, notes, scores, drawn)
     return planned, result, fit, notes, _prompt_choice_record(drawn)
 

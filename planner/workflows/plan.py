@@ -24,6 +24,7 @@ import numpy as np
 from planner.errors import DataError, UsageError
 from planner.simulation.costing import Prices
 from planner.simulation.pilot import Assumptions, JudgeOverrides, Pilot
+from planner.vocabulary import ENGINES
 
 __all__ = ["PlanOptions", "PriceOptions", "plan", "read_pilot"]
 
@@ -69,8 +70,9 @@ class PlanOptions:
         limits.check_int("votes", self.votes, 1, limits.MAX_PER_PROMPT)
         for n in (() if self.prompts is None else np.atleast_1d(self.prompts).tolist()):
             limits.check_int("prompts", n, 0 if isinstance(self.prompts, tuple) else 1, limits.MAX_PROMPT_BUDGET)
-        if self.engine not in ("laplace", "nuts"):
-            raise UsageError(f"`engine` ({self.engine!r}) must be one of 'laplace' or 'nuts'", parameters=("engine",))
+        if self.engine not in ENGINES:
+            raise UsageError(f"`engine` ({self.engine!r}) must be one of " + ", ".join(map(repr, ENGINES)),
+                             parameters=("engine",))
         if self.workers is not None:
             limits.check_int("workers", self.workers, 1, limits.MAX_WORKERS)
         for b in self.batches:
@@ -160,11 +162,12 @@ def _prices(study_path, p: PriceOptions, pilot_systems: int) -> tuple[Prices, li
 
     notes: list[str] = []
     judge = p.judge_cost
-    check_prices(p.price_in, p.price_out, None)
+    token_prices = check_prices(p.price_in, p.price_out, None)
     for name in ("tokens_in", "tokens_out"):
         if getattr(p, name) is not None:
             limits.check_float(name, getattr(p, name), 0, 1e9)
-    if p.price_in is not None:
+    price_in, price_out = token_prices.input, token_prices.output
+    if price_in is not None and price_out is not None:  # both or neither (check_prices)
         if judge is not None:
             raise UsageError("give the judge's cost per judgment (`judge_cost`) or its token prices, not both",
                              parameters=("judge_cost", "price_in"))
@@ -172,7 +175,7 @@ def _prices(study_path, p: PriceOptions, pilot_systems: int) -> tuple[Prices, li
         if t_in is None or t_out is None:
             t_in, t_out, note = _ledger_tokens(study_path, t_in, t_out)
             notes.append(note)
-        judge = (t_in * p.price_in + t_out * p.price_out) / 1e6
+        judge = (t_in * price_in + t_out * price_out) / 1e6
     rho, rho_source = p.rho, "given (--rho)" if p.rho is not None else ""
     if p.surrogate is not None:
         if study_path is None:
@@ -189,7 +192,7 @@ def _ledger_tokens(study_path, t_in, t_out) -> tuple[float, float, str]:
     if study_path is None:
         raise UsageError("token prices need `tokens_in` and `tokens_out` (tokens per judgment) without a pilot study",
                          parameters=("tokens_in", "tokens_out"))
-    from planner.connectors.cache import judge_totals
+    from planner.store.ledger import judge_totals
 
     models = [t for t in judge_totals(study_path) if t["answers"]]
     if len(models) != 1:
@@ -282,7 +285,7 @@ def plan(study_path=None, options: PlanOptions | None = None, *, assumptions: As
         raise UsageError("plan from a pilot study (STUDY) or from assumptions (`systems`, `spread`), one of the two",
                          parameters=("systems", "spread"))
     p = prices or PriceOptions()
-    if study_path is None:
+    if assumptions is not None:
         return _forecast(assumed_pilot(assumptions), assumed_params(assumptions, o.judge), o, p, [], "assumptions",
                          None, 0, progress)[0]
     from planner.simulation.pilot import posterior_params

@@ -321,7 +321,7 @@ def _projects(srv: dict, batch_id: int | None) -> list[int]:
 
 def _username_aliases(client, planned: set[str]) -> dict[str, str]:
     """``{e-mail: username}`` for LS users whose username is a planned name but whose e-mail local part is not."""
-    out = {}
+    out: dict[str, str] = {}
     try:
         users = client.users()
     except DataError:  # listing users may be restricted; e-mail local parts still map
@@ -350,7 +350,8 @@ def pull(study_path, *, batch: int | None = None, accept_changes: bool = False, 
         known = {it.item_id for it in issued}
     pids = _projects(srv, batch_id)
     if not pids:
-        raise UsageError(f"nothing was pushed to {client.url} from this study yet; run planner push first")
+        raise UsageError(f"nothing was pushed to {client.url} from this study yet; run planner push first",
+                         parameters=('batch',))
     from planner.connectors.guard import redact
     from planner.formats.staging import write_atomically, write_failure
 

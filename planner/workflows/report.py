@@ -132,8 +132,9 @@ def _strata_report(study, counts: Counts, fit, by_stratum: bool, weights: dict[s
     for i in range(len(systems)):
         num = den = 0.0
         for r in rows:
-            if r.scores[i] is not None and r.weight > 0:
-                num += r.weight * r.scores[i]
+            score = r.scores[i]
+            if score is not None and r.weight > 0:
+                num += r.weight * score
                 den += r.weight
         weighted.append(num / den if den else None)
     gaps = [abs(r.judgment_share - r.weight) for r in rows if r.judgment_share is not None]
@@ -199,7 +200,7 @@ def build_report(study_path, *, engine: str = "laplace", by_stratum: bool = Fals
         ``posterior-<engine>[-by-stratum].nc``). ``None`` (default): only for
         NUTS, whose draws are costly to redo; a Laplace posterior is
         recomputed in well under a second, and writing it meant importing
-        arviz (about half of every report's time, issue 13).
+        arviz (about half of every report's time).
     style_control : bool
         Also fit the style-controlled model (:mod:`planner.model.style`) with the
         same engine and seed and report it beside the raw leaderboard; for an
@@ -247,9 +248,9 @@ def build_report(study_path, *, engine: str = "laplace", by_stratum: bool = Fals
         judged = (study.judgment_arrays(by_stratum=True, annotators=True) if cluster == "annotator"
                   else scan.arrays)
         counts = counts_k.pooled()
-        if int(counts.usable.sum()) == 0:   # before any heavy import is started: fails fast (issue 13)
+        if int(counts.usable.sum()) == 0:   # before any heavy import is started: fails fast
             raise UsageError(f"STUDY ({study_path}) has no usable judgment yet (A, B or tie); "
-                             "ingest judgments first (planner ingest)")
+                             "ingest judgments first (planner ingest)", parameters=())
         if save_posterior:   # arviz (pymc for NUTS) imported in a worker while the model is fitted
             pool.submit(_warm_imports, engine)
         sw = stratum_weights(study.prompts(), counts_k.strata)
@@ -290,7 +291,7 @@ def build_report(study_path, *, engine: str = "laplace", by_stratum: bool = Fals
     notes += _closing_notes(style, by_stratum, len(counts_k.strata), strata, triads, reasons)
     notes += _ranking_notes(rg)
 
-    from planner.connectors.cache import judge_totals
+    from planner.store.ledger import judge_totals
 
     return Report(str(study_path), systems, anchor, totals, dict(sorted(kinds.items())), tuple(board),
                   rg.tied_with_leader, pairs, win_matrix, anchor_res, ties, position, length, triads, reasons,
@@ -332,10 +333,9 @@ def _anchor_design_effects(judged: JudgmentArrays, cluster: str, anchor: str, ti
 
 def _check_options(engine: str, seed: int, draws: int, tune: int, chains: int, min_pass_rate: float) -> None:
     """The report's option checks, before the study is opened."""
-    if engine not in ENGINES:
-        raise UsageError(f"`engine` ({engine!r}) must be one of 'laplace' or 'nuts'", parameters=('engine',))
-    from planner.limits import check_report_options
+    from planner.limits import check_choice, check_report_options
 
+    check_choice("engine", engine, ENGINES)
     check_report_options(seed=seed, draws=draws, tune=tune, chains=chains)
     check_range("min_pass_rate", min_pass_rate, 0.0, 1.0, low_open=False, high_open=False)
 
@@ -419,8 +419,9 @@ def _closing_notes(style, by_stratum: bool, n_strata: int, strata: StrataReport,
         if style.n_excluded:
             notes.append(text.style_excluded_note(style.n_excluded, style.n_used))
         notes.extend(style.lc_notes)
-    if not by_stratum and n_strata > 1 and (strata.max_share_gap or 0) > 0.05:
-        notes.append(text.strata_gap_note(strata.max_share_gap))
+    gap = strata.max_share_gap
+    if not by_stratum and n_strata > 1 and gap is not None and gap > 0.05:
+        notes.append(text.strata_gap_note(gap))
     if triads.zeta is None and triads.n_unobserved_pairs:
         notes.append(text.zeta_note(triads.n_unobserved_pairs))
     if reasons.n_decisive and reasons.share_without_reason:

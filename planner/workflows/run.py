@@ -12,7 +12,9 @@ Each round (one function each, reading top to bottom):
    or with ``until="settled"`` the stopping advice of a dry-run plan;
 3. **next-batch** — :func:`planner.workflows.next_batch.next_batch` with ``format="judge"``
    (the same seed as the dry run, so the same plan), sized so the round's
-   items fit in the budget left;
+   items fit in the budget left; the round's model is fitted once, by the
+   first dry run, and its fit serves the smaller retries and the batch issued
+   (``reuse``: a fit is reused only on the same judgments, engine and seed);
 4. **judge + ingest** — :func:`planner.workflows.judge_run.judge_batch`; the next
    round's fit sees the new judgments.
 
@@ -30,8 +32,10 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from planner.errors import DataError, UsageError, quote
-from planner.workflows.judge_run import JudgeOptions, JudgeResult, check_options, judge_batch
+from planner.errors import DataError
+from planner import limits
+from planner.vocabulary import ENGINES, OBJECTIVES, STUDY_STRATEGIES
+from planner.workflows.judge_run import JudgeOptions, JudgeResult, judge_batch
 
 UNTIL = ("settled", "budget")
 STOP_REASONS = ("settled", "budget", "cost", "interrupted", "exhausted", "no-answers")
@@ -50,6 +54,15 @@ class RunOptions:
     strategy: str = "active"
     objective: str = "ranking"
     engine: str = "laplace"
+
+    def __post_init__(self):
+        limits.check_int("budget", self.budget, 1)   # judgments
+        limits.check_int("batch_size", self.batch_size, 1, limits.MAX_BATCH_SIZE)
+        limits.check_choice("until", self.until, UNTIL)
+        limits.check_flag("both_orders", self.both_orders)
+        limits.check_choice("strategy", self.strategy, STUDY_STRATEGIES)
+        limits.check_choice("objective", self.objective, OBJECTIVES)
+        limits.check_choice("engine", self.engine, ENGINES)
 
 
 @dataclass(frozen=True)
@@ -90,17 +103,6 @@ class RunResult:
 MIN_DRY_ROUND = 5
 
 
-def _check(run: RunOptions) -> None:
-    b = run.budget
-    if isinstance(b, bool) or not isinstance(b, int) or b < 1:
-        raise UsageError(f"`budget` ({quote(b)}) must be a whole number of judgments >= 1", parameters=('budget',))
-    k = run.batch_size
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise UsageError(f"`batch_size` ({quote(k)}) must be a whole number >= 1", parameters=('batch_size',))
-    if run.until not in UNTIL:
-        raise UsageError(f"`until` ({quote(run.until)}) must be one of {', '.join(UNTIL)}", parameters=('until',))
-
-
 def _judge_batches(study, model: str) -> list:
     """Live batches written for ``model`` as judge requests."""
     return [b for b in study.batches() if not b.voided
@@ -122,7 +124,7 @@ class LoopState:
 
 
 def _state(study_path, model: str) -> LoopState:
-    from planner.connectors.cache import Ledger
+    from planner.store.ledger import Ledger
     from planner.store.study import Study
 
     with Study.open(study_path) as study:
@@ -133,20 +135,18 @@ def _state(study_path, model: str) -> LoopState:
                      tuple(b.id for b in mine if b.pending > 0), len(mine), spent)
 
 
-def _top3(manifest: dict) -> tuple[str, ...]:
-    s = (manifest.get("model") or {}).get("strengths") or {}
-    return tuple(sorted(s, key=lambda k: -s[k]["mean"])[:3])
-
-
 def _plan(study_path, judge: JudgeOptions, run: RunOptions, size: int, remaining: int):
-    """A dry-run plan whose items fit in ``remaining`` (shrinking ``size``); None if none fits."""
+    """A dry-run plan whose items fit in ``remaining`` (shrinking ``size``); None if none fits. The
+    round's model is fitted once: each smaller retry reuses the first plan's fit."""
     from planner.workflows.next_batch import Output, QualityControl, Selection, next_batch
 
+    reuse = None
     while True:
         plan = next_batch(study_path,
                           Selection(size=size, strategy=run.strategy, objective=run.objective, engine=run.engine),
                           qc=QualityControl(both_orders=run.both_orders),
-                          output=Output(format="judge", judge_model=judge.model, dry_run=True))
+                          output=Output(format="judge", judge_model=judge.model, dry_run=True), reuse=reuse)
+        reuse = plan.plan_fit
         n = len(plan.items)
         if n <= remaining or plan.settled and run.until == "settled":
             return plan, size
@@ -172,11 +172,6 @@ def run_loop(study_path, judge: JudgeOptions, run: RunOptions, *,
     """
     from planner.store.locks import hold
 
-    if not isinstance(judge.model, str) or not judge.model.strip():
-        raise UsageError("`judge_model` is required (the judge's model name, e.g. gpt-4o)",
-                         parameters=('judge_model',))
-    check_options(judge)
-    _check(run)
     judge = replace(judge, model=judge.model.strip(), dry_run=False)
     stop = stop if stop is not None else threading.Event()
     with hold(study_path, "run", "the study's `planner run` loop"):
@@ -196,11 +191,11 @@ def _resume(study_path, judge: JudgeOptions, state: LoopState, progress, stop, o
 def _loop(study_path, judge: JudgeOptions, run: RunOptions, progress, stop, on_answer) -> RunResult:
     from planner.workflows.next_batch import Output, QualityControl, Selection, next_batch
 
-    prices = check_options(judge)
+    prices = judge.prices
     rounds: list[RoundInfo] = []
     notes: list[str] = []
     _resume(study_path, judge, _state(study_path, judge.model), progress, stop, on_answer, rounds, notes)
-    stopped, advice, last = "", "", {}
+    stopped, advice = "", ""
     dry_rounds = 0
     while not stopped:
         state = _state(study_path, judge.model)
@@ -222,19 +217,19 @@ def _loop(study_path, judge: JudgeOptions, run: RunOptions, progress, stop, on_a
         if plan is None:
             stopped = "budget"
             break
-        last, advice = plan.manifest, plan.advice
+        advice = plan.advice
         if plan.settled and run.until == "settled":
             stopped = "settled"
             break
         nb = next_batch(study_path,
                         Selection(size=size, strategy=run.strategy, objective=run.objective, engine=run.engine),
                         qc=QualityControl(both_orders=run.both_orders),
-                        output=Output(format="judge", judge_model=judge.model))
+                        output=Output(format="judge", judge_model=judge.model), reuse=plan.plan_fit)
         notes.extend(nb.notes)
-        jr = _judge(study_path, judge, nb.batch_id, progress, stop, on_answer)
+        jr = _judge(study_path, judge, nb.issued, progress, stop, on_answer)
         notes.extend(jr.notes)
-        info = RoundInfo(n_round + 1, nb.batch_id, jr.requests, jr.answered + jr.cached, jr.failed, jr.spent_usd,
-                         float(last.get("objective_before", float("nan"))), _top3(last))
+        info = RoundInfo(n_round + 1, nb.issued, jr.requests, jr.answered + jr.cached, jr.failed, jr.spent_usd,
+                         plan.summary.objective_before, plan.summary.top3)
         rounds.append(info)
         if progress is not None:
             progress({"phase": "round", "round": info.round, "batch": nb.batch_id, "used": used + jr.answered,
@@ -260,10 +255,10 @@ def _loop(study_path, judge: JudgeOptions, run: RunOptions, progress, stop, on_a
         notes.append(f"{state.pending} item(s) of this judge's batches are unanswered (not counted as used); "
                      "rerun the same command to ask again")
     return RunResult(stopped, advice, tuple(rounds), state.answered, run.budget,
-                     state.spent if prices.known else None, _final_top3(study_path), tuple(dict.fromkeys(notes)))
+                     state.spent if prices.known else None, final_top3(study_path), tuple(dict.fromkeys(notes)))
 
 
-def _final_top3(study_path) -> tuple[str, ...]:
+def final_top3(study_path) -> tuple[str, ...]:
     """The current top 3 by posterior mean strength (Laplace fit of every judgment so far)."""
     from planner.model import fit
     from planner.stats.blas import one_blas_thread

@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from planner.errors import DataError, UsageError, quote
-from planner.workflows.run import RoundInfo, RunOptions, RunResult, _check, _final_top3, _top3
+from planner import limits
+from planner.workflows.run import RoundInfo, RunOptions, RunResult, final_top3
 
 STOP_HUMANS = ("settled", "budget", "interrupted", "exhausted", "waiting")
 
@@ -35,6 +36,20 @@ class HumanOptions:
     poll: float = 30.0
     accept_changes: bool = False
 
+    def __post_init__(self):
+        from planner.names import annotator_name_problem
+        from planner.workflows.push_pull import check_wait
+
+        for a in self.annotators:   # before any path or project title is built from a name
+            if annotator_name_problem(a):
+                raise UsageError(f"`annotators`: {quote(a)} {annotator_name_problem(a)}", parameters=("annotators",))
+        limits.check_flag("per_annotator", self.per_annotator)
+        check_wait(self.poll, self.timeout)
+        if self.poll > self.timeout:
+            raise UsageError(f"`poll` ({quote(self.poll)}) must be at most `wait_timeout` ({quote(self.timeout)})",
+                             parameters=("poll", "wait_timeout"))
+        limits.check_flag("accept_changes", self.accept_changes)
+
 
 def _ls_batches(study) -> list:
     return [b for b in study.batches() if not b.voided
@@ -50,13 +65,17 @@ def _state(study_path) -> tuple[int, list[int], int]:
 
 
 def _plan(study_path, run: RunOptions, human: HumanOptions, size: int, remaining: int):
+    """A dry-run plan whose items fit in ``remaining`` (shrinking ``size``); None if none fits. The round's
+    model is fitted once: the smaller retries and the batch issued reuse the first plan's fit."""
     from planner.workflows.next_batch import Output, QualityControl, Selection, next_batch
 
+    reuse = None
     while True:
         plan = next_batch(study_path,
                           Selection(size=size, strategy=run.strategy, objective=run.objective, engine=run.engine),
                           qc=QualityControl(annotators=list(human.annotators) or None, both_orders=run.both_orders),
-                          output=Output(format="label-studio", dry_run=True))
+                          output=Output(format="label-studio", dry_run=True), reuse=reuse)
+        reuse = plan.plan_fit
         if len(plan.items) <= remaining or (plan.settled and run.until == "settled"):
             return plan, size
         if size == 1:
@@ -84,13 +103,7 @@ def run_humans_loop(study_path, run: RunOptions, human: HumanOptions, *,
     the pauses wake when ``stop`` is set). The study's ``run`` lock is held throughout.
     """
     from planner.store.locks import hold
-    from planner.workflows.push_pull import check_wait
 
-    _check(run)
-    check_wait(human.poll, human.timeout)
-    if human.poll > human.timeout:
-        raise UsageError(f"`poll` ({quote(human.poll)}) must be at most `wait_timeout` ({quote(human.timeout)})",
-                         parameters=('poll', 'wait_timeout'))
     stop = stop if stop is not None else threading.Event()
     with hold(study_path, "run", "the study's `planner run` loop"):
         return _humans_loop(study_path, run, human, progress, stop, client, sleep, clock)
@@ -150,11 +163,11 @@ def _humans_loop(study_path, run: RunOptions, human: HumanOptions, progress, sto
         nb = next_batch(study_path,
                         Selection(size=size, strategy=run.strategy, objective=run.objective, engine=run.engine),
                         qc=QualityControl(annotators=list(human.annotators) or None, both_orders=run.both_orders),
-                        output=Output(format="label-studio", out=out))
+                        output=Output(format="label-studio", out=out), reuse=plan.plan_fit)
         notes.extend(nb.notes)
-        w = _round(study_path, nb.batch_id, human, client, on_wait(nb.batch_id), sleep, clock, stop)
-        info = RoundInfo(n_round + 1, nb.batch_id, len(nb.items), w.pull.new, 0, None,
-                         float(plan.manifest.get("objective_before", float("nan"))), _top3(plan.manifest))
+        w = _round(study_path, nb.issued, human, client, on_wait(nb.issued), sleep, clock, stop)
+        info = RoundInfo(n_round + 1, nb.issued, len(nb.items), w.pull.new, 0, None,
+                         plan.summary.objective_before, plan.summary.top3)
         rounds.append(info)
         if progress is not None:
             progress({"phase": "round", "round": info.round, "batch": nb.batch_id, "used": used + len(nb.items),
@@ -167,5 +180,5 @@ def _humans_loop(study_path, run: RunOptions, human: HumanOptions, progress, sto
             notes.append(f"batch {nb.batch_id}: {w.waiting} item(s) still waiting for annotators after "
                          f"{human.timeout:g} s; rerun the same command to keep waiting")
     used, _, _ = _state(study_path)
-    return RunResult(stopped, advice, tuple(rounds), used, run.budget, None, _final_top3(study_path),
+    return RunResult(stopped, advice, tuple(rounds), used, run.budget, None, final_top3(study_path),
                      tuple(dict.fromkeys(notes)))

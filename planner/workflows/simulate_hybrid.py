@@ -1,4 +1,4 @@
-"""`simulate --hybrid`: spend money on humans only or on the planned humans + judge split (issue 16).
+"""`simulate --hybrid`: spend money on humans only or on the planned humans + judge split.
 
 The simulation itself is core (:mod:`planner.simulation.money`: the synthetic pair and the replay
 of real items); this workflow reads a study's items for the replay.

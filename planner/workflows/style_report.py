@@ -25,7 +25,6 @@ import numpy as np
 
 from planner.errors import DataError, UsageError
 from planner import text
-from planner.formats.markdown import style_section as markdown_section
 from planner.text import style_sentence
 from planner.equality import array_eq
 
@@ -33,7 +32,7 @@ __all__ = ["VERDICT_CODE", "StyleInputs", "read_style_inputs", "style_judgment_a
            "design_from_inputs",
            "controlled_fit",
            "controlled_fit_by_stratum", "StyleRow", "CoefRow", "StyleControlReport", "lc_rates",
-           "is_anchor_design", "style_control_report", "markdown_section"]
+           "is_anchor_design", "style_control_report"]
 
 VERDICT_CODE = {"A": 0, "B": 1, "tie": 2}
 

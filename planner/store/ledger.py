@@ -1,16 +1,13 @@
-"""The judge response cache and cost ledger (schema v3: ``judge_cache``, ``judge_jobs``).
+"""The study's judge response cache and cost ledger (schema v3 tables ``judge_cache``, ``judge_jobs``).
 
 Every answered judge request is written here **as it arrives** (one autocommit
-statement per answer, before anything else is done with it), keyed by
-:func:`request_key` — the SHA-256 of the canonical JSON of ``{base_url,
-custom_id, body}`` (``body`` holds the model, messages and temperature). A rerun
+statement per answer, before anything else is done with it), keyed by the
+judge connector's request key (:func:`planner.connectors.openai_judge.request_key`:
+the SHA-256 of the canonical JSON of ``{base_url, custom_id, body}``). A rerun
 looks every request up first and sends only the missing ones, so a crash or
 Ctrl-C loses no answer and pays for none twice. Only answers are cached (HTTP
 200 with a chat completion, refusals and length cut-offs included); transport
 failures are not, so a rerun asks again.
-
-The item id is part of the key so that a ``repeat`` QC item (the same text
-again) is really asked again rather than answered from the cache.
 
 Numbers from a server never reach SQLite unchecked: a token count outside
 ``[0, MAX_TOKENS]`` is stored as NULL (the raw value stays in the cached
@@ -23,32 +20,24 @@ an older version stays readable.
 is created, and becomes the job's row once the server names it. An
 interrupted poll resumes the recorded job; an intent without a job is looked
 up on the server by its token before anything is submitted again.
+
+The ledger has a connection of its own (:func:`planner.store.db.connect` with
+``threads=True``: the direct transport's worker threads write their answers
+through it), opened after :meth:`planner.store.queries.Study.open` applied the
+migrations.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
-import sqlite3
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Self
 
-from planner.connectors.pricing import MAX_TOKENS, canonical
+from planner.limits import MAX_TOKENS, plausible_tokens
+from planner.store.db import connect, db_path
 
 INTENT = "intent:"
-
-
-def request_key(base_url: str, custom_id: str, body: dict) -> str:
-    """SHA-256 (hex) of the canonical ``{"base_url", "custom_id", "body"}``."""
-    return hashlib.sha256(canonical({"base_url": base_url.rstrip("/"), "custom_id": custom_id,
-                                     "body": body}).encode("utf-8")).hexdigest()
-
-
-def plausible_tokens(v) -> int | None:
-    """A token count from a server, or None when it is not a whole number in ``[0, MAX_TOKENS]``."""
-    return v if isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= MAX_TOKENS else None
 
 
 def plausible_cost(v) -> float | None:
@@ -87,11 +76,7 @@ class Ledger:
     """The study's cache/ledger tables through a connection of its own (open the study first: migrations)."""
 
     def __init__(self, study_path):
-        from planner.store.db import BUSY_TIMEOUT_S, DB_NAME
-
-        self._con = sqlite3.connect(str(Path(study_path) / DB_NAME), timeout=BUSY_TIMEOUT_S, isolation_level=None,
-                                    check_same_thread=False)
-        self._con.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+        self._con = connect(db_path(study_path), threads=True)
 
     def close(self) -> None:
         self._con.close()
@@ -114,16 +99,14 @@ class Ledger:
 
     # ---------------------------------------------------------------- answers
     def lookup(self, keys) -> dict[str, dict]:
-        """``{key: output line}`` for the cached keys among ``keys`` (cleaned: a line cached by an older
-        version with a lone surrogate or an echoed key comes back safe)."""
-        from planner.connectors.guard import clean
-
+        """``{key: output line}`` for the cached keys among ``keys``, as stored (the judge workflow cleans
+        them again: a line cached by an older version may hold a lone surrogate or an echoed key)."""
         keys, out = list(keys), {}
         for i in range(0, len(keys), 500):
             chunk = keys[i:i + 500]
             for k, resp in self._con.execute(
                     f"SELECT key, response FROM judge_cache WHERE key IN ({','.join('?' * len(chunk))})", chunk):
-                out[k] = clean(json.loads(resp))
+                out[k] = json.loads(resp)
         return out
 
     def put(self, key: str, line: dict, *, batch: int | None, base_url: str, model: str, transport: str,
@@ -151,7 +134,8 @@ class Ledger:
 
     def spent(self, model: str | None = None) -> float:
         """USD recorded (all models, or one)."""
-        q, args = "SELECT total(cost_usd) FROM judge_cache", ()
+        q = "SELECT total(cost_usd) FROM judge_cache"
+        args: tuple[str, ...] = ()
         if model is not None:
             q, args = q + " WHERE model = ?", (model,)
         got = float(self._con.execute(q, args).fetchone()[0])

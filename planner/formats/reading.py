@@ -26,7 +26,6 @@ from pathlib import Path
 from planner.errors import DataError, UsageError, quote
 from planner.formats import jsonsafe
 from planner.formats.jsonsafe import JSONProblem
-from planner.vocabulary import POSITION_VERDICTS  # noqa: F401  (the readers import it from here)
 
 Row = tuple[int, "dict | None", "str | None"]
 
@@ -94,7 +93,7 @@ def sniff(path: Path) -> Sniff:
         with jsonsafe._OPEN(path, "rb") as f:
             raw = f.read(SNIFF_BYTES)
     except FileNotFoundError:
-        raise UsageError(f"{quote(str(path))} does not exist") from None
+        raise UsageError(f"{quote(str(path))} does not exist", parameters=('path',)) from None
     except OSError as exc:
         raise DataError(f"{path.name}: cannot read the file ({exc.strerror or exc.__class__.__name__})") from None
     head = raw.decode("utf-8", errors="replace").lstrip("\ufeff")
