@@ -34,9 +34,9 @@ from scipy.stats import kendalltau
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # this checkout's planner, not an installed one
 
-from planner import acquisition as acq  # noqa: E402
-from planner.model import bt  # noqa: E402
-from planner.counts import Counts  # noqa: E402
+from planner import acquisition as acq
+from planner.counts import Counts
+from planner.model import bt
 
 PRIOR_SD = 1.5
 
@@ -217,11 +217,11 @@ def arena_scale(study_dir=None, m=300, n=1_000_000, k=1000, prompts=300):
     sys.path.insert(0, str(root / "bench"))
     from bench_next_batch import build
 
+    from planner.acquisition.clustering import from_pair_usage
     from planner.model import fit
     from planner.pair_prompts import PairUsage, pair_prompts
     from planner.stats.blas import one_blas_thread
     from planner.store.study import Study
-    from planner.acquisition.clustering import from_pair_usage
 
     tmp = None
     if study_dir is None:

@@ -32,8 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from planner import diagnostics as dg  # noqa: E402
 from planner.model import bt, fit  # noqa: E402
-from planner.stats.clusters import (JudgmentArrays, applied_design_effect, cluster_cells, cluster_ids,  # noqa: E402
-                                    pair_design_effect)
+from planner.stats.clusters import JudgmentArrays, applied_design_effect, cluster_cells, cluster_ids, pair_design_effect  # noqa: E402
 
 M = 6
 BETA = np.linspace(0.8, -0.8, M)       # logits: about +-140 Elo around the mean

@@ -16,9 +16,8 @@ import time
 
 import numpy as np
 
-from planner.model import bt
 from planner.counts import Counts
-from planner.model import fit
+from planner.model import bt, fit
 
 
 def simulate(rng, m, n, gamma=0.3, nu=0.4, strata=1, beta=None):

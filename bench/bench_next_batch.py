@@ -32,9 +32,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from planner.model import bt  # noqa: E402
 from planner.acquisition import select_pairs  # noqa: E402
-from planner.model import fit  # noqa: E402
+from planner.model import bt, fit  # noqa: E402
 from planner.store.study import Study, ingest, init_study  # noqa: E402
 
 

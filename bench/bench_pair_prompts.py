@@ -25,8 +25,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from planner.pair_prompts import pair_prompts  # noqa: E402
-from test_pair_prompts import _reference  # noqa: E402  (the old loop, written out once)
+from test_pair_prompts import _reference
+
+from planner.pair_prompts import pair_prompts
 
 
 def build(m: int, n_prompts: int, n: int, seed: int = 0):

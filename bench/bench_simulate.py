@@ -28,9 +28,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from planner.workflows.simulate import read_replay, simulate  # noqa: E402
-from planner.simulation.spec import SimulationSpec, parse_strategies  # noqa: E402
 from planner.simulation.replay import replay_truth  # noqa: E402
+from planner.simulation.spec import SimulationSpec, parse_strategies  # noqa: E402
+from planner.workflows.simulate import read_replay, simulate  # noqa: E402
 
 STRATEGIES = "active,round-robin,random,swiss,arena,entropy,oracle"
 SCENARIOS = {

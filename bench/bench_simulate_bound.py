@@ -73,7 +73,7 @@ def main() -> None:
     for name, (m, tau) in SCEN.items():
         betas = truths(name, m)
         d_max = (1 - tau) * m * (m - 1) / 4          # tau = 1 - 4 D / (M (M - 1))
-        rr = needed(betas, d_max, lambda d: np.ones_like(d))
+        rr = needed(betas, d_max, np.ones_like)
         rows = [("round-robin", rr)]
         for b in (1, 2, 3, 4, 6, 8):
             rows.append((f"band {b}", needed(betas, d_max, lambda d, b=b: (d <= b) * 1.0)))

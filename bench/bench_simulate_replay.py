@@ -42,8 +42,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from planner.model import bt  # noqa: E402
-from planner.simulation.replay import (ReplayPool, fixed_order, order_balance, pool_from_records,  # noqa: E402
-                                       replay_truth)
+from planner.simulation.replay import ReplayPool, fixed_order, order_balance, pool_from_records, replay_truth  # noqa: E402
 from planner.simulation.spec import SimulationSpec, parse_strategies  # noqa: E402
 from planner.simulation.truth import Truth, synthetic_names  # noqa: E402
 from planner.workflows.simulate import read_replay, simulate  # noqa: E402
@@ -138,7 +137,7 @@ def main() -> None:
                          "before issue 25, in this simulator); use another --out")
     args = ap.parse_args()
     if args.gamma_known:
-        import planner.acquisition.state as state
+        from planner.acquisition import state
 
         full = state._joint
 

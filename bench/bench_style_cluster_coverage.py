@@ -30,6 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 import bench_cluster_coverage as base  # noqa: E402
+
 from planner.model.style import FEATURES, StyleDesign, fit_style  # noqa: E402
 from planner.stats.clusters import JudgmentArrays, cluster_ids  # noqa: E402
 

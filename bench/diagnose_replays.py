@@ -103,7 +103,7 @@ def main() -> None:
     for name, path in sets().items():
         rows = [json.loads(line) for line in path.open(encoding="utf-8")]
         nbar, icc, deff = clustering(rows)
-        m, pairs, stat, df, worst = lack_of_fit(rows)
+        _m, _pairs, stat, df, worst = lack_of_fit(rows)
         print(f"| `{name}` | {len(rows):,} | {position_row(rows)} | {nbar:.2f} | {icc:.3f} | {deff:.2f} "
               f"| {stat:.1f} / {df} | {stat / df:.2f} | {chi2.sf(stat, df):.2g} | {worst} |")
 

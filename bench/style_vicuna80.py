@@ -29,9 +29,9 @@ def main() -> None:
     ap.add_argument("--lc-anchor", default="gpt-3.5-turbo")
     args = ap.parse_args()
 
-    from planner.workflows.report import build_report
-    from planner.store.study import Study, ingest, init_study
     from planner.formats.markdown import style_section
+    from planner.store.study import Study, ingest, init_study
+    from planner.workflows.report import build_report
     from planner.workflows.style_report import controlled_fit
 
     with tempfile.TemporaryDirectory() as tmp:

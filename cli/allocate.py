@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -15,29 +15,29 @@ from .tables import print_table
 @app.command("allocate")
 def allocate(
     budget: Annotated[int, typer.Option(help="Number of prompts to choose (1 to 1,000,000).")],
-    prompts: Annotated[Optional[Path], typer.Option(
+    prompts: Annotated[Path | None, typer.Option(
         help="Prompts file (CSV or JSONL: id, text, optional stratum, weight, difficulty, frozen).")] = None,
-    study: Annotated[Optional[Path], typer.Option(help="Study directory (instead of --prompts).")] = None,
-    by: Annotated[Optional[str], typer.Option(
+    study: Annotated[Path | None, typer.Option(help="Study directory (instead of --prompts).")] = None,
+    by: Annotated[str | None, typer.Option(
         help="Stratify by 'stratum' or 'difficulty' (default: stratum; one stratum when absent).")] = None,
     method: Annotated[str, typer.Option(
         help="proportional | frequency (weight column) | equal | neyman | target.")] = "proportional",
-    target: Annotated[Optional[str], typer.Option(
+    target: Annotated[str | None, typer.Option(
         help="Target shares for --method target, e.g. common=0.4,factual=0.3,ambiguous=0.2,adversarial=0.1.")] = None,
     min_per_stratum: Annotated[int, typer.Option(help="At least this many prompts per stratum.")] = 0,
     with_replacement: Annotated[bool, typer.Option(
         "--with-replacement", help="Allow more prompts from a stratum than it has (reuses them).")] = False,
     frozen_first: Annotated[bool, typer.Option(
         "--frozen-first", help="Frozen prompts take the first places of their stratum.")] = False,
-    pointwise: Annotated[Optional[Path], typer.Option(
+    pointwise: Annotated[Path | None, typer.Option(
         help='Pointwise scores (JSONL/CSV {"prompt","system","score"}): contested prompts first.')] = None,
     contested_only: Annotated[bool, typer.Option(
         "--contested-only", help="Keep only prompts whose pointwise scores differ by at most --gap.")] = False,
-    gap: Annotated[Optional[float], typer.Option(help="Largest pointwise score gap kept by --contested-only.")] = None,
-    pilot: Annotated[Optional[Path], typer.Option(
+    gap: Annotated[float | None, typer.Option(help="Largest pointwise score gap kept by --contested-only.")] = None,
+    pilot: Annotated[Path | None, typer.Option(
         help="Pilot judgments (normalized JSONL) giving Neyman's S_h.")] = None,
     seed: Annotated[int, typer.Option(help="Random seed for the within-stratum draw (0 to 2**63-1).")] = 0,
-    out_file: Annotated[Optional[Path], typer.Option(
+    out_file: Annotated[Path | None, typer.Option(
         "--out", help="Write the chosen prompts here (.csv or .jsonl).")] = None,
     force: Annotated[bool, typer.Option("--force", help="Overwrite --out if it exists.")] = False,
     json_: Annotated[bool, typer.Option("--json", help="Print the result as one JSON document.")] = False,
@@ -46,8 +46,8 @@ def allocate(
 
     Example: planner allocate --prompts prompts.jsonl --budget 40 --method equal --out chosen.csv
     """
-    from planner.workflows.allocate import allocate_files
     from planner.limits import check_input_file, check_output_file
+    from planner.workflows.allocate import allocate_files
 
     for name, path in (("--prompts", prompts), ("--pointwise", pointwise), ("--pilot", pilot)):
         call(check_input_file, name, path)

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import json
 import sys
-from functools import lru_cache
-from typing import Any, Callable, TypeVar
+from collections.abc import Callable
+from functools import cache
+from typing import Any, TypeVar
 
 import typer
 
@@ -51,7 +52,7 @@ def console_class():
     return _Console
 
 
-@lru_cache(maxsize=None)
+@cache
 def _console(stderr: bool):
     return console_class()(stderr=stderr, highlight=False, soft_wrap=False, markup=False, emoji=False)
 

@@ -7,7 +7,7 @@ scipy, the model) is imported inside the command and rich inside the renderer.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -29,14 +29,14 @@ def decide(
              "(pass: credibly above 50%; regress still means credibly below 50%-M).")] = "non-inferiority",
     confidence: Annotated[float, typer.Option(
         help="Interval level, 0 < C < 1; family-wise error 1-C over strata (Holm).")] = 0.95,
-    min_pass_rate: Annotated[Optional[float], typer.Option(
+    min_pass_rate: Annotated[float | None, typer.Option(
         help="Acceptability floor 0 <= P <= 1: a candidate credibly below it does not pass.")] = None,
     engine: Annotated[str, typer.Option(help="Posterior engine: laplace (fast) | nuts (pymc).")] = "laplace",
-    look: Annotated[Optional[int], typer.Option(
+    look: Annotated[int | None, typer.Option(
         help="This is analysis number k of --looks (group-sequential); default: the last.")] = None,
     looks: Annotated[int, typer.Option(help="Planned equally spaced analyses, 1 <= K <= 20.")] = 1,
     boundary: Annotated[str, typer.Option(help="obrien-fleming | pocock (with --looks).")] = "obrien-fleming",
-    seed: Annotated[Optional[int], typer.Option(help="Seed of the posterior draws, 0 to 2**63-1 (default: the study's).")] = None,
+    seed: Annotated[int | None, typer.Option(help="Seed of the posterior draws, 0 to 2**63-1 (default: the study's).")] = None,
     style_control: Annotated[bool, typer.Option(
         "--style-control", help="Posterior columns from the model controlled for length and markdown style "
                                 "(report --style-control); the tests use the raw counts.")] = False,

@@ -65,8 +65,9 @@ def demo_cmd(
 
 
 def _live(directory, systems, prompts, budget, size, seed, force, json_out) -> None:
-    from .run import run_progress
     from planner.workflows.judge_demo import run_demo_live
+
+    from .run import run_progress
 
     res = call(run_demo_live, directory, n_systems=systems, n_prompts=prompts, budget=budget, batch_size=size,
                seed=seed, force=force, progress=run_progress(json_out))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -13,8 +13,8 @@ from .common import call, out, print_json
 
 @app.command("example")
 def example_cmd(
-    name: Annotated[Optional[str], typer.Argument(help="Example to write (vicuna80); omit to list the examples.")] = None,
-    directory: Annotated[Optional[Path], typer.Argument(help="Directory to write it into (created if missing).")] = None,
+    name: Annotated[str | None, typer.Argument(help="Example to write (vicuna80); omit to list the examples.")] = None,
+    directory: Annotated[Path | None, typer.Argument(help="Directory to write it into (created if missing).")] = None,
     force: Annotated[bool, typer.Option("--force", help="Replace files there that differ from the example's.")] = False,
     json_out: Annotated[bool, typer.Option("--json", help="Print the result as one JSON document.")] = False,
 ) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -17,14 +17,14 @@ DEFAULT_PORT = 39567
 
 @app.command("judge-server")
 def judge_server_cmd(
-    responses: Annotated[Optional[Path], typer.Argument(help="The responses file the study was made from (who wrote which answer).", metavar="RESPONSES")] = None,
+    responses: Annotated[Path | None, typer.Argument(help="The responses file the study was made from (who wrote which answer).", metavar="RESPONSES")] = None,
     port: Annotated[int, typer.Option(help="Port on 127.0.0.1 (0: any free port).")] = DEFAULT_PORT,
-    strengths: Annotated[Optional[str], typer.Option(help="Hidden strengths as SYSTEM=ELO,... (others 0); default: a seeded spread.")] = None,
+    strengths: Annotated[str | None, typer.Option(help="Hidden strengths as SYSTEM=ELO,... (others 0); default: a seeded spread.")] = None,
     spread: Annotated[float, typer.Option(help="Elo from the strongest to the weakest system when --strengths is not given.")] = 400.0,
     ties: Annotated[float, typer.Option(help="Tie probability between equal systems.")] = 0.15,
     position: Annotated[float, typer.Option(help="Left-answer bias, logits.")] = 0.3,
     flip: Annotated[float, typer.Option(help="Probability that a decisive verdict is reversed.")] = 0.0,
-    faults: Annotated[Optional[str], typer.Option(help="Injected faults FAULT=RATE,...: 429, 500, 503, malformed, context, refusal, length (first attempt of a request only).")] = None,
+    faults: Annotated[str | None, typer.Option(help="Injected faults FAULT=RATE,...: 429, 500, 503, malformed, context, refusal, length (first attempt of a request only).")] = None,
     seed: Annotated[int, typer.Option(help="Seed of the hidden order, the verdicts and the faults.")] = 0,
     detach: Annotated[bool, typer.Option("--detach", help="Serve in the background and return once it listens (stop it with --stop).")] = False,
     stop: Annotated[bool, typer.Option("--stop", help="Stop the judge server listening on --port.")] = False,

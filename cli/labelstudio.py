@@ -15,8 +15,9 @@ _TARGETS = ("label-studio",)
 
 def _check_target(value: str, option: str) -> None:
     if value not in _TARGETS:
-        from .common import fail
         from planner.errors import UsageError, quote
+
+        from .common import fail
 
         raise fail(UsageError(f"{option} ({quote(value)}): expected one of {', '.join(_TARGETS)}"))
 

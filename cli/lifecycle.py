@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -14,9 +14,9 @@ from .common import call, message, print_json
 @app.command("void")
 def void_cmd(
     study: Annotated[Path, typer.Argument(help="Study directory.")],
-    batches: Annotated[Optional[list[int]], typer.Argument(help="Batch ids to void (see `planner status`).")] = None,
-    older_than: Annotated[Optional[float], typer.Option("--older-than", help="Also void every batch created more than this many days ago.")] = None,
-    reason: Annotated[Optional[str], typer.Option(help="Why (kept in the study's lifecycle log).")] = None,
+    batches: Annotated[list[int] | None, typer.Argument(help="Batch ids to void (see `planner status`).")] = None,
+    older_than: Annotated[float | None, typer.Option("--older-than", help="Also void every batch created more than this many days ago.")] = None,
+    reason: Annotated[str | None, typer.Option(help="Why (kept in the study's lifecycle log).")] = None,
     undo: Annotated[bool, typer.Option("--undo", help="Make voided batches count again.")] = False,
     json_out: Annotated[bool, typer.Option("--json", help="Print the result as one JSON document.")] = False,
 ) -> None:

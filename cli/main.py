@@ -5,25 +5,26 @@ library modules (and through them numpy/scipy/pymc) are imported inside the
 command functions, so ``planner --help`` stays fast and never imports pymc.
 """
 
-from .app import app
-
 # Order here is the order in `planner --help`.
-from . import size  # noqa: F401,E402  (size, significance)
-from . import allocate  # noqa: F401,E402
-from . import study  # noqa: F401,E402  (init, ingest, status)
-from . import lifecycle  # noqa: F401,E402  (void, retract)
-from . import export  # noqa: F401,E402
-from . import next_batch  # noqa: F401,E402
-from . import report  # noqa: F401,E402
-from . import decide  # noqa: F401,E402
-from . import simulate  # noqa: F401,E402
-from . import plan  # noqa: F401,E402
-from . import demo  # noqa: F401,E402
-from . import example  # noqa: F401,E402
-from . import judge  # noqa: F401,E402
-from . import judge_server  # noqa: F401,E402
-from . import run  # noqa: F401,E402
-from . import labelstudio  # noqa: F401,E402  (push, pull)
+from . import (
+    allocate,  # noqa: F401
+    decide,  # noqa: F401
+    demo,  # noqa: F401
+    example,  # noqa: F401
+    export,  # noqa: F401
+    judge,  # noqa: F401
+    judge_server,  # noqa: F401
+    labelstudio,  # noqa: F401  (push, pull)
+    lifecycle,  # noqa: F401  (void, retract)
+    next_batch,  # noqa: F401
+    plan,  # noqa: F401
+    report,  # noqa: F401
+    run,  # noqa: F401
+    simulate,  # noqa: F401
+    size,  # noqa: F401  (size, significance)
+    study,  # noqa: F401  (init, ingest, status)
+)
+from .app import app
 
 
 def main() -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -18,28 +18,28 @@ def next_batch_cmd(
     size: Annotated[int, typer.Option(help="Planned comparisons (regular items), 1..100000; QC items come on top.")] = 50,
     strategy: Annotated[str, typer.Option(help="active | round-robin | random | anchor | swiss | arena.")] = "active",
     objective: Annotated[str, typer.Option(help="active: ranking | entropy | variance | anchor | top-k.")] = "ranking",
-    top_k: Annotated[Optional[int], typer.Option(help="K for --objective top-k.")] = None,
+    top_k: Annotated[int | None, typer.Option(help="K for --objective top-k.")] = None,
     engine: Annotated[str, typer.Option(help="Posterior engine: laplace (fast) or nuts.")] = "laplace",
-    seed: Annotated[Optional[int], typer.Option(help="Seed >= 0 (default: the study's seed + batches issued).")] = None,
-    out_path: Annotated[Optional[Path], typer.Option("--out", help="Output file (default STUDY/batches/batch-NNN).")] = None,
+    seed: Annotated[int | None, typer.Option(help="Seed >= 0 (default: the study's seed + batches issued).")] = None,
+    out_path: Annotated[Path | None, typer.Option("--out", help="Output file (default STUDY/batches/batch-NNN).")] = None,
     fmt: Annotated[str, typer.Option("--format", help="jsonl | csv | label-studio | argilla | judge.")] = "jsonl",
     force: Annotated[bool, typer.Option(help="Overwrite existing output files.")] = False,
     dry_run: Annotated[bool, typer.Option(help="Show the plan; write nothing.")] = False,
-    attention: Annotated[Optional[float], typer.Option(help="Fraction of attention-check items (default: study config).")] = None,
-    repeat: Annotated[Optional[float], typer.Option(help="Fraction of swapped repeats for self-consistency.")] = None,
-    overlap: Annotated[Optional[float], typer.Option(help="Fraction of items shown to two annotators (kappa).")] = None,
-    acceptability: Annotated[Optional[float], typer.Option(help="Fraction of single-response pass/fail items.")] = None,
+    attention: Annotated[float | None, typer.Option(help="Fraction of attention-check items (default: study config).")] = None,
+    repeat: Annotated[float | None, typer.Option(help="Fraction of swapped repeats for self-consistency.")] = None,
+    overlap: Annotated[float | None, typer.Option(help="Fraction of items shown to two annotators (kappa).")] = None,
+    acceptability: Annotated[float | None, typer.Option(help="Fraction of single-response pass/fail items.")] = None,
     both_orders: Annotated[bool, typer.Option(help="Also issue every comparison in swapped order.")] = False,
-    annotators: Annotated[Optional[str], typer.Option(help="N, or comma-separated names: one file per annotator.")] = None,
-    attention_pool: Annotated[Optional[Path], typer.Option(help="JSONL texts for the broken side of attention items.")] = None,
-    template: Annotated[Optional[Path], typer.Option(help="Judge prompt template file ({prompt} {left} {right} {reasons}).")] = None,
-    judge_model: Annotated[Optional[str], typer.Option(help="Model name written in judge requests.")] = None,
-    temperature: Annotated[Optional[float], typer.Option(help="Judge temperature 0..2 (default 0; none for o1/o3/o4/gpt-5 models).")] = None,
+    annotators: Annotated[str | None, typer.Option(help="N, or comma-separated names: one file per annotator.")] = None,
+    attention_pool: Annotated[Path | None, typer.Option(help="JSONL texts for the broken side of attention items.")] = None,
+    template: Annotated[Path | None, typer.Option(help="Judge prompt template file ({prompt} {left} {right} {reasons}).")] = None,
+    judge_model: Annotated[str | None, typer.Option(help="Model name written in judge requests.")] = None,
+    temperature: Annotated[float | None, typer.Option(help="Judge temperature 0..2 (default 0; none for o1/o3/o4/gpt-5 models).")] = None,
     redact_names: Annotated[bool, typer.Option(help="Replace system names inside responses by '[a model]'.")] = False,
-    rewrite: Annotated[Optional[int], typer.Option(help="Write recorded batch N's files again (byte-identical); no fit.", metavar="N")] = None,
+    rewrite: Annotated[int | None, typer.Option(help="Write recorded batch N's files again (byte-identical); no fit.", metavar="N")] = None,
     retry_failed: Annotated[bool, typer.Option(help="Write the files for items whose judge request failed; no fit, no new batch.")] = False,
-    batch: Annotated[Optional[int], typer.Option(help="With --retry-failed: only this batch's failed items.", metavar="N")] = None,
-    max_words: Annotated[Optional[int], typer.Option(help="Longest response shown, in words (default: no limit; longer ones are skipped and other prompts chosen, or cut with --truncate).")] = None,
+    batch: Annotated[int | None, typer.Option(help="With --retry-failed: only this batch's failed items.", metavar="N")] = None,
+    max_words: Annotated[int | None, typer.Option(help="Longest response shown, in words (default: no limit; longer ones are skipped and other prompts chosen, or cut with --truncate).")] = None,
     truncate: Annotated[bool, typer.Option(help="Cut longer responses with a visible marker instead of skipping.")] = False,
     normalize_style: Annotated[str, typer.Option(help="none | markdown | full (annotator-facing text only).")] = "none",
     reuse_prompts: Annotated[bool, typer.Option(help="Let a pair that has used every prompt take one again.")] = False,
@@ -52,7 +52,7 @@ def next_batch_cmd(
     json_out: Annotated[bool, typer.Option("--json", help="Print the manifest as one JSON document.")] = False,
     for_: Annotated[str, typer.Option("--for", help="ranking (default) | humans: items where a human label is worth "
                                                     "most, drawn with known probabilities (needs --surrogate).")] = "ranking",
-    surrogate: Annotated[Optional[str], typer.Option(help="With --for humans: the judge whose verdicts predict the humans.")] = None,
+    surrogate: Annotated[str | None, typer.Option(help="With --for humans: the judge whose verdicts predict the humans.")] = None,
     floor: Annotated[float, typer.Option(help="With --for humans: uniform share of the probabilities, (0, 1]; 1 = uniform.")] = 0.2,
 ) -> None:
     """Choose the next comparisons by expected posterior-uncertainty reduction and write a blinded batch.
@@ -67,8 +67,7 @@ def next_batch_cmd(
     Lost a file? planner next-batch my-study --rewrite 3 --out round3 writes batch 3 again.
     Judge requests failed? planner next-batch my-study --retry-failed --out retry writes just those items.
     """
-    from planner.workflows.next_batch import (HumansDesign, Output, QualityControl, Selection, TextOptions,
-                                              next_batch)
+    from planner.workflows.next_batch import HumansDesign, Output, QualityControl, Selection, TextOptions, next_batch
 
     if rewrite is not None or retry_failed or batch is not None:
         _reissue(study, rewrite, retry_failed, batch, out_path, force, json_out)
@@ -95,7 +94,8 @@ def next_batch_cmd(
 
 def _reissue(study, rewrite, retry_failed, batch, out_path, force, json_out) -> None:
     from planner.errors import UsageError
-    from planner.workflows.reissue import retry_failed as retry, rewrite_batch
+    from planner.workflows.reissue import retry_failed as retry
+    from planner.workflows.reissue import rewrite_batch
 
     def run():
         if rewrite is not None and retry_failed:

@@ -1,5 +1,6 @@
 """A closed pipe (`planner status | head -1`): how the CLI sees it and the exit code it gives."""
 
+import contextlib
 import os
 import sys
 
@@ -36,10 +37,8 @@ def closed_pipe() -> None:
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
         for stream in (sys.stdout, sys.stderr):
-            try:
+            with contextlib.suppress(OSError, ValueError, AttributeError):  # a stream without a file (a test runner)
                 os.dup2(devnull, stream.fileno())
-            except (OSError, ValueError, AttributeError):  # a stream without a file (a test runner)
-                pass
     except OSError:
         pass
     sys.exit(EXIT_BROKEN_PIPE)

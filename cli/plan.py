@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -22,37 +22,37 @@ _DESIGN = "Design of the rest of the study"
 
 @app.command("plan")
 def plan_cmd(
-    study: Annotated[Optional[Path], typer.Argument(help="Pilot study directory (omit to plan from --systems/--spread).", metavar="STUDY")] = None,
-    target: Annotated[Optional[list[str]], typer.Option(help="Target, repeatable: resolved (every pair credibly ordered or credibly within ±--margin), credible-tau=0.9 (the pairs the finished study credibly separates), credible-all, tau=0.9, ... The first one is the headline. Default: resolved.", metavar="TARGET")] = None,
+    study: Annotated[Path | None, typer.Argument(help="Pilot study directory (omit to plan from --systems/--spread).", metavar="STUDY")] = None,
+    target: Annotated[list[str] | None, typer.Option(help="Target, repeatable: resolved (every pair credibly ordered or credibly within ±--margin), credible-tau=0.9 (the pairs the finished study credibly separates), credible-all, tau=0.9, ... The first one is the headline. Default: resolved.", metavar="TARGET")] = None,
     margin: Annotated[float, typer.Option(help="resolved: the margin in Elo within which two systems count as equal, 0 to 5,000.", metavar="ELO")] = 50.0,
     strategy: Annotated[str, typer.Option(help="How the rest is chosen: active (next-batch's default), round-robin, random, ...")] = "active",
     batch: Annotated[int, typer.Option(help="Comparisons per round (the model is refitted after each).")] = 50,
-    batches: Annotated[Optional[str], typer.Option(help="Trade-off: forecast the headline target for these batch sizes too, e.g. 10,50 (more rounds, fewer comparisons).")] = None,
+    batches: Annotated[str | None, typer.Option(help="Trade-off: forecast the headline target for these batch sizes too, e.g. 10,50 (more rounds, fewer comparisons).")] = None,
     reps: Annotated[int, typer.Option(help="Repetitions (simulated continuations), 1 to 10,000.")] = 200,
     level: Annotated[float, typer.Option(help="Level of the interval, 0 < level <= 0.99.")] = 0.8,
     seed: Annotated[int, typer.Option(help="Seed of every random choice (0 to 2**63-1).")] = 0,
-    max_comparisons: Annotated[Optional[int], typer.Option(help="Most comparisons the rest of the study may take (default: all the pool still holds).", rich_help_panel=_DESIGN)] = None,
+    max_comparisons: Annotated[int | None, typer.Option(help="Most comparisons the rest of the study may take (default: all the pool still holds).", rich_help_panel=_DESIGN)] = None,
     both_orders: Annotated[bool, typer.Option("--both-orders", help="Each (prompt, pair) is judged in both presentation orders.", rich_help_panel=_DESIGN)] = False,
     fixed_order: Annotated[bool, typer.Option("--fixed-order", help="Each pair is shown in one order only (the pilot's): a judge run one way, a public file.", rich_help_panel=_DESIGN)] = False,
     votes: Annotated[int, typer.Option(help="Verdicts per (prompt, pair, order), e.g. 3 annotators.", rich_help_panel=_DESIGN)] = 1,
     reuse_prompts: Annotated[bool, typer.Option("--reuse-prompts", help="A pair may take a prompt again (needs --max-comparisons).", rich_help_panel=_DESIGN)] = False,
-    prompts: Annotated[Optional[int], typer.Option(help="Prompts each pair can be shown on (default: the study's prompts with both responses; 80 without a study).", rich_help_panel=_DESIGN)] = None,
-    tie_rate: Annotated[Optional[float], typer.Option(help="Tie probability between equal systems, 0 <= t < 1.", rich_help_panel=_JUDGE)] = None,
-    position: Annotated[Optional[float], typer.Option(help="Left-position logit shift, -10 to 10.", rich_help_panel=_JUDGE)] = None,
-    invalid_rate: Annotated[Optional[float], typer.Option(help="Share of invalid verdicts, 0 <= r < 1.", rich_help_panel=_JUDGE)] = None,
-    icc: Annotated[Optional[float], typer.Option(help="Intraclass correlation of verdicts on one (prompt, pair), 0 to 1.", rich_help_panel=_JUDGE)] = None,
-    systems: Annotated[Optional[int], typer.Option(help="Without a study: number of systems, 2 to 200.", rich_help_panel="Without a pilot")] = None,
-    spread: Annotated[Optional[float], typer.Option(help="Without a study: Elo from best to worst (evenly spaced).", rich_help_panel="Without a pilot")] = None,
-    human_cost: Annotated[Optional[float], typer.Option(help="Cost of one human judgment.", rich_help_panel=_MONEY)] = None,
-    judge_cost: Annotated[Optional[float], typer.Option(help="Cost of one judge judgment (all its calls).", rich_help_panel=_MONEY)] = None,
-    price_in: Annotated[Optional[float], typer.Option(help="Judge: USD per 1M prompt tokens.", rich_help_panel=_MONEY)] = None,
-    price_out: Annotated[Optional[float], typer.Option(help="Judge: USD per 1M completion tokens.", rich_help_panel=_MONEY)] = None,
-    tokens_in: Annotated[Optional[float], typer.Option(help="Judge: prompt tokens per judgment (default: the study's judge ledger).", rich_help_panel=_MONEY)] = None,
-    tokens_out: Annotated[Optional[float], typer.Option(help="Judge: completion tokens per judgment.", rich_help_panel=_MONEY)] = None,
-    surrogate: Annotated[Optional[str], typer.Option(help="Hybrid: the judge in the pilot whose verdicts predict the humans (ρ from the pilot).", rich_help_panel=_MONEY)] = None,
-    rho: Annotated[Optional[float], typer.Option(help="Hybrid: human-judge score correlation, -1 to 1.", rich_help_panel=_MONEY)] = None,
+    prompts: Annotated[int | None, typer.Option(help="Prompts each pair can be shown on (default: the study's prompts with both responses; 80 without a study).", rich_help_panel=_DESIGN)] = None,
+    tie_rate: Annotated[float | None, typer.Option(help="Tie probability between equal systems, 0 <= t < 1.", rich_help_panel=_JUDGE)] = None,
+    position: Annotated[float | None, typer.Option(help="Left-position logit shift, -10 to 10.", rich_help_panel=_JUDGE)] = None,
+    invalid_rate: Annotated[float | None, typer.Option(help="Share of invalid verdicts, 0 <= r < 1.", rich_help_panel=_JUDGE)] = None,
+    icc: Annotated[float | None, typer.Option(help="Intraclass correlation of verdicts on one (prompt, pair), 0 to 1.", rich_help_panel=_JUDGE)] = None,
+    systems: Annotated[int | None, typer.Option(help="Without a study: number of systems, 2 to 200.", rich_help_panel="Without a pilot")] = None,
+    spread: Annotated[float | None, typer.Option(help="Without a study: Elo from best to worst (evenly spaced).", rich_help_panel="Without a pilot")] = None,
+    human_cost: Annotated[float | None, typer.Option(help="Cost of one human judgment.", rich_help_panel=_MONEY)] = None,
+    judge_cost: Annotated[float | None, typer.Option(help="Cost of one judge judgment (all its calls).", rich_help_panel=_MONEY)] = None,
+    price_in: Annotated[float | None, typer.Option(help="Judge: USD per 1M prompt tokens.", rich_help_panel=_MONEY)] = None,
+    price_out: Annotated[float | None, typer.Option(help="Judge: USD per 1M completion tokens.", rich_help_panel=_MONEY)] = None,
+    tokens_in: Annotated[float | None, typer.Option(help="Judge: prompt tokens per judgment (default: the study's judge ledger).", rich_help_panel=_MONEY)] = None,
+    tokens_out: Annotated[float | None, typer.Option(help="Judge: completion tokens per judgment.", rich_help_panel=_MONEY)] = None,
+    surrogate: Annotated[str | None, typer.Option(help="Hybrid: the judge in the pilot whose verdicts predict the humans (ρ from the pilot).", rich_help_panel=_MONEY)] = None,
+    rho: Annotated[float | None, typer.Option(help="Hybrid: human-judge score correlation, -1 to 1.", rich_help_panel=_MONEY)] = None,
     engine: Annotated[str, typer.Option(help="The pilot's posterior: laplace (fast) or nuts.")] = "laplace",
-    workers: Annotated[Optional[int], typer.Option(help="Worker processes, 1 to 64 (default 2).")] = None,
+    workers: Annotated[int | None, typer.Option(help="Worker processes, 1 to 64 (default 2).")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")] = False,
 ) -> None:
     """How many more comparisons (rounds, money) until a target: a forecast with an interval.
@@ -98,7 +98,7 @@ def plan_cmd(
 
     with Progress("forecasting", total=options.reps, unit="repetitions") as bar:
         result = call(plan, study, options, assumptions=assumed, prices=prices,
-                      progress=lambda done, total: bar.update(done, total), _flags=FLAGS)
+                      progress=bar.update, _flags=FLAGS)
     if json_out:
         print_json(result)
         return

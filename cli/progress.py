@@ -17,11 +17,12 @@ command printed any progress line before.
 
 from __future__ import annotations
 
+import math
 import os
 import threading
-from typing import Any
 import time
 from datetime import timedelta
+from typing import Any
 
 from planner.escape import for_terminal
 
@@ -38,7 +39,7 @@ def interval() -> float:
         value = float(raw)
     except ValueError:
         return DEFAULT_EVERY
-    return value if value >= 0 and value == value else DEFAULT_EVERY
+    return value if value >= 0 and not math.isnan(value) else DEFAULT_EVERY
 
 
 def _clock(seconds: float) -> str:
@@ -76,7 +77,8 @@ class Progress:
         if self.disable:
             return self
         if self.terminal:
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress as Bar, TextColumn, TimeElapsedColumn
+            from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
+            from rich.progress import Progress as Bar
 
             self._bar = Bar(TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(),
                             TimeElapsedColumn(), console=self.console, transient=True)

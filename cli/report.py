@@ -7,9 +7,10 @@ through it numpy/scipy/arviz, pymc for ``--engine nuts``, matplotlib for
 
 from __future__ import annotations
 
+import math
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -53,24 +54,24 @@ def report_cmd(
     chains: Annotated[int, typer.Option(help="NUTS chains (run on up to 2 cores), 1 to 16.")] = 2,
     min_pass_rate: Annotated[float, typer.Option(
         help="Flag the leader when its acceptability pass rate is below this, 0..1.")] = 0.8,
-    plot: Annotated[Optional[Path], typer.Option(
+    plot: Annotated[Path | None, typer.Option(
         help="Directory for strengths.{png,svg} (forest plot) and win_rates.{png,svg} (heatmap).")] = None,
-    markdown: Annotated[Optional[Path], typer.Option(help="Write the report as a Markdown document.")] = None,
-    html: Annotated[Optional[Path], typer.Option(
+    markdown: Annotated[Path | None, typer.Option(help="Write the report as a Markdown document.")] = None,
+    html: Annotated[Path | None, typer.Option(
         help="Write the report as one self-contained HTML page to share (CSS, JavaScript and SVG inline, nothing "
              "fetched): leaderboard with interval bars, win-rate heatmap, diagnostics, raw vs style-controlled "
              "ranking (with --style-control), the hybrid fit (with --surrogate).")] = None,
     json_: Annotated[bool, typer.Option("--json", help="Print the report as one JSON document.")] = False,
     target: Annotated[str, typer.Option(help="With --surrogate: whose preference to estimate (humans = every "
                                              "annotator other than the surrogate).")] = "humans",
-    surrogate: Annotated[Optional[str], typer.Option(
+    surrogate: Annotated[str | None, typer.Option(
         help="Judge (annotator name) whose verdicts serve as predictions: prediction-powered (PPI++) Bradley–Terry "
              "for --target at 90%, beside target-only and judge-only fits.")] = None,
     style_control: Annotated[bool, typer.Option(
         "--style-control", help="Also fit the ranking controlled for length and markdown style (Chatbot Arena's "
                                 "style control) and show it beside the raw one with the style coefficients; for an "
                                 "anchor design also AlpacaEval's length-controlled win rates.")] = False,
-    lc_anchor: Annotated[Optional[str], typer.Option(
+    lc_anchor: Annotated[str | None, typer.Option(
         help="Length-controlled win rate (AlpacaEval LC GLM) of every system against this one.")] = None,
     ties: Annotated[str, typer.Option(
         help="With --surrogate: half (a tie is half a win) | davidson (win/tie/loss likelihood, tie parameter ν).")] = "half",
@@ -179,7 +180,7 @@ def _pct(x, digits: int = 1) -> str:
 
 
 def _num(x, fmt: str = ".3f") -> str:
-    return "—" if x is None or x != x else format(x, fmt)
+    return "—" if x is None or math.isnan(x) else format(x, fmt)
 
 
 def _render(r) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -20,8 +20,8 @@ def simulate_cmd(
     systems: Annotated[int, typer.Option("--systems", help="Number of systems (synthetic scenarios), 2 to 200.")] = 16,
     spread: Annotated[float, typer.Option(help="linear: Elo range from best to worst system, 0 to 5,000.")] = 400.0,
     arena_gamma: Annotated[float, typer.Option(help="arena: strengths ~ Beta(1/g, 1/g), 0 < g <= 100.")] = 2.0,
-    replay: Annotated[Optional[Path], typer.Option(help="Replay real judgments (normalized JSONL); truth = fit on the whole pool.")] = None,
-    from_study: Annotated[Optional[Path], typer.Option(help="Truth drawn per repetition from the study's posterior; verdicts of a fresh study of its design, with its judge's ties, position and invalid rate.")] = None,
+    replay: Annotated[Path | None, typer.Option(help="Replay real judgments (normalized JSONL); truth = fit on the whole pool.")] = None,
+    from_study: Annotated[Path | None, typer.Option(help="Truth drawn per repetition from the study's posterior; verdicts of a fresh study of its design, with its judge's ties, position and invalid rate.")] = None,
     strategies: Annotated[str, typer.Option(help="Comma-separated: active, round-robin, random, anchor, swiss, arena, oracle, entropy, variance, top-k=K, active:OBJECTIVE.")] = DEFAULT_STRATEGIES,
     budget: Annotated[int, typer.Option(help="Comparisons per run, 1 to 1,000,000.")] = 2000,
     batch: Annotated[int, typer.Option(help="Comparisons per batch (the model is refitted after each), 1 to --budget.")] = 50,
@@ -31,21 +31,21 @@ def simulate_cmd(
     tie_rate: Annotated[float, typer.Option(help="Synthetic judge: tie probability between equal systems, 0 <= t < 1.")] = 0.0,
     position: Annotated[float, typer.Option(help="Synthetic judge: left-position logit shift, -10 to 10.")] = 0.0,
     flip: Annotated[float, typer.Option(help="Synthetic judge: probability a decisive verdict is reversed, 0 <= f < 0.5.")] = 0.0,
-    anchor: Annotated[Optional[str], typer.Option(help="Anchor system of the anchor strategies, by name as in the system list (synthetic: sys01, sys02, ...; replay/study: its names). Default: the first.")] = None,
+    anchor: Annotated[str | None, typer.Option(help="Anchor system of the anchor strategies, by name as in the system list (synthetic: sys01, sys02, ...; replay/study: its names). Default: the first.")] = None,
     target: Annotated[str, typer.Option(help="Target to budget for: tau=0.9, credible-tau=0.9 (pairs the truth settles: all pairs of a synthetic truth, P(order) > 0.95 in the fit of a replay's file or of a --from-study run's simulated study), credible-all (every such pair right), resolved (every pair credibly ordered or credibly within ±--margin), rho=0.9, rmse=0.3, width=100 (Elo), coverage=0.9, top1=0.9. Met within 1e-9.")] = "tau=0.9",
-    margin: Annotated[Optional[float], typer.Option(help="The resolved target's margin in Elo, 0 to 5,000 (default 50 with --target resolved).", metavar="ELO")] = None,
-    workers: Annotated[Optional[int], typer.Option(help="Worker processes, 1 to 64 (default 2).")] = None,
-    plot: Annotated[Optional[Path], typer.Option(help="Write metric-vs-comparisons curves (.png or .svg).")] = None,
+    margin: Annotated[float | None, typer.Option(help="The resolved target's margin in Elo, 0 to 5,000 (default 50 with --target resolved).", metavar="ELO")] = None,
+    workers: Annotated[int | None, typer.Option(help="Worker processes, 1 to 64 (default 2).")] = None,
+    plot: Annotated[Path | None, typer.Option(help="Write metric-vs-comparisons curves (.png or .svg).")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")] = False,
-    out_file: Annotated[Optional[Path], typer.Option("--out", help="Append every finished run to this JSONL file as it finishes (kept on failure or Ctrl-C).")] = None,
+    out_file: Annotated[Path | None, typer.Option("--out", help="Append every finished run to this JSONL file as it finishes (kept on failure or Ctrl-C).")] = None,
     resume: Annotated[bool, typer.Option(help="Continue the --out file: run only the runs it does not hold (same options needed).")] = False,
     hybrid: Annotated[bool, typer.Option("--hybrid", help="Money mode: humans only vs the planned humans + judge split (size --hybrid) per --money budget; synthetic pair, or --from-study with --surrogate.", rich_help_panel="Hybrid")] = False,
-    money: Annotated[Optional[str], typer.Option(help="--hybrid: money budgets, comma-separated (e.g. 300,1000).", rich_help_panel="Hybrid")] = None,
-    human_cost: Annotated[Optional[float], typer.Option(help="--hybrid: cost of one item's human label.", rich_help_panel="Hybrid")] = None,
-    judge_cost: Annotated[Optional[float], typer.Option(help="--hybrid: cost of one item's judge prediction (both orders).", rich_help_panel="Hybrid")] = None,
+    money: Annotated[str | None, typer.Option(help="--hybrid: money budgets, comma-separated (e.g. 300,1000).", rich_help_panel="Hybrid")] = None,
+    human_cost: Annotated[float | None, typer.Option(help="--hybrid: cost of one item's human label.", rich_help_panel="Hybrid")] = None,
+    judge_cost: Annotated[float | None, typer.Option(help="--hybrid: cost of one item's judge prediction (both orders).", rich_help_panel="Hybrid")] = None,
     agreement: Annotated[float, typer.Option(help="--hybrid synthetic: P(the judge copies the human verdict) per order, else it answers at random with --position bias.", rich_help_panel="Hybrid")] = 0.8,
     win_rate: Annotated[float, typer.Option(help="--hybrid synthetic: true human win rate among decisive votes.", rich_help_panel="Hybrid")] = 0.55,
-    surrogate: Annotated[Optional[str], typer.Option(help="--hybrid --from-study: the judge's annotator name.", rich_help_panel="Hybrid")] = None,
+    surrogate: Annotated[str | None, typer.Option(help="--hybrid --from-study: the judge's annotator name.", rich_help_panel="Hybrid")] = None,
 ) -> None:
     """How many comparisons each sampling strategy needs to reach a target.
 
@@ -128,7 +128,7 @@ def _run(sim, spec, *, target, workers, out_file, resume):
     try:
         with Progress("simulating", total=total, unit="runs") as bar:
             return call(sim.simulate, spec, target=target, workers=workers, out=out_file, resume=resume,
-                        progress=lambda done, total: bar.update(done, total))
+                        progress=bar.update)
     except KeyboardInterrupt:
         if out_file is None:
             err().print("interrupted: nothing kept (pass --out FILE to keep finished runs)", markup=False)

@@ -14,8 +14,8 @@ def run_hybrid(*, money, human_cost, judge_cost, agreement, win_rate, tie_rate, 
                from_study, surrogate, json_out) -> None:
     import numpy as np
 
-    from planner.workflows import simulate_hybrid as sh
     from planner.errors import UsageError
+    from planner.workflows import simulate_hybrid as sh
 
     def parse():
         if money is None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -20,8 +20,8 @@ from .tables import print_table
 
 @app.command("size")
 def size(
-    effect: Annotated[Optional[float], typer.Option(help="Effect: absolute win-rate difference from 50% among decisive judgments, 0 < D < 0.5 (0.04 = 54% vs 50%).")] = None,
-    win_rate: Annotated[Optional[float], typer.Option(help="Alternatively the win rate P of the better system among decisive judgments, 0.5 < P < 1.")] = None,
+    effect: Annotated[float | None, typer.Option(help="Effect: absolute win-rate difference from 50% among decisive judgments, 0 < D < 0.5 (0.04 = 54% vs 50%).")] = None,
+    win_rate: Annotated[float | None, typer.Option(help="Alternatively the win rate P of the better system among decisive judgments, 0.5 < P < 1.")] = None,
     alpha: Annotated[float, typer.Option(help="Family-wise significance level, 0 < alpha < 1.")] = 0.05,
     power: Annotated[float, typer.Option(help="Target power, 0 < power < 1.")] = 0.8,
     alternative: Annotated[str, typer.Option(help="two-sided | greater.")] = "two-sided",
@@ -33,24 +33,24 @@ def size(
     icc: Annotated[float, typer.Option(help="Intra-prompt correlation rho in [0, 1]; design effect 1 + (K-1) rho.")] = 0.0,
     systems: Annotated[int, typer.Option(help="Number of systems, 2 <= M <= 1,000.")] = 2,
     design: Annotated[str, typer.Option(help="anchor (M-1 candidates vs one anchor) | round-robin (all M(M-1)/2 pairs); Holm-Bonferroni, each pair sized at alpha/pairs.")] = "anchor",
-    budget: Annotated[Optional[int], typer.Option(help="Total judgments available: report the minimum detectable effect (at most 10,000,000).")] = None,
-    power_at: Annotated[Optional[int], typer.Option(help="Total judgments: report the power achieved for the effect (at most 10,000,000).")] = None,
+    budget: Annotated[int | None, typer.Option(help="Total judgments available: report the minimum detectable effect (at most 10,000,000).")] = None,
+    power_at: Annotated[int | None, typer.Option(help="Total judgments: report the power achieved for the effect (at most 10,000,000).")] = None,
     table: Annotated[bool, typer.Option("--table", help="Effect-size table, both methods.")] = False,
-    plot: Annotated[Optional[Path], typer.Option(help="Write power against comparisons to this .png or .svg file.")] = None,
+    plot: Annotated[Path | None, typer.Option(help="Write power against comparisons to this .png or .svg file.")] = None,
     looks: Annotated[int, typer.Option(help="Number of equally spaced analyses (group-sequential design), 1 <= K <= 20.")] = 1,
     boundary: Annotated[str, typer.Option(help="obrien-fleming | pocock (classical constant-shape boundaries) for --looks.")] = "obrien-fleming",
-    pass_rate: Annotated[Optional[float], typer.Option(help="Expected pass rate of acceptability items, 0 <= P <= 1 (use with --precision).")] = None,
-    precision: Annotated[Optional[float], typer.Option(help="Half-width of the 95% pass-rate interval, 0 < H < 0.5 (with --pass-rate).")] = None,
+    pass_rate: Annotated[float | None, typer.Option(help="Expected pass rate of acceptability items, 0 <= P <= 1 (use with --precision).")] = None,
+    precision: Annotated[float | None, typer.Option(help="Half-width of the 95% pass-rate interval, 0 < H < 0.5 (with --pass-rate).")] = None,
     hybrid: Annotated[bool, typer.Option("--hybrid", help="Budget humans + judge (prediction-powered): the cheapest numbers of human and judge labels for the target, beside humans only. Ties count half.")] = False,
-    human_cost: Annotated[Optional[float], typer.Option(help="--hybrid: cost of one item's human label (> 0).", rich_help_panel="Hybrid")] = None,
-    judge_cost: Annotated[Optional[float], typer.Option(help="--hybrid: cost of one item's judge prediction, all its calls (both orders: twice a call's price), >= 0.", rich_help_panel="Hybrid")] = None,
-    rho: Annotated[Optional[float], typer.Option(help="--hybrid: correlation of human and judge scores per item, -1 <= rho < 1.", rich_help_panel="Hybrid")] = None,
-    agreement: Annotated[Optional[float], typer.Option(help="--hybrid: human-judge agreement rate on binary verdicts, 0..1 (rho = 2a - 1).", rich_help_panel="Hybrid")] = None,
-    pilot: Annotated[Optional[Path], typer.Option(help="--hybrid: estimate rho from this pilot study's items with human and judge verdicts.", rich_help_panel="Hybrid")] = None,
-    surrogate: Annotated[Optional[str], typer.Option(help="--hybrid --pilot: the judge's annotator name in the pilot study.", rich_help_panel="Hybrid")] = None,
-    width: Annotated[Optional[float], typer.Option(help="--hybrid: target half-width of the win-rate interval, 0 < H < 0.5 (instead of --effect).", rich_help_panel="Hybrid")] = None,
+    human_cost: Annotated[float | None, typer.Option(help="--hybrid: cost of one item's human label (> 0).", rich_help_panel="Hybrid")] = None,
+    judge_cost: Annotated[float | None, typer.Option(help="--hybrid: cost of one item's judge prediction, all its calls (both orders: twice a call's price), >= 0.", rich_help_panel="Hybrid")] = None,
+    rho: Annotated[float | None, typer.Option(help="--hybrid: correlation of human and judge scores per item, -1 <= rho < 1.", rich_help_panel="Hybrid")] = None,
+    agreement: Annotated[float | None, typer.Option(help="--hybrid: human-judge agreement rate on binary verdicts, 0..1 (rho = 2a - 1).", rich_help_panel="Hybrid")] = None,
+    pilot: Annotated[Path | None, typer.Option(help="--hybrid: estimate rho from this pilot study's items with human and judge verdicts.", rich_help_panel="Hybrid")] = None,
+    surrogate: Annotated[str | None, typer.Option(help="--hybrid --pilot: the judge's annotator name in the pilot study.", rich_help_panel="Hybrid")] = None,
+    width: Annotated[float | None, typer.Option(help="--hybrid: target half-width of the win-rate interval, 0 < H < 0.5 (instead of --effect).", rich_help_panel="Hybrid")] = None,
     confidence: Annotated[float, typer.Option(help="--hybrid --width: interval level, 0 < c < 1.", rich_help_panel="Hybrid")] = 0.95,
-    max_items: Annotated[Optional[int], typer.Option(help="--hybrid: at most this many items can be judged (pool of prompts x pairs, or a judge budget / --judge-cost), per pair.", rich_help_panel="Hybrid")] = None,
+    max_items: Annotated[int | None, typer.Option(help="--hybrid: at most this many items can be judged (pool of prompts x pairs, or a judge budget / --judge-cost), per pair.", rich_help_panel="Hybrid")] = None,
     json_: Annotated[bool, typer.Option("--json", help="Print the result as one JSON document.")] = False,
 ) -> None:
     """How many comparisons a study needs to detect a win-rate difference (normal and exact binomial).
@@ -231,8 +231,8 @@ def sentence(r) -> str:
 def _size_hybrid(effect, win_rate, alpha, power, alternative, tie_rate, systems, design, o: dict,
                  confidence: float, json_: bool) -> None:
     """`size --hybrid`: planner.hybrid.budget on the options; table + one sentence, or --json."""
-    from planner.hybrid import budget as hb
     from planner.errors import UsageError
+    from planner.hybrid import budget as hb
 
     sources = [k for k in ("--rho", "--agreement", "--pilot") if o[k] is not None]
     if len(sources) != 1:
@@ -350,7 +350,7 @@ def significance(
     confidence: Annotated[float, typer.Option(
         help="Interval level, 0 < c < 1; the test level is 1 - c.")] = 0.95,
     alternative: Annotated[str, typer.Option(help="two-sided | greater.")] = "two-sided",
-    look: Annotated[Optional[int], typer.Option(
+    look: Annotated[int | None, typer.Option(
         help="This is analysis number k of --looks (group-sequential); default: the last.")] = None,
     looks: Annotated[int, typer.Option(help="Planned equally spaced analyses, 1 <= K <= 20.")] = 1,
     boundary: Annotated[str, typer.Option(help="obrien-fleming | pocock (with --looks).")] = "obrien-fleming",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -19,13 +19,13 @@ def _fmt_score(v) -> str:
 @app.command("init")
 def init_cmd(
     study: Annotated[Path, typer.Argument(help="Study directory to create.")],
-    systems: Annotated[Optional[str], typer.Option(help="Comma-separated system names (default: inferred from --responses).")] = None,
-    anchor: Annotated[Optional[str], typer.Option(help="Reference system (one of the systems).")] = None,
-    prompts: Annotated[Optional[Path], typer.Option(help="Prompts CSV/JSONL: id, text, optional stratum, weight, difficulty, frozen.")] = None,
-    responses: Annotated[Optional[Path], typer.Option(help="Responses JSONL: prompt, system, text (optional acceptable).")] = None,
+    systems: Annotated[str | None, typer.Option(help="Comma-separated system names (default: inferred from --responses).")] = None,
+    anchor: Annotated[str | None, typer.Option(help="Reference system (one of the systems).")] = None,
+    prompts: Annotated[Path | None, typer.Option(help="Prompts CSV/JSONL: id, text, optional stratum, weight, difficulty, frozen.")] = None,
+    responses: Annotated[Path | None, typer.Option(help="Responses JSONL: prompt, system, text (optional acceptable).")] = None,
     reasons: Annotated[str, typer.Option(help="Comma-separated reason codes.")] = "accuracy,completeness,format,concision,safety",
     seed: Annotated[int, typer.Option(help="Study seed (used by next-batch).")] = 0,
-    max_words: Annotated[Optional[int], typer.Option(help="Default maximum words per response shown to annotators (default: no limit).")] = None,
+    max_words: Annotated[int | None, typer.Option(help="Default maximum words per response shown to annotators (default: no limit).")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the result as one JSON document.")] = False,
 ) -> None:
     """Create a study: a directory with study.json and an SQLite store.
@@ -65,11 +65,11 @@ def _parse_map(pairs: list[str] | None) -> dict[str, str]:
 def ingest_cmd(
     study: Annotated[Path, typer.Argument(help="Study directory.")],
     files: Annotated[list[Path], typer.Argument(help="Judgment files (JSONL, CSV, JSON exports).")],
-    format: Annotated[Optional[str], typer.Option("--format", help="Force a reader (default: detect); see docs/formats.md.")] = None,
-    baseline: Annotated[Optional[str], typer.Option(help="Baseline system for arena-hard-auto lines without a baseline field.")] = None,
+    format: Annotated[str | None, typer.Option("--format", help="Force a reader (default: detect); see docs/formats.md.")] = None,
+    baseline: Annotated[str | None, typer.Option(help="Baseline system for arena-hard-auto lines without a baseline field.")] = None,
     accept_changes: Annotated[bool, typer.Option("--accept-changes", help="Apply judgments whose verdict or reason changed at the source since they were stored (each replacement is audited). Default: refuse the file and list the changes.")] = False,
-    annotator_map: Annotated[Optional[list[str]], typer.Option("--annotator-map", help="IDENTITY=NAME: record a source identity (e.g. ls-user:3 or an e-mail) as this study's annotator NAME. Repeatable; remembered for later ingests.")] = None,
-    tie_band: Annotated[Optional[float], typer.Option("--tie-band", help="alpaca_eval continuous preferences: a tie when |preference - 1.5| <= this (default 0: only exactly 1.5).")] = None,
+    annotator_map: Annotated[list[str] | None, typer.Option("--annotator-map", help="IDENTITY=NAME: record a source identity (e.g. ls-user:3 or an e-mail) as this study's annotator NAME. Repeatable; remembered for later ingests.")] = None,
+    tie_band: Annotated[float | None, typer.Option("--tie-band", help="alpaca_eval continuous preferences: a tie when |preference - 1.5| <= this (default 0: only exactly 1.5).")] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Validate and show what would be stored; store nothing.")] = False,
     json_out: Annotated[bool, typer.Option("--json", help="Print the result as one JSON document.")] = False,
 ) -> None:

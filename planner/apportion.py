@@ -9,7 +9,7 @@ strata, :func:`planner.allocation.plan_strata`).
 from __future__ import annotations
 
 import math
-from typing import Mapping
+from collections.abc import Mapping
 
 import numpy as np
 

@@ -46,20 +46,27 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
 from planner.errors import DataError, UsageError, quote
+from planner.items import KINDS, Ids, Item, PlannedComparison, Skipped, as_planned, previous_ids, swapped
 from planner.limits import check_choice, check_float
 from planner.names import annotator_name_problem
+from planner.qc_items import (
+    Context,
+    Issuable,
+    acceptability_items,
+    attention_items,
+    overlap_items,
+    qc_targets,
+    repeat_items,
+)
+from planner.textnorm import NORMALIZE_STYLES, ShownTexts, count_words
 from planner.vocabulary import QC_KINDS
-from planner.items import (KINDS, Ids, Item, PlannedComparison,
-                           Skipped, as_planned, previous_ids, swapped)
-from planner.qc_items import (Context, Issuable, acceptability_items,
-                              attention_items, overlap_items, qc_targets, repeat_items)
-from planner.textnorm import (NORMALIZE_STYLES, ShownTexts, count_words)
 
 __all__ = ["Batch", "BatchManifest", "assemble_batch", "build_manifest"]
 
@@ -102,7 +109,7 @@ class BatchManifest:
         return doc
 
     @classmethod
-    def from_json(cls, doc: Mapping[str, Any]) -> "BatchManifest":
+    def from_json(cls, doc: Mapping[str, Any]) -> BatchManifest:
         if not isinstance(doc, Mapping):
             raise DataError(f"batch manifest ({type(doc).__name__}) must be a JSON object")
         known = {f.name for f in fields(cls)} - {"extra"}

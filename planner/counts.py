@@ -13,8 +13,8 @@ folded into ties) and excluded from the likelihood by the model.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Sequence
 
 import numpy as np
 
@@ -55,13 +55,13 @@ class Counts:
 
     # ------------------------------------------------------------------ build
     @classmethod
-    def empty(cls, systems: Sequence[str], strata: Sequence[str] = (DEFAULT_STRATUM,)) -> "Counts":
+    def empty(cls, systems: Sequence[str], strata: Sequence[str] = (DEFAULT_STRATUM,)) -> Counts:
         z = np.zeros(0, dtype=np.int64)
         return cls(tuple(systems), tuple(strata), z, z, z, z, z, z, z)
 
     @classmethod
     def from_arrays(cls, systems: Sequence[str], a, b, outcome, stratum=None,
-                    strata: Sequence[str] = (DEFAULT_STRATUM,)) -> "Counts":
+                    strata: Sequence[str] = (DEFAULT_STRATUM,)) -> Counts:
         """Aggregate per-judgment integer arrays.
 
         ``outcome`` codes: 0 = a won, 1 = b won, 2 = tie, 3 = invalid.
@@ -89,7 +89,7 @@ class Counts:
 
     @classmethod
     def from_records(cls, systems: Sequence[str], records: Iterable[tuple],
-                     strata: Sequence[str] = (DEFAULT_STRATUM,)) -> "Counts":
+                     strata: Sequence[str] = (DEFAULT_STRATUM,)) -> Counts:
         """Aggregate ``(a, b, verdict[, stratum])`` records given by name.
 
         ``verdict`` is one of ``"A"``, ``"B"``, ``"tie"``, ``"invalid"``.
@@ -109,13 +109,13 @@ class Counts:
         return cls.from_arrays(systems, a, b, o, st, strata)
 
     # ------------------------------------------------------------ transform
-    def __add__(self, other: "Counts") -> "Counts":
+    def __add__(self, other: Counts) -> Counts:
         if self.systems != other.systems or self.strata != other.strata:
             raise DataError("cannot add counts over different systems or strata")
         return self._reaggregate(self.strata, [self, other], pool=False)
 
     @staticmethod
-    def _reaggregate(strata, parts, pool: bool) -> "Counts":
+    def _reaggregate(strata, parts, pool: bool) -> Counts:
         """Sum cells of several Counts over the same systems into one Counts."""
         systems = parts[0].systems
         m, s = len(systems), len(strata)
@@ -128,7 +128,7 @@ class Counts:
         return Counts._from_table(systems, strata, table)
 
     @staticmethod
-    def _from_table(systems, strata, table: np.ndarray) -> "Counts":
+    def _from_table(systems, strata, table: np.ndarray) -> Counts:
         """Counts from a dense ``(M*M*S, 4)`` table indexed by ``(a*M + b)*S + stratum``."""
         m, s = len(systems), len(strata)
         cells = np.flatnonzero(table.sum(axis=1))
@@ -138,7 +138,7 @@ class Counts:
         return Counts(tuple(systems), tuple(strata), ca, cb, st,
                       t[:, 0].copy(), t[:, 1].copy(), t[:, 2].copy(), t[:, 3].copy())
 
-    def pooled(self) -> "Counts":
+    def pooled(self) -> Counts:
         """The same counts with all strata merged into one (``"all"``)."""
         return self._reaggregate((DEFAULT_STRATUM,), [self], pool=True)
 

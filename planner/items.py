@@ -13,8 +13,9 @@ Pure types, no I/O; randomness (the ids) only from an explicit numpy Generator.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
 
 import numpy as np
 

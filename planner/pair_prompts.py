@@ -20,9 +20,9 @@ The prompt *sets* are built only for the pairs a selection returns
 from __future__ import annotations
 
 from collections import abc
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import chain, compress, repeat
-from typing import Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 

@@ -32,8 +32,9 @@ weighted by ``pi``, not the stratum's prompts uniformly (docs/guide.md).
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 

@@ -15,7 +15,8 @@ module imports nothing from the rest of the package.
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 
 def pct(x, digits: int = 1) -> str:

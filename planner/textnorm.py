@@ -10,7 +10,7 @@ assembly (:mod:`planner.batch`) and by the re-issue of recorded batches.
 from __future__ import annotations
 
 import re
-from typing import Mapping
+from collections.abc import Mapping
 
 from planner.limits import check_choice
 

@@ -9,11 +9,11 @@ from __future__ import annotations
 import atexit
 import shutil
 import tempfile
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 
-@lru_cache(maxsize=None)
+@cache
 def vicuna_dir() -> Path:
     """The directory holding the example's files (written on first use; removed when the process exits)."""
     from planner.workflows.example import write_example

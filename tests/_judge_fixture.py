@@ -67,5 +67,5 @@ def faults_by_item(study, srv, faults: dict[int, str]) -> dict[str, str]:
     ids = list(reqs)
     chosen = {ids[k]: f for k, f in faults.items()}
     texts = {reqs[cid]["body"]["messages"][1]["content"]: f for cid, f in chosen.items()}
-    srv.rule = lambda text: texts.get(text)
+    srv.rule = texts.get
     return chosen

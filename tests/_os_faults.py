@@ -28,7 +28,7 @@ _MOUNT = ('D=$1; shift; mount -t tmpfs -o size={size} tmpfs "$D" && (cat /dev/ze
           '&& exec "$@"')
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _unshare_flags() -> tuple[str, ...] | None:
     if shutil.which("unshare") is None:
         return None
@@ -54,12 +54,12 @@ def full_disk(directory: Path, study: Path | None = None) -> list[str] | None:
     if study is None:
         return ["unshare", *flags, "sh", "-c", _MOUNT.format(size=TMPFS_BYTES), "sh", str(directory)]
     size = 2 * sum(f.stat().st_size for f in Path(study).rglob("*") if f.is_file()) + (1 << 20)
-    script = ('S=$1; D=$2; shift 2; mount -t tmpfs -o size={size} tmpfs "$D" && cp -r "$S" "$D/study" && '
-              '(cat /dev/zero > "$D/.fill" 2>/dev/null; true) && exec "$@"').format(size=size)
+    script = (f'S=$1; D=$2; shift 2; mount -t tmpfs -o size={size} tmpfs "$D" && cp -r "$S" "$D/study" && '
+              '(cat /dev/zero > "$D/.fill" 2>/dev/null; true) && exec "$@"')
     return ["unshare", *flags, "sh", "-c", script, "sh", str(study), str(directory)]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def no_write() -> list[str] | None:
     """Prefix under which a ``chmod 555`` directory cannot be written in; None if impossible here."""
     if os.geteuid() != 0:

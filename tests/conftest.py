@@ -12,7 +12,7 @@ import pytest
 os.environ.setdefault("MPLBACKEND", "Agg")
 
 # the real Label Studio server fixture: imported once here so every live test module shares ONE server
-from ls_server import label_studio  # noqa: E402,F401
+from ls_server import label_studio  # noqa: F401
 
 ROOT = Path(__file__).resolve().parents[1]
 # the large replay sets (OpenAssistant GPT-4, 40k rows): only in the project's ../shared/data

@@ -276,7 +276,7 @@ class FakeOpenAI(LoopbackServer):
             return
         for k, ln in enumerate(lines):
             self._batch_line(k, ln, out, err)
-        dump = lambda rows: "".join(json.dumps(r) + "\n" for r in rows).encode()  # noqa: E731
+        dump = lambda rows: "".join(json.dumps(r) + "\n" for r in rows).encode()
         job["output_file_id"] = self.new_file(dump(out), "batch_output", "output.jsonl")["id"] if out else None
         job["error_file_id"] = self.new_file(dump(err), "batch_output", "errors.jsonl")["id"] if err else None
         expired = any(e.get("error") and e["error"]["code"] == "batch_expired" for e in err)

@@ -12,11 +12,11 @@ from scipy.special import ndtr, owens_t
 
 from planner import acquisition as acq
 from planner.acquisition.objectives import project_sum_to_zero
-from planner.acquisition.state import _joint, SelectionState
-from planner.model import bt
+from planner.acquisition.state import SelectionState, _joint
 from planner.counts import Counts
 from planner.errors import DataError, UsageError
 from planner.jsonable import jsonable
+from planner.model import bt
 
 PRIOR_SD = 2.0          # prior sd of the strengths in the fixtures (logits)
 
@@ -376,7 +376,7 @@ def test_speed_100_systems_batch_200():
 
 
 def test_bad_input(close_fixture):
-    post, judged = close_fixture
+    post, _judged = close_fixture
     with pytest.raises(UsageError, match="strategy"):
         acq.select_pairs(post, 5, strategy="best", rng=rng())
     with pytest.raises(UsageError, match="objective"):

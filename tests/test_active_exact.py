@@ -7,9 +7,9 @@ import pytest
 from scipy.integrate import quad
 from scipy.stats import norm
 
-from planner.model import bt
 from planner.acquisition.exact import exact_gain, exact_misorder, gaussian_gain
 from planner.errors import UsageError
+from planner.model import bt
 
 GRID_TOL = 1e-6     # midpoint rule on 4,000 cells over ±10 sd: error ~1e-7 here
 
@@ -69,7 +69,7 @@ def test_large_n_agrees_with_the_gaussian_preposterior_roughly():
 
 
 def test_bad_input():
-    with pytest.raises(UsageError, match="n .* whole number"):
+    with pytest.raises(UsageError, match=r"n .* whole number"):
         exact_misorder(0.1, 0.1, -1)
     with pytest.raises(UsageError, match="vdiff"):
         exact_misorder(0.1, 0.0, 1)

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from planner import acquisition as acq
-from planner.model import bt
 from planner.counts import Counts
 from planner.errors import UsageError
+from planner.model import bt
 
 SYSTEMS = ("a", "b", "c", "d", "e")
 

@@ -8,6 +8,7 @@ known (the rule before) keeps buying a pair whose verdicts cannot settle it.
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter
 from dataclasses import replace
 
@@ -17,9 +18,8 @@ from scipy.integrate import quad
 from scipy.stats import norm
 
 from planner import acquisition as acq
-from planner.acquisition.exact import (exact_misorder, exact_misorder_one_order, gaussian_gain,
-                                       gaussian_gain_one_order)
-from planner.acquisition.state import _joint, SelectionState
+from planner.acquisition.exact import exact_misorder, exact_misorder_one_order, gaussian_gain, gaussian_gain_one_order
+from planner.acquisition.state import SelectionState, _joint
 from planner.counts import Counts
 from planner.errors import DataError, UsageError
 from planner.model import bt, fit
@@ -135,7 +135,7 @@ def test_exact_one_order_gain_is_capped_by_what_gamma_hides():
     floor = quad(lambda u: norm.pdf(u, m_u, np.sqrt(v_u)) * norm.cdf(-abs(m + slope * (u - m_u)) / np.sqrt(resid)),
                  m_u - 12 * np.sqrt(v_u), m_u + 12 * np.sqrt(v_u))[0]
     risks = [exact_misorder_one_order(m, v, n, g, gv, cdg) for n in (0, 16, 64, 128)]
-    assert all(a >= b - 1e-12 for a, b in zip(risks, risks[1:]))          # more data never hurts on average
+    assert all(a >= b - 1e-12 for a, b in itertools.pairwise(risks))          # more data never hurts on average
     # 128 verdicts: most of the way down to the floor (measured 13 % of the distance left), never below it;
     # with gamma known the same verdicts would take the pair far below that floor
     assert floor - GRID_TOL < risks[-1] < floor + 0.2 * (risks[0] - floor)

@@ -14,10 +14,10 @@ from planner.allocation import allocate, choose_prompts, parse_target, plan_stra
 from planner.allocation_results import Allocation
 from planner.allocation_stats import pointwise_gaps, stratum_sd
 from planner.apportion import apportion
-from planner.formats.prompts_writer import write_prompts
-from planner.workflows.allocate import read_pilot, read_prompts
 from planner.errors import DataError, UsageError
 from planner.formats.prompts import PromptRow
+from planner.formats.prompts_writer import write_prompts
+from planner.workflows.allocate import read_pilot, read_prompts
 
 
 def rows(spec: dict[str, int], **extra) -> list[PromptRow]:
@@ -111,7 +111,7 @@ def test_target_shares_and_errors():
     # 20 * (0.4, 0.3, 0.2, 0.1) = 8, 6, 4, 2 exactly
     assert {s.stratum: s.allocated for s in res.strata} == {"common": 8, "factual": 6, "ambiguous": 4,
                                                             "adversarial": 2}
-    with pytest.raises(UsageError, match="sum to 0.9"):
+    with pytest.raises(UsageError, match=r"sum to 0.9"):
         allocate(prompts, 20, method="target", target={"common": 0.9})
     with pytest.raises(UsageError, match="unknown strata hard"):
         allocate(prompts, 20, method="target", target={"common": 0.5, "hard": 0.5})

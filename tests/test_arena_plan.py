@@ -31,8 +31,8 @@ def _old_received(received) -> Counter:
 
 
 def _old_choose(prompts, pp, pairs, strata, slots, rng, frozen_first, notes):
-    from planner.batch import PlannedComparison
     from planner.allocation import choose_prompts
+    from planner.batch import PlannedComparison
 
     systems = pp.systems
     by_id = {p.id: p for p in prompts}

@@ -17,11 +17,11 @@ import json
 
 import numpy as np
 import pytest
+from test_study_scans import _oracle_counts, _same_counts, mixed  # noqa: F401  (the fixture)
 
 from planner.counts import Counts
 from planner.store import scans
 from planner.store.study import Study, init_study
-from test_study_scans import _oracle_counts, _same_counts, mixed  # noqa: F401  (the fixture)
 
 
 def _same_as_methods(st: Study) -> None:

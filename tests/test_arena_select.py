@@ -155,7 +155,7 @@ def test_large_batches_take_a_few_judgments_per_greedy_step(problem):
     from planner.acquisition.gains import RankingScorer
     from planner.acquisition.state import setup
 
-    post, judged, pending, orders = problem
+    post, judged, pending, _orders = problem
 
     def after(sel):
         su = setup(post, "ranking", None, None, judged, pending, None, None, None, SelectionOptions())

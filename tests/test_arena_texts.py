@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import json
 
+import _batch_fixture as fx
 import numpy as np
 import pytest
 
-import _batch_fixture as fx
 from planner.batch import assemble_batch
 from planner.store.study import Study, init_study
 

@@ -7,14 +7,14 @@ import itertools
 import re
 from collections import Counter, defaultdict
 
+import _batch_fixture as fx
 import numpy as np
 import pytest
 
-import _batch_fixture as fx
 from planner.batch import assemble_batch
+from planner.errors import DataError, UsageError
 from planner.items import ID_ALPHABET, PlannedComparison
 from planner.textnorm import count_words, normalize_text, truncate_words
-from planner.errors import DataError, UsageError
 
 ID_RE = re.compile(r"^it-[" + ID_ALPHABET + r"]{12}$")
 

@@ -18,12 +18,12 @@ import json
 import os
 from pathlib import Path
 
-import numpy as np
-
 import _batch_fixture as bfx
 import _report_fixture as fx
+import numpy as np
+from test_golden import _check  # the one golden comparison (tests/data/golden, PLANNER_REGEN_GOLDEN=1)
+
 from planner.store.study import Study
-from test_golden import _check   # the one golden comparison (tests/data/golden, PLANNER_REGEN_GOLDEN=1)
 
 
 def _stable(manifest: dict) -> dict:

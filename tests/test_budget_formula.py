@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 from _lazy import lazy_import
 
+from planner.errors import DataError, UsageError
 from planner.hybrid import budget as hb
 from planner.stats import power as pw
-from planner.errors import DataError, UsageError
 
 ppi_py = lazy_import("ppi_py")   # the oracle (test extra: ppi-python), imported by the first test using it
 
@@ -43,7 +43,7 @@ def test_hand_calculation():
     assert s.items == pytest.approx(304, rel=1e-12)
     assert s.cost == pytest.approx(57.76, rel=1e-12)
     # variance check: (1 − ρ²)/n + ρ²/M = 0.36/45.6 + 0.64/304 = 1/100
-    assert 0.36 / 45.6 + 0.64 / 304 == pytest.approx(1 / 100, rel=1e-12)
+    assert pytest.approx(1 / 100, rel=1e-12) == 0.36 / 45.6 + 0.64 / 304
     assert hb.ppi_variance_factor(45.6, 304 - 45.6, 0.8) / 45.6 == pytest.approx(1 / 100, rel=1e-12)
 
 

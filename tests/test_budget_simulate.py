@@ -11,9 +11,9 @@ from _example_data import vicuna_dir
 from typer.testing import CliRunner
 
 from cli.main import app
+from planner.errors import UsageError
 from planner.hybrid import budget as hb
 from planner.simulation import money as sh
-from planner.errors import UsageError
 
 DATA = vicuna_dir()   # the real Vicuna-80 files: the package's one copy, as `planner example vicuna80` writes it
 

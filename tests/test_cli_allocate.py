@@ -108,7 +108,7 @@ def test_contested_only_and_frozen_first(tmp_path):
     r = run("--prompts", str(prompts), "--budget", "3", "--pointwise", str(pw), "--frozen-first", "--json")
     assert r.exit_code == 0, r.stderr
     # frozen p3 first, then the smallest gaps: p1 (0) and p5 (0) before p2 (1)
-    assert [c["prompt"] for c in json.loads(r.stdout)["prompts"]][0] == "p3"
+    assert next(c["prompt"] for c in json.loads(r.stdout)["prompts"]) == "p3"
     assert sorted(c["prompt"] for c in json.loads(r.stdout)["prompts"][1:]) == ["p1", "p5"]
     r = run("--prompts", str(prompts), "--budget", "4", "--pointwise", str(pw), "--contested-only", "--gap", "1")
     assert r.exit_code == 2 and "--budget (4) must be <= 3" in r.stderr  # only p1, p2, p5 have gap <= 1

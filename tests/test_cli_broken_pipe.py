@@ -13,9 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 import _report_fixture as fx
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 

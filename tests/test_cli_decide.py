@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 
 import pytest
+from _decide_fixture import build_study
 from typer.testing import CliRunner
 
 from cli.main import app
-from _decide_fixture import build_study
 
 runner = CliRunner()
 

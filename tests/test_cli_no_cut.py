@@ -29,16 +29,16 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 import pytest
 from _example_data import vicuna_dir
 from typer.testing import CliRunner
 
 from cli.main import app
-from planner.store.study import init_study, ingest
+from planner.store.study import ingest, init_study
 
 runner = CliRunner()
 WIDTHS = (80, 60)

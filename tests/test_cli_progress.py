@@ -16,11 +16,11 @@ import sys
 import time
 from pathlib import Path
 
+import _report_fixture as fx
 import pytest
 from rich.console import Console
 from typer.testing import CliRunner
 
-import _report_fixture as fx
 from cli.main import app
 from cli.progress import Progress, due, interval
 

@@ -6,10 +6,10 @@ import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import _report_fixture as fx
 import pytest
 from typer.testing import CliRunner
 
-import _report_fixture as fx
 from cli.main import app
 
 runner = CliRunner()

@@ -107,9 +107,9 @@ def test_significance_bad_input(args, option):
 @pytest.mark.parametrize("argv", [["--help"], ["size", "--effect", "0.04"]])
 def test_no_heavy_imports(argv):
     # `planner --help` and `planner size` must not import pymc/arviz/pytensor/matplotlib.
-    code = ("import sys\nsys.argv = ['planner'] + %r\nfrom cli.main import app\n"
+    code = ("import sys\nsys.argv = ['planner'] + " + repr(argv) + "\nfrom cli.main import app\n"
             "try:\n    app()\nexcept SystemExit:\n    pass\n"
             "bad = sorted({m.split('.')[0] for m in sys.modules} & {'pymc', 'arviz', 'pytensor', 'matplotlib'})\n"
-            "sys.stderr.write('HEAVY=' + ','.join(bad))\n") % argv
+            "sys.stderr.write('HEAVY=' + ','.join(bad))\n")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert r.stderr.strip().endswith("HEAVY="), r.stderr[-500:]

@@ -9,11 +9,9 @@ issue's: >= 0.93 (200 studies x 6 strengths: a binomial SE of about 0.006 at 0.9
 
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
 from _bench import load_bench
-
 
 
 @pytest.fixture(scope="module")
@@ -57,6 +55,7 @@ def test_coverage_restored(bench, scenario):
 @pytest.mark.slow
 def test_nuts_widens_like_laplace(vicuna_data, tmp_path):
     from _report_fixture import vicuna_study
+
     from planner.model import fit
     from planner.stats.clusters import cluster_cells
     from planner.store.study import Study

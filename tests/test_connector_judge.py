@@ -19,10 +19,10 @@ import _judge_fixture as _jf
 from _judge_fixture import make_study
 from fake_openai_server import judge_text
 
-from planner.store.ledger import judge_totals
 from planner.errors import DataError, UsageError
-from planner.workflows.judge_run import JudgeOptions, judge_batch
+from planner.store.ledger import judge_totals
 from planner.store.study import Study, status
+from planner.workflows.judge_run import JudgeOptions, judge_batch
 
 NO_QC = _jf.NO_QC
 

@@ -30,9 +30,9 @@ from typer.testing import CliRunner
 from cli.main import app
 from planner.connectors.label_studio import LabelStudioClient
 from planner.errors import DataError
+from planner.store.study import DB_NAME, Study, init_study
 from planner.workflows.next_batch import Output, QualityControl, Selection, next_batch
 from planner.workflows.push_pull import ARTIFACT, pull, wait_for_annotations, waiting_items
-from planner.store.study import DB_NAME, Study, init_study
 
 pytestmark = [pytest.mark.labelstudio, pytest.mark.slow]
 
@@ -101,7 +101,7 @@ def _sql(study, q):
 
 
 @pytest.fixture(scope="module")
-def flow(label_studio, tmp_path_factory, request):  # noqa: F811
+def flow(label_studio, tmp_path_factory, request):
     ls, d = label_studio, tmp_path_factory.mktemp("ls-push")
     clock = {}
     t0 = time.monotonic()

@@ -8,19 +8,18 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from _decide_fixture import SYSTEMS, build_study
 from scipy import stats
 
-from planner.stats import power as pw
 from planner.counts import Counts
+from planner.errors import DataError, UsageError
 from planner.gate import EXIT_CODES, conditional_threshold, decide_counts, holm, holm_adjusted
 from planner.gate.estimates import posterior_columns as _posterior
-from planner.stats.proportions import newcombe_difference
-from planner.workflows.decide import decide
-from planner.errors import DataError, UsageError
 from planner.jsonable import jsonable
+from planner.stats import power as pw
+from planner.stats.proportions import newcombe_difference
 from planner.store.study import Study
-
-from _decide_fixture import SYSTEMS, build_study
+from planner.workflows.decide import decide
 
 Z975 = 1.959963984540054  # scipy.stats.norm.isf(0.025)
 

@@ -7,8 +7,8 @@ import json
 from typer.testing import CliRunner
 
 from cli.main import app
-from planner.workflows.demo import run_demo
 from planner.store.study import Study
+from planner.workflows.demo import run_demo
 
 
 def test_demo_runs_the_loop_and_accounts_for_every_verdict(tmp_path):

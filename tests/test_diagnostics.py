@@ -490,7 +490,8 @@ def test_real_vicuna_gpt4_position_and_swap(vicuna_data):
 
 
 def test_real_vicuna_gpt4_strata_and_length(vicuna_data):
-    prompts = [json.loads(x) for x in open(vicuna_data / "vicuna80" / "prompts.jsonl", encoding="utf-8")]
+    prompts = [json.loads(x) for x in
+               (vicuna_data / "vicuna80" / "prompts.jsonl").read_text(encoding="utf-8").splitlines()]
     stratum = {p["id"]: p["stratum"] for p in prompts}
     strata = tuple(sorted(set(stratum.values())))
     js = list(_load(vicuna_data / "judgments" / "qlora_vicuna80_gpt4.jsonl"))
@@ -503,7 +504,8 @@ def test_real_vicuna_gpt4_strata_and_length(vicuna_data):
     for k, v in expected.items():
         assert rates[k] == pytest.approx(v, abs=0.01), k
     words = {(r["prompt"], r["system"]): len(r["text"].split())
-             for r in map(json.loads, open(vicuna_data / "vicuna80" / "responses.jsonl", encoding="utf-8"))}
+             for r in map(json.loads,
+                          (vicuna_data / "vicuna80" / "responses.jsonl").read_text(encoding="utf-8").splitlines())}
     lb = dg.length_bias(js, words)
     # every one of the README's 2,512 + 1,355 decisive verdicts lands in exactly one bucket
     assert lb.n + lb.n_equal + lb.n_missing == 2512 + 1355

@@ -8,9 +8,8 @@ explained, and that the checker itself fails when it should. The slow tests run 
 
 from __future__ import annotations
 
-import pytest
-
 import docs_blocks as db
+import pytest
 
 #: the blocks a document may leave unrun (each marked with its reason); raising a cap needs a reason too
 MAX_SKIPS = {"README.md": 2,        # installing the package; running the test suite itself

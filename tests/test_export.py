@@ -10,8 +10,8 @@ from typer.testing import CliRunner
 
 from cli.main import app
 from planner.errors import UsageError
-from planner.workflows.export import export_study
 from planner.store.study import BatchItem, Study, ingest, init_study, status
+from planner.workflows.export import export_study
 
 runner = CliRunner()
 KEY = {"i1": ("m", "n"), "i2": ("n", "o"), "i3": ("o", "m"), "i4": ("m", "o")}

@@ -36,10 +36,10 @@ import json
 import os
 from pathlib import Path
 
+import _report_fixture as fx
 import numpy as np
 import pytest
 
-import _report_fixture as fx
 from planner.workflows.report import build_report
 
 GOLDEN = Path(__file__).parent / "data" / "golden"
@@ -146,6 +146,7 @@ def test_interval_goldens():
 def test_decide_counts_golden():
     """The release gate's figures on fixed counts with explicit stratum weights."""
     from _decide_fixture import SYSTEMS
+
     from planner.counts import Counts
     from planner.gate import decide_counts
     from planner.jsonable import jsonable

@@ -12,11 +12,11 @@ from __future__ import annotations
 import random
 import sys
 
+import _report_fixture as fx
 import matplotlib
 import pytest
 from typer.testing import CliRunner
 
-import _report_fixture as fx
 from cli.main import app
 from planner.formats.plots import RC, hybrid_figure, strength_figure, win_rate_figure
 

@@ -12,18 +12,16 @@ simulation through decide_counts.
 from __future__ import annotations
 
 import math
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from _bench import load_bench
 from scipy import optimize, stats
-
-from types import SimpleNamespace
 
 from planner.counts import Counts
 from planner.gate import decide_counts
 from planner.stats.proportions import half_tie_interval, half_tie_score_z
-from _bench import load_bench
-
 
 
 def _counts(w, l, t, stratum="all"):

@@ -4,12 +4,19 @@ from __future__ import annotations
 
 import json
 
+import _report_fixture as fx
 import pytest
 
-import _report_fixture as fx
 from planner.textnorm import count_words
-from planner.workflows.next_batch import (LEGACY_DEFAULT_MAX_WORDS, Output, QualityControl, Selection, TextOptions,
-                                          _word_limit, next_batch)
+from planner.workflows.next_batch import (
+    LEGACY_DEFAULT_MAX_WORDS,
+    Output,
+    QualityControl,
+    Selection,
+    TextOptions,
+    _word_limit,
+    next_batch,
+)
 
 
 def test_word_limit_default_is_off():

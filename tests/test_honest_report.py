@@ -10,9 +10,10 @@ import sys
 from pathlib import Path
 
 import _report_fixture as fx
+
 from planner.formats.markdown import render_markdown
-from planner.workflows import report as rp
 from planner.store.study import init_study
+from planner.workflows import report as rp
 
 ROOT = Path(__file__).resolve().parents[1]
 

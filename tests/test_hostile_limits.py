@@ -64,7 +64,7 @@ def test_huge_and_odd_values_are_quoted_short():
         with pytest.raises(UsageError, match="`n`"):
             limits.check_int("n", bad, 0, 10)
     for bad in (float("inf"), float("nan"), -1e-9, "x", 10 ** 400):
-        with pytest.raises(UsageError, match="`spread` .* must be a finite number"):
+        with pytest.raises(UsageError, match=r"`spread` .* must be a finite number"):
             limits.check_float("spread", bad, 0, limits.MAX_SPREAD)
     assert limits.check_seed("seed", None) is None
     assert limits.check_seed("seed", 2 ** 63 - 1) == 2 ** 63 - 1

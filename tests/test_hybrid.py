@@ -6,12 +6,17 @@ import json
 
 import numpy as np
 import pytest
-from _lazy import lazy_import
 from _example_data import vicuna_dir
+from _lazy import lazy_import
 
 from planner.errors import DataError, UsageError
-from planner.hybrid.ppi import (compare_hybrid, design_matrix, human_only_bradley_terry, judge_only_bradley_terry,
-                            ppi_bradley_terry)
+from planner.hybrid.ppi import (
+    compare_hybrid,
+    design_matrix,
+    human_only_bradley_terry,
+    judge_only_bradley_terry,
+    ppi_bradley_terry,
+)
 from planner.workflows.hybrid_report import hybrid_report, items_from_verdicts
 
 ppi_py = lazy_import("ppi_py")   # the test oracle (test extra: ppi-python), imported by its first use
@@ -104,7 +109,7 @@ def test_bad_inputs_are_usage_errors():
     names, pl, yl, yhl, pu, yhu = _synthetic()
     with pytest.raises(UsageError, match=r"scores in \[0, 1\]"):
         ppi_bradley_terry(names, pl, yl * 2, yhl, pu, yhu)
-    with pytest.raises(UsageError, match="distinct and in 0..3"):
+    with pytest.raises(UsageError, match=r"distinct and in 0..3"):
         ppi_bradley_terry(names, pl + 1, yl, yhl, pu, yhu)
     with pytest.raises(UsageError, match="`lam` must be"):
         ppi_bradley_terry(names, pl, yl, yhl, pu, yhu, lam=1.5)

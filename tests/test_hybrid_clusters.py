@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from test_humans_hybrid import _write_study
 
 from planner.errors import UsageError
 from planner.hybrid import mest as me
 from planner.hybrid.ppi import design_matrix
-from test_humans_hybrid import _write_study
 
 
 def test_ipw_cluster_covariance_matches_statsmodels_glm():
@@ -35,7 +35,7 @@ def test_ipw_cluster_covariance_matches_statsmodels_glm():
     n = len(y)
     labelled = np.ones(n, dtype=bool)
     s = me.statistic("logistic", y)
-    phi, sigma, lam = me.ipw("logistic", x, s, s, labelled, np.ones(n), np.ones(n), 0.0, clusters=prompts)
+    phi, sigma, _lam = me.ipw("logistic", x, s, s, labelled, np.ones(n), np.ones(n), 0.0, clusters=prompts)
     res = sm.GLM(y, x, family=sm.families.Binomial()).fit(
         cov_type="cluster", cov_kwds={"groups": prompts, "use_correction": False}, tol=1e-12)
     np.testing.assert_allclose(phi, res.params, rtol=1e-7, atol=1e-9)    # two optimisers, one likelihood

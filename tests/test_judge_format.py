@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 
+import _batch_fixture as fx
 import numpy as np
 import pytest
 
-import _batch_fixture as fx
 from planner.batch import assemble_batch
 from planner.errors import DataError, UsageError
 from planner.formats.judge import parse_judge_verdict, read_judge_outputs

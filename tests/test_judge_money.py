@@ -20,9 +20,8 @@ import _judge_fixture as _jf
 from _judge_fixture import make_study
 
 from planner.store.ledger import judge_totals, judge_totals_sentence
-from planner.workflows.judge_run import judge_batch
 from planner.store.study import Study, status
-
+from planner.workflows.judge_run import judge_batch
 
 
 @pytest.fixture
@@ -112,7 +111,7 @@ def test_two_judges_on_one_batch_pay_once(study, srv):
     first = proc.start(*_judge_args(study, srv, "--concurrency", "1"))
     proc.wait_until(lambda: srv.chat_calls >= 1, what="the first process to send")
     second = proc.run(*_judge_args(study, srv, "--concurrency", "1"))
-    out, err = first.communicate(timeout=60)
+    _out, err = first.communicate(timeout=60)
     assert first.returncode == 0, err
     assert second.returncode == 1 and "Traceback" not in second.stderr
     line = second.stderr.strip()

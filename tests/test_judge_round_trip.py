@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from _judge_fixture import batch_output_line
 
+from planner.store.study import Study, ingest, init_study, status
 from planner.workflows.next_batch import Output, QualityControl, Selection, next_batch
 from planner.workflows.reissue import retry_failed
-from planner.store.study import Study, ingest, init_study, status
 
 SYSTEMS = ["alpha", "beta", "gamma", "delta"]
 

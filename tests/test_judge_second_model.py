@@ -11,9 +11,9 @@ import json
 from pathlib import Path
 
 import pytest
+from _judge_fixture import batch_output_line, make_study
 from typer.testing import CliRunner
 
-from _judge_fixture import batch_output_line, make_study
 from cli.main import app
 from planner.errors import DataError
 from planner.store.study import Study, ingest
@@ -47,7 +47,7 @@ def test_second_model_is_refused_and_nothing_changes(batch, tmp_path):
     assert len(before) == 6 and {a for _, a, _ in before} == {"judge-x"}
     y = _output(tmp_path / "y.jsonl", items, "judge-y", "[[B]]")
     for accept in (False, True):           # accepting changes must not relabel judge-y's verdicts as judge-x's
-        with pytest.raises(DataError, match="nothing stored from y.jsonl"):
+        with pytest.raises(DataError, match=r"nothing stored from y.jsonl"):
             ingest(st, [y], accept_changes=accept)
         assert _stored(st) == before
     # the same model's file again: already stored; the same model with other verdicts: a change, as before

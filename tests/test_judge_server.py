@@ -21,8 +21,15 @@ from typer.testing import CliRunner
 from cli.main import app
 from planner.errors import UsageError
 from planner.formats.templates import DEFAULT_PAIRWISE_TEMPLATE
-from planner.workflows.judge_server import (JudgeRule, JudgeServer, make_rule, parse_faults, rule_answer,
-                                            rule_faults, start_judge_server)
+from planner.workflows.judge_server import (
+    JudgeRule,
+    JudgeServer,
+    make_rule,
+    parse_faults,
+    rule_answer,
+    rule_faults,
+    start_judge_server,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 runner = CliRunner()
@@ -75,7 +82,7 @@ def test_hidden_strengths_are_a_seeded_even_spread_and_stated():
         make_rule(("a", "b"), strengths="zed=5")
     with pytest.raises(UsageError, match="FAULT=RATE"):
         parse_faults("429=2")
-    with pytest.raises(UsageError, match="sum to 1.2"):
+    with pytest.raises(UsageError, match=r"sum to 1.2"):
         parse_faults("429=0.6,500=0.6")
 
 

@@ -17,14 +17,14 @@ pytest.importorskip("openai")
 
 import _cli_process as proc
 import _judge_fixture as _jf
-from _loopback import second_host
 from _judge_fixture import make_study
+from _loopback import second_host
 from fake_openai_server import FakeOpenAI, judge_text
 
 from planner.errors import DataError
+from planner.store.study import Study, status
 from planner.workflows.judge_run import JudgeOptions, judge_batch
 from planner.workflows.run import RunOptions, run_loop
-from planner.store.study import Study, status
 
 KEY = proc.KEY
 
@@ -249,7 +249,7 @@ def test_hostile_direct_bodies(study, srv):
     res = judge_batch(study, _opts(srv, max_attempts=2))
     assert (res.answered, res.failed) == (3, 1)
     judged = {j.item for j in Study.open(study).judgments()}
-    assert [c for c, f in faults.items() if f == "deep"][0] not in judged
+    assert next(c for c, f in faults.items() if f == "deep") not in judged
 
 
 @pytest.mark.parametrize("args, says", [

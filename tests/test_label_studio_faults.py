@@ -9,17 +9,16 @@ import threading
 import time
 from pathlib import Path
 
-import pytest
-
 import _cli_process as proc
-from _ls_fixture import ls_study
+import pytest
 from _loopback import second_host
+from _ls_fixture import ls_study
 from fake_label_studio import LEGACY, PAT, USERS, FakeLabelStudio
 
 from planner.connectors.label_studio import LabelStudioClient
 from planner.errors import DataError
-from planner.workflows.push_pull import pull, push
 from planner.store.study import Study
+from planner.workflows.push_pull import pull, push
 
 SYSTEMS = ("alpha", "beta", "gamma", "delta")
 
@@ -67,7 +66,7 @@ def test_two_pushes_at_once_create_one_set_of_projects(tmp_path, ls):
     proc.wait_until(lambda: ls.hits.get(("POST", "/api/projects/")), what="the first create")
     second = proc.run("push", str(study), **_env(ls))
     ls.release.set()
-    out, err = first.communicate(timeout=60)
+    _out, err = first.communicate(timeout=60)
     assert first.returncode == 0, err
     assert second.returncode == 1 and "Traceback" not in second.stderr
     assert second.stderr.startswith("error: the study's Label Studio push is in use by planner process "
@@ -131,7 +130,7 @@ def _in_thread(fn, seconds: float):
 def _try(fn):
     try:
         return fn()
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         return exc
 
 

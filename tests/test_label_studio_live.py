@@ -37,8 +37,8 @@ from _example_data import vicuna_dir
 from ls_server import ANNOTATORS
 
 from planner.errors import DataError
-from planner.workflows.next_batch import Output, QualityControl, Selection, next_batch
 from planner.store.study import DB_NAME, Study, ingest, init_study
+from planner.workflows.next_batch import Output, QualityControl, Selection, next_batch
 
 pytestmark = [pytest.mark.labelstudio, pytest.mark.slow]
 
@@ -204,7 +204,7 @@ def _batch(d: Path):
 
 
 @pytest.fixture(scope="module")
-def round_trip(label_studio, tmp_path_factory):  # noqa: F811
+def round_trip(label_studio, tmp_path_factory):
     """Two annotation rounds in a real project; the exports of each round (see the module docstring)."""
     ls = label_studio
     d = tmp_path_factory.mktemp("ls-round-trip")
@@ -359,7 +359,7 @@ def test_every_export_ingests_once_with_orientation_checked(round_trip, tmp_path
     for kind in EXPORTS:  # the 1st export stores round 1; the 2nd and 3rd are "already stored"
         ingest(study, [rt["exports1"][kind]])
         assert set(_judgments(study)) == set(rt["round1"]), kind
-    with pytest.raises(DataError, match="(?i)chang"):  # the edited annotation, refused by default
+    with pytest.raises(DataError, match=r"(?i)chang"):  # the edited annotation, refused by default
         ingest(study, [rt["exports2"]["JSON"]])
     assert set(_judgments(study)) == set(rt["round1"]), "a refused file stores nothing (all-or-nothing per file)"
     ingest(study, [rt["exports2"]["JSON"]], accept_changes=True)
@@ -392,17 +392,17 @@ def _ui_exports(ls, pid: int, out: Path, stem: str) -> dict[str, Path]:
 
 
 @pytest.fixture(scope="module")
-def shared_project(label_studio, tmp_path_factory):  # noqa: F811
+def shared_project(label_studio, tmp_path_factory):
     """One shared project (community edition: everyone sees every task), pushed with ``planner push``.
 
     Round 1: alice annotates three of her items; bob's only annotation is on one of alice's items (the
     cross-annotation case). Round 2: bob annotates three of his own. After each round the UI's three export
     types are kept; ``pull`` (the snapshot export: e-mails with the ids beside them) runs in the flows below.
     """
+    from ls_server import ADMIN
     from typer.testing import CliRunner
 
     from cli.main import app
-    from ls_server import ADMIN
     from planner.connectors.label_studio import LabelStudioClient
 
     ls = label_studio

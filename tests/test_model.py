@@ -8,10 +8,9 @@ import math
 import numpy as np
 import pytest
 
-from planner.model import bt
 from planner.counts import Counts
 from planner.errors import UsageError
-from planner.model import Fit, Prior, fit
+from planner.model import Fit, Prior, bt, fit
 
 
 # ------------------------------------------------------------ helpers
@@ -414,6 +413,7 @@ def test_centred_strata_are_the_same_model():
     pytest.importorskip("pymc")
     import pytensor.tensor as pt
     from pymc.distributions.transforms import ZeroSumTransform
+
     from planner.model.nuts import build_model
 
     # strata 0 and 2 centred, 1 not, against all non-centred at the same beta_stratum: the densities
@@ -465,7 +465,7 @@ def test_model_package_layout():
     import sys
     from pathlib import Path
 
-    import planner.model as model
+    from planner import model
     from planner.model import dispatch, laplace, types
 
     assert model.fit is dispatch.fit and model.Fit is types.Fit and model.Prior is types.Prior   # the package's face

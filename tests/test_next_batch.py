@@ -11,11 +11,11 @@ import pytest
 from typer.testing import CliRunner
 
 from cli.main import app
-from planner.model import bt
-from planner.workflows.demo import answer_batch
 from planner.errors import DataError, UsageError
-from planner.workflows.next_batch import Output, QualityControl, Selection, TextOptions, next_batch
+from planner.model import bt
 from planner.store.study import Study, ingest, init_study
+from planner.workflows.demo import answer_batch
+from planner.workflows.next_batch import Output, QualityControl, Selection, TextOptions, next_batch
 
 SYSTEMS = ["alpha-model", "beta-model", "gamma-model", "delta-model", "epsilon-model", "zeta-model"]
 
@@ -50,7 +50,7 @@ def _ingest_synthetic(path: Path, tmp: Path, strengths: dict, n: int, seed: int,
     rows = []
     for k in range(n):
         i, j = rng.choice(len(systems), 2, replace=False)
-        pa, pb, _ = bt.outcome_probs(strengths[systems[i]] - strengths[systems[j]], 0.0)
+        pa, _pb, _ = bt.outcome_probs(strengths[systems[i]] - strengths[systems[j]], 0.0)
         v = "A" if rng.random() < pa else "B"
         rows.append({"id": f"x{seed}-{k}", "prompt": f"p{k % 30}", "a": systems[i], "b": systems[j], "verdict": v})
     f = tmp / name

@@ -11,8 +11,8 @@ from typer.testing import CliRunner
 from cli.main import app
 from planner.blinding import REDACTION, name_mentions, name_pattern, redact
 from planner.errors import DataError, UsageError
-from planner.workflows.next_batch import MAX_SIZE, Output, QualityControl, Selection, next_batch
 from planner.store.study import Study, init_study
+from planner.workflows.next_batch import MAX_SIZE, Output, QualityControl, Selection, next_batch
 
 
 def _study(tmp: Path, systems, n_prompts: int, text=None) -> Path:
@@ -174,7 +174,7 @@ def test_judge_format_problems_are_refused_before_the_fit(small, tmp_path, monke
 
 @pytest.mark.parametrize("name", ["bad\0name.jsonl", "x" * 5000 + ".jsonl", "z" * 230 + ".jsonl"])
 def test_output_names_the_system_cannot_take(small, tmp_path, name):
-    with pytest.raises(UsageError, match="`out`: .* cannot be used as an output file") as err:
+    with pytest.raises(UsageError, match=r"`out`: .* cannot be used as an output file") as err:
         next_batch(small, Selection(size=3), output=Output(out=tmp_path / name))
     assert len(str(err.value)) < 300
     with Study.open(small) as st:

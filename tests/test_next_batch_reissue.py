@@ -16,9 +16,9 @@ from typer.testing import CliRunner
 from cli.main import app
 from planner.errors import DataError, UsageError
 from planner.formats import staging
+from planner.store.study import Study, init_study
 from planner.workflows.next_batch import Output, QualityControl, Selection, next_batch, options_from
 from planner.workflows.reissue import retry_failed, rewrite_batch
-from planner.store.study import Study, init_study
 
 ROOT = Path(__file__).resolve().parents[1]
 SYSTEMS = ["alpha-model", "beta-model", "gamma-model", "delta-model"]
@@ -146,10 +146,10 @@ def test_directory_in_place_of_the_file_even_with_force(study, tmp_path, no_fit)
 
 
 def test_missing_parent_and_file_as_parent(study, tmp_path, no_fit):
-    with pytest.raises(UsageError, match="`out`: directory .* does not exist"):
+    with pytest.raises(UsageError, match=r"`out`: directory .* does not exist"):
         next_batch(study, Selection(size=5), output=Output(out=tmp_path / "nope" / "b.jsonl"))
     (tmp_path / "f").write_text("x")
-    with pytest.raises(UsageError, match="`out`: .* is not a directory"):
+    with pytest.raises(UsageError, match=r"`out`: .* is not a directory"):
         next_batch(study, Selection(size=5), output=Output(out=tmp_path / "f" / "b.jsonl"))
     _untouched(study)
 
@@ -178,10 +178,10 @@ def test_existing_annotator_file_is_refused_before_the_fit(study, tmp_path, no_f
 
 
 def test_template_and_pool_that_are_directories(study, tmp_path, no_fit):
-    with pytest.raises(UsageError, match="`template`: .* is a directory"):
+    with pytest.raises(UsageError, match=r"`template`: .* is a directory"):
         next_batch(study, Selection(size=5),
                    output=Output(out=tmp_path / "b", format="judge", judge_model="m", template=tmp_path))
-    with pytest.raises(UsageError, match="`attention_pool`: .* is a directory"):
+    with pytest.raises(UsageError, match=r"`attention_pool`: .* is a directory"):
         next_batch(study, Selection(size=5), qc=QualityControl(attention_pool=tmp_path),
                    output=Output(out=tmp_path / "b"))
     _untouched(study)

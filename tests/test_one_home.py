@@ -12,10 +12,10 @@ import json
 import numpy as np
 import pytest
 
-from planner.workflows.allocate import allocate_files, read_pilot
 from planner.errors import DataError, UsageError
-from planner.workflows.simulate import read_replay
 from planner.store.study import Study, ingest, init_study
+from planner.workflows.allocate import allocate_files, read_pilot
+from planner.workflows.simulate import read_replay
 
 PROMPTS = [{"id": f"{h}{i}", "text": f"question {h}{i}", "stratum": h} for h in "xy" for i in range(4)]
 # every label spelling the normalized reader accepts; a_position right swaps who was shown first
@@ -197,7 +197,7 @@ def test_version_has_one_source():
     assert re.fullmatch(r"\d+\.\d+\.\d+([ab]|rc)?\d*", planner.__version__)
     import warnings
 
-    from setuptools.config.pyprojecttoml import read_configuration   # what a build will record
+    from setuptools.config.pyprojecttoml import read_configuration  # what a build will record
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         assert read_configuration(root / "pyproject.toml", expand=True)["project"]["version"] == planner.__version__

@@ -13,13 +13,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
+from planner.errors import UsageError
 from planner.formats.power_plot import plot_power
 from planner.stats import power as pw
 from planner.stats.pass_rate import pass_rate_size
 from planner.stats.proportions import wilson_half_width
 from planner.stats.sequential import sequential_design
 from planner.stats.significance import significance
-from planner.errors import UsageError
 
 D0 = pw.Design()
 

@@ -12,8 +12,15 @@ from typer.testing import CliRunner
 
 from cli.main import app
 from planner.errors import UsageError
-from planner.prompt_choice import (PromptScores, agreement, check_mode, choose_prompt, probabilities,
-                                   prompt_scores, shrink)
+from planner.prompt_choice import (
+    PromptScores,
+    agreement,
+    check_mode,
+    choose_prompt,
+    probabilities,
+    prompt_scores,
+    shrink,
+)
 from planner.store.study import ingest, init_study
 from planner.workflows.next_batch import Output, QualityControl, Selection, next_batch
 

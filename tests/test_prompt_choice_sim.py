@@ -10,11 +10,10 @@ import pytest
 
 from planner.errors import UsageError
 from planner.model import bt
-from planner.simulation.loop import _PromptLog, run_one
-from planner.simulation.truth import N_PROMPTS, PROMPT_D
 from planner.simulation.judge import Judge
+from planner.simulation.loop import _PromptLog, run_one
 from planner.simulation.spec import SimulationSpec, parse_strategies
-from planner.simulation.truth import make_truth
+from planner.simulation.truth import N_PROMPTS, PROMPT_D, make_truth
 from planner.workflows.simulate import simulate
 
 
@@ -42,7 +41,7 @@ def test_the_judge_has_the_stated_per_prompt_probabilities(d_index):
     left, right = np.zeros(n, dtype=int), np.ones(n, dtype=int)
     out = Judge(tie_rate=t).judge_prompts(truth, left, right, np.full(n, d_index), np.random.default_rng(3))
     tie = 1 - (1 - t) * (1 + d) / 2        # d = 1: 0.1; d = 0.2: 0.46
-    pl, pr, pt = _davidson(gap, tie)
+    pl, _pr, pt = _davidson(gap, tie)
     # binomial SE <= sqrt(.25 / 50000) = .0022; 4.5 SE = .01 keeps a false failure below 1e-5 per check
     assert np.mean(out == 0) == pytest.approx(pl, abs=0.01)
     assert np.mean(out == 2) == pytest.approx(pt, abs=0.01)

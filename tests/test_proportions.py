@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 from _lazy import attribute
 
-from planner.gate import acceptability
 from planner import diagnostics
+from planner.gate import acceptability
 from planner.stats import pass_rate, significance
 from planner.stats.proportions import newcombe_difference, proportion, wilson_half_width, wilson_interval
 

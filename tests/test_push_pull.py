@@ -13,14 +13,14 @@ import json
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
-
 from _ls_fixture import ls_study
+from typer.testing import CliRunner
 
 from cli.main import app
 from planner.errors import DataError, UsageError
-from planner.workflows.push_pull import ARTIFACT, pull, push, wait_for_annotations, waiting_items
 from planner.store.study import Study
+from planner.workflows.push_pull import ARTIFACT, pull, push, wait_for_annotations, waiting_items
+
 
 class FakeLS:
     url = "http://ls.test:8080"

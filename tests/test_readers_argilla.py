@@ -178,7 +178,7 @@ def test_json_lines_problems_name_the_line(tmp_path):
 def test_flat_json_lines_ingest_then_the_array_is_already_stored(exports, tmp_path):
     from planner.store.study import BatchItem, Study, ingest, init_study
 
-    to_json, flat = exports
+    _to_json, flat = exports
     prompts = tmp_path / "p.jsonl"
     prompts.write_text(json.dumps({"id": "p0", "text": "Say hi"}) + "\n")
     init_study(tmp_path / "s", systems=["s0", "s1"], prompts_file=prompts)

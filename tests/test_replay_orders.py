@@ -7,13 +7,13 @@ the pool's own rows.
 from __future__ import annotations
 
 import json
+
 import numpy as np
 import pytest
 from typer.testing import CliRunner
 
 from planner.simulation.loop import run_one
-from planner.simulation.replay import (ReplayWalk, fixed_order, order_balance, pool_from_records,
-                                       replay_truth)
+from planner.simulation.replay import ReplayWalk, fixed_order, order_balance, pool_from_records, replay_truth
 from planner.simulation.spec import SimulationSpec, parse_strategies
 
 

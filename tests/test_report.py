@@ -11,16 +11,16 @@ import tempfile
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import _report_fixture as fx
 import numpy as np
 import pytest
 from scipy.stats import binomtest, spearmanr
 
 from planner.errors import DataError, UsageError
-from planner.workflows.report import build_report
 from planner.formats.markdown import render_markdown, write_markdown
 from planner.formats.plots import write_plots
 from planner.store.study import Study, init_study
-import _report_fixture as fx
+from planner.workflows.report import build_report
 
 # Reference ranking, ../shared/data/README.md "Reference ranking (full pool)", Elo, mean 0
 README_ELO = {"gpt-4": 366, "guanaco-65b": 20, "guanaco-33b": -11, "vicuna-13b": -28, "gpt-3.5-turbo": -36,
@@ -390,8 +390,8 @@ def test_vicuna_nuts_report(v80, v80_report):
 # ------------------------------------------------- end to end with next-batch
 def test_batch_round_trip_attention_acceptability_reasons(tmp_path):
     """next-batch (attention + acceptability items, 2 annotators) -> answers -> ingest -> report."""
-    from planner.workflows.next_batch import Output, QualityControl, Selection, next_batch
     from planner.store.study import ingest
+    from planner.workflows.next_batch import Output, QualityControl, Selection, next_batch
 
     st = fx.synthetic_study(tmp_path / "rt", n=200, reasons=False)
     res = next_batch(st, Selection(size=40, seed=7),

@@ -13,9 +13,9 @@ import importlib
 import re
 from pathlib import Path
 
+import _report_fixture as fx
 import pytest
 
-import _report_fixture as fx
 from planner import diagnostics as dg
 from planner import text
 from planner.formats import markdown as md

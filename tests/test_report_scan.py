@@ -17,11 +17,11 @@ import sqlite3
 
 import numpy as np
 import pytest
+from test_study_scans import _oracle_counts, _same_counts
 
 from planner import diagnostics as dg
 from planner.store import scans
 from planner.store.study import COUNTED_KINDS, DB_NAME, Study, init_study
-from test_study_scans import _oracle_counts, _same_counts
 
 SYSTEMS = ("x", "y", "z", "w")
 

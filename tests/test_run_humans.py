@@ -8,9 +8,9 @@ from pathlib import Path
 
 from test_push_pull import ALICE, BOB, FakeLS
 
+from planner.store.study import Study, init_study
 from planner.workflows.run import RunOptions
 from planner.workflows.run_humans import HumanOptions, run_humans_loop
-from planner.store.study import Study, init_study
 
 SYSTEMS = ("alpha", "beta", "gamma", "delta")
 

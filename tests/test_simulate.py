@@ -10,14 +10,14 @@ from scipy.stats import norm
 from typer.testing import CliRunner
 
 from cli.main import app
-from planner.model import bt
 from planner.errors import DataError, UsageError
-from planner.workflows.simulate import read_replay, simulate
+from planner.model import bt
 from planner.simulation.judge import Judge
+from planner.simulation.loop import run_one as _run_one
+from planner.simulation.replay import replay_truth
 from planner.simulation.spec import SimulationSpec, parse_strategies, parse_target
 from planner.simulation.truth import make_truth
-from planner.simulation.replay import replay_truth
-from planner.simulation.loop import run_one as _run_one
+from planner.workflows.simulate import read_replay, simulate
 
 
 def test_linear_truth_is_evenly_spread_over_the_elo_range():

@@ -33,8 +33,8 @@ def test_the_verdict_seed_depends_on_the_repetition_not_the_strategy():
 def test_a_pairs_nth_row_does_not_depend_on_the_order_of_requests():
     one, two = PairStreams(_seq()), PairStreams(_seq())
     o1, r1 = one.next(np.array([[0, 1], [2, 1], [1, 0]]))
-    o2a, r2a = two.next(np.array([[1, 2]]))
-    o2b, r2b = two.next(np.array([[1, 0], [0, 1]]))
+    _o2a, r2a = two.next(np.array([[1, 2]]))
+    _o2b, r2b = two.next(np.array([[1, 0], [0, 1]]))
     assert o1.tolist() == [[0, 1], [1, 2], [0, 1]]
     assert np.array_equal(r1[1], r2a[0])                # (1, 2), first time
     assert np.array_equal(r1[[0, 2]], r2b)              # (0, 1), first and second time

@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from planner.simulation.headline import add_ratios, is_baseline, ratio_band, verdict
 from planner.simulation.loop import Trace
 from planner.simulation.spec import METRICS, parse_strategies
 from planner.simulation.summary import summarise as _summarise
-from planner.simulation.headline import add_ratios, is_baseline, ratio_band, verdict
 
 
 def _result(name, taus):

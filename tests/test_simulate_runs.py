@@ -13,9 +13,9 @@ import planner.workflows.simulate_runs as runs
 from cli.main import app
 from planner.errors import DataError, UsageError
 from planner.simulation.loop import run_one as _run_one
-from planner.workflows.simulate import read_replay, simulate
-from planner.simulation.spec import SimulationSpec, parse_strategies
 from planner.simulation.replay import replay_truth
+from planner.simulation.spec import SimulationSpec, parse_strategies
+from planner.workflows.simulate import read_replay, simulate
 
 
 def _spec(strategies="active,round-robin,swiss", reps=3, seed=11):

@@ -41,7 +41,7 @@ def test_files_are_found():
             "planner.stats.multiplicity", "planner.gate", "planner.gate.release"} <= names
 
 
-@pytest.mark.parametrize("path", FILES, ids=lambda p: _name(p))
+@pytest.mark.parametrize("path", FILES, ids=_name)
 def test_module_and_function_sizes(path):
     text = path.read_text(encoding="utf-8")
     assert len(text.splitlines()) <= MAX_MODULE_LINES

@@ -75,10 +75,10 @@ def test_next_batch_decide_and_report_use_the_rule(tmp_path):
     """The three consumers give the same shares on the issue's prompts."""
     import json
 
+    from planner.store.study import ingest, init_study
     from planner.workflows.decide import decide
     from planner.workflows.next_batch import target_shares
     from planner.workflows.report import build_report
-    from planner.store.study import ingest, init_study
 
     assert target_shares(ISSUE, ("a", "b")) == stratum_weights(ISSUE, ("a", "b")).weights
     root = tmp_path / "s"

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from planner.errors import DataError, UsageError
-from planner.store.study import (BatchItem, SCHEMA_VERSION, Study, half_tie_score, ingest, init_study, status)
+from planner.store.study import SCHEMA_VERSION, BatchItem, Study, half_tie_score, ingest, init_study, status
 
 
 def write_jsonl(path, rows):
@@ -133,7 +133,7 @@ def test_record_batch_pending_and_status(small, tmp_path):
         assert int(st.pending_counts().ties.sum()) == 1
         acc = st.acceptability_counts(by_stratum=True)
         assert int(acc.passed[2, 0]) == 1 and acc.pass_rate() == [None, None, 1.0]
-        j = [x for x in st.judgments() if x.item == "it1"][0]
+        j = next(x for x in st.judgments() if x.item == "it1")
         assert (j.a, j.b, j.verdict, j.batch) == ("x", "y", "B", 1)
     s = status(small)
     assert s.batches[0].pending == 2

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import math
 
+import _style_fixture as F
 import numpy as np
 import pytest
 
-import _style_fixture as F
 from planner.model import Prior, fit
 from planner.model.style import StyleDesign, fit_style, normalized_difference, style_features
 

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import json
 
+import _style_fixture as F
 import pytest
 from typer.testing import CliRunner
 
-import _style_fixture as F
 from cli.main import app
+from planner.text import STYLE_DECIDE_NOTE
 from planner.workflows.decide import decide
 from planner.workflows.next_batch import Output, Selection, next_batch
-from planner.text import STYLE_DECIDE_NOTE
 
 
 @pytest.fixture(scope="module")

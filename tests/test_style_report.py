@@ -6,13 +6,12 @@ import json
 import math
 import time
 
+import _style_fixture as F
 import pytest
 from typer.testing import CliRunner
 
-import _style_fixture as F
-from planner.workflows.report import build_report
 from planner.formats.markdown import render_markdown
-
+from planner.workflows.report import build_report
 
 
 @pytest.fixture(scope="module")

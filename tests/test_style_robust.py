@@ -16,16 +16,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import _style_fixture as F
 import numpy as np
 import pytest
 from _bench import load_bench
 
-import _style_fixture as F
-
 from planner.model import Prior
+from planner.model.robust import cluster_scores
 from planner.model.style import fit_style
 from planner.model.style_laplace import StyleProblem, style_robust
-from planner.model.robust import cluster_scores
 from planner.stats.clusters import cluster_ids
 
 
@@ -43,7 +42,7 @@ def _decisive_study(bench, seed: int, icc: float = 0.6, n_prompts: int = 60):
     ja, w = bench.simulate(rng, n_prompts, 3, False, icc)
     keep = ja.outcome < 2
     sub = type(ja).build(ja.systems, ja.left[keep], ja.right[keep], ja.outcome[keep], prompt=ja.prompt[keep])
-    assert base.M == len(sub.systems)
+    assert len(sub.systems) == base.M
     return sub, w
 
 
@@ -159,8 +158,8 @@ def test_report_cluster_none_reproduces_main_golden(synth):
 
 
 def test_report_style_is_clustered_by_default(synth):
-    from planner.text import style_cluster_sentence
     from planner.formats.markdown import render_markdown
+    from planner.text import style_cluster_sentence
     from planner.workflows.report import build_report
 
     none = build_report(synth, style_control=True, cluster="none", seed=3).style_control

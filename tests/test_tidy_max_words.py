@@ -20,8 +20,8 @@ import pytest
 from typer.testing import CliRunner
 
 from cli.main import app
-from planner.workflows.next_batch import Output, QualityControl, Selection, next_batch
 from planner.store.study import Study, init_study
+from planner.workflows.next_batch import Output, QualityControl, Selection, next_batch
 
 SYSTEMS = ("short-a", "short-b", "long-sys")
 LONG_WORDS = 450

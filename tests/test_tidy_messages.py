@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from planner.errors import DataError, UsageError, flag_for
-from planner.limits import check_float, check_int, check_input_file
+from planner.limits import check_float, check_input_file, check_int
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from scipy.stats import norm
+from test_acquisition import posterior_from_design, round_robin_counts
 from typer.testing import CliRunner
 
 import planner.acquisition as acq
 from planner.acquisition.objectives import tie_probability
 from planner.errors import UsageError
 from planner.model.bt import ELO_SCALE
-from test_acquisition import posterior_from_design, round_robin_counts
 
 
 def rng(seed=0):
@@ -75,9 +75,10 @@ def test_bad_margins_are_one_line_usage_errors():
 
 
 def test_next_batch_takes_the_margin_in_elo_and_refuses_bad_ones(tmp_path):
+    from test_next_batch import _ingest_synthetic, _write_study_files
+
     from cli.main import app
     from planner.store.study import init_study
-    from test_next_batch import _ingest_synthetic, _write_study_files
 
     prompts, responses = _write_study_files(tmp_path)
     study = tmp_path / "study"

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from planner import vocabulary as v
 
-
 WORDS = {name: value for name, value in vars(v).items() if name.isupper() and isinstance(value, tuple)}
 
 

@@ -9,13 +9,13 @@ import json
 import re
 import xml.etree.ElementTree as ET
 
+import _batch_fixture as fx
 import numpy as np
 import pytest
 
-import _batch_fixture as fx
 from planner.batch import assemble_batch
-from planner.errors import UsageError
 from planner.csvcell import neutralize_cell
+from planner.errors import UsageError
 from planner.formats.templates import check_template
 from planner.formats.writers import FORMATS, render_batch, staged_files, write_batch
 
@@ -245,11 +245,10 @@ def test_overwrite_refused_force_allowed_no_temp_files(tmp_path):
 
 def test_staged_files_failure_leaves_nothing(tmp_path):
     files = render_batch(batch_of(), tmp_path / "b", "jsonl", reasons=REASONS)
-    with pytest.raises(RuntimeError):
-        with staged_files(files) as targets:
-            assert all(not t.exists() for t in targets)
-            assert len(list(tmp_path.iterdir())) == len(files)  # temporaries are there
-            raise RuntimeError("study write failed")
+    with pytest.raises(RuntimeError), staged_files(files) as targets:
+        assert all(not t.exists() for t in targets)
+        assert len(list(tmp_path.iterdir())) == len(files)  # temporaries are there
+        raise RuntimeError("study write failed")
     assert list(tmp_path.iterdir()) == []
 
 

@@ -20,10 +20,10 @@ import pytest
 from typer.testing import CliRunner
 
 from cli.main import app
-from planner.workflows.allocate import allocate_files
 from planner.batch import assemble_batch
 from planner.csvcell import CSV_DANGEROUS
 from planner.formats.writers import FORMATS, write_batch
+from planner.workflows.allocate import allocate_files
 
 REASONS = ("correctness", "other")
 HOSTILE = ["=HYPERLINK(\"http://x\",\"y\")", "+1+1", "-2+3", "@SUM(A1)", "\tindent", "\rcarriage"]
@@ -120,7 +120,7 @@ def test_allocate_out_onto_a_directory_with_force_is_a_usage_error(tmp_path):
     from planner.errors import UsageError
 
     (tmp_path / "d.csv").mkdir()
-    with pytest.raises(UsageError, match="`out`: .* is a directory"):
+    with pytest.raises(UsageError, match=r"`out`: .* is a directory"):
         allocate_files(budget=4, prompts=_prompts_file(tmp_path), out=tmp_path / "d.csv", force=True, seed=0)
     r = CliRunner().invoke(app, ["allocate", "--prompts", str(tmp_path / "prompts.jsonl"), "--budget", "4",
                                  "--out", str(tmp_path / "d.csv"), "--force"])

@@ -8,6 +8,8 @@ judgments. Every rule honours the per-pair capacity (unused prompts).
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 
 from planner.acquisition.objectives import logistic, project_sum_to_zero
@@ -95,7 +97,7 @@ def _swiss(mu, ci, cj, counts, k, rng, capv, notes: list[str]):
     """
     m = mu.size
     order = np.lexsort((rng.random(m), -mu))
-    nb = {(min(a, b), max(a, b)) for a, b in zip(order[:-1], order[1:])}
+    nb = {(min(a, b), max(a, b)) for a, b in itertools.pairwise(order)}
     sel = np.array([(int(i), int(j)) in nb for i, j in zip(ci, cj)], dtype=bool)
     pairs = least_judged(ci[sel], cj[sel], counts, k, rng, None if capv is None else capv[sel])
     if len(pairs) < k:

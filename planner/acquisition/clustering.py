@@ -18,12 +18,13 @@ estimate from cluster-level data belongs to :mod:`planner.stats.clusters`).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Mapping
 
 import numpy as np
 
 from planner.errors import UsageError
+
 
 def marginal_share(size, icc: float):
     """``Δ(c)``: information of one more verdict in a cluster of ``size`` verdicts, relative to a fresh one."""
@@ -80,7 +81,7 @@ class Clustering:
                                  parameters=("clusters",))
             object.__setattr__(self, name, table)
 
-    def shares(self, ci, cj) -> "Shares":
+    def shares(self, ci, cj) -> Shares:
         """Per candidate ``(ci, cj)``: the fresh picks and the share beyond them."""
         # __post_init__ made each a PairValues: _table returns it as it is
         return Shares(_table(self.fresh).get(ci, cj, np.inf), _table(self.share).get(ci, cj, 1.0), np.zeros(ci.size))
@@ -143,7 +144,7 @@ class Shares:
     def __init__(self, fresh, share, taken):
         self.fresh, self.share, self.taken = fresh, share, taken
 
-    def subset(self, idx) -> "Shares":
+    def subset(self, idx) -> Shares:
         return Shares(self.fresh[idx], self.share[idx], self.taken[idx].copy())
 
     def now(self, idx=None) -> np.ndarray:

@@ -10,9 +10,9 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import ndtr
 
-from planner.acquisition.gains import ClosedForm, gaussian_gains, RankingScorer
-from planner.acquisition.greedy import pair_batch_cap, capped_argmax
-from planner.acquisition.objectives import sum_to_zero_basis, logistic, pair_weights
+from planner.acquisition.gains import ClosedForm, RankingScorer, gaussian_gains
+from planner.acquisition.greedy import capped_argmax, pair_batch_cap
+from planner.acquisition.objectives import logistic, pair_weights, sum_to_zero_basis
 from planner.acquisition.positions import Orders
 from planner.acquisition.state import Pick, SelectionContext, SelectionState
 from planner.acquisition.ties import rounded

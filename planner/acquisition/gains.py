@@ -10,8 +10,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from planner.acquisition.objectives import (sum_to_zero_basis, diff_var, logistic, pair_weights, value_gaussian,
-                                            pair_risk, tie_probability)
+from planner.acquisition.objectives import (
+    diff_var,
+    logistic,
+    pair_risk,
+    pair_weights,
+    sum_to_zero_basis,
+    tie_probability,
+    value_gaussian,
+)
 from planner.acquisition.state import Pick, SelectionContext, SelectionState
 
 

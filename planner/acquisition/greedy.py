@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from planner.acquisition.gains import chunked, ClosedForm, RankingScorer
-from planner.acquisition.objectives import value_gaussian, pair_risk
+from planner.acquisition.gains import ClosedForm, RankingScorer, chunked
+from planner.acquisition.objectives import pair_risk, value_gaussian
 from planner.acquisition.options import SelectionOptions
 from planner.acquisition.positions import Orders
 from planner.acquisition.state import Pick, SelectionContext, SelectionState
@@ -50,7 +50,7 @@ class _Info:
     def __init__(self, fwd, bwd, orders: Orders, share=None):
         self.fwd, self.bwd, self.orders, self.share = fwd, bwd, orders, share
 
-    def subset(self, idx) -> "_Info":
+    def subset(self, idx) -> _Info:
         return _Info(self.fwd[idx], self.bwd[idx], self.orders.subset(idx),
                      None if self.share is None else self.share.subset(idx))
 

@@ -171,8 +171,7 @@ def check_objective(objective, m, systems, top_k, anchor):
     if objective not in OBJECTIVES:
         raise UsageError(f"`objective` ({objective!r}) must be one of " + ", ".join(OBJECTIVES),
                          parameters=('objective',))
-    if objective == "top-k":
-        if top_k is None or not (1 <= int(top_k) <= m - 1):
+    if objective == "top-k" and (top_k is None or not (1 <= int(top_k) <= m - 1)):
             raise UsageError(f"top-k K ({top_k}) must be an integer in [1, {m - 1}]", parameters=("top_k",))
     if objective == "anchor":
         anchor_index(systems, anchor)

@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from planner.errors import UsageError, parameters_of, shown
-
 from planner.vocabulary import OBJECTIVES, STRATEGIES  # noqa: F401 (re-exported: the acquisition rules' names)
+
 RISK_MODES = ("bayes", "truth", "fixed")
 
 

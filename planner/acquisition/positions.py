@@ -76,7 +76,7 @@ class Orders:
         self.coin = coin
 
     @classmethod
-    def build(cls, ci, cj, ordered: np.ndarray, caps, rng: np.random.Generator) -> "Orders":
+    def build(cls, ci, cj, ordered: np.ndarray, caps, rng: np.random.Generator) -> Orders:
         """From the ``ordered`` counts (:func:`ordered_counts`) and :func:`order_capacities`.
 
         The coins come from a child of ``rng`` (``Generator.spawn``): the caller's own stream of
@@ -87,7 +87,7 @@ class Orders:
         coin = rng.spawn(1)[0].random(ci.size) < 0.5
         return cls(ordered[ci, cj], ordered[cj, ci], cap_f, cap_b, coin)
 
-    def subset(self, idx) -> "Orders":
+    def subset(self, idx) -> Orders:
         return Orders(self.shown_f[idx], self.shown_b[idx], self.cap_f[idx], self.cap_b[idx], self.coin[idx])
 
     def signs(self, idx=None) -> np.ndarray:

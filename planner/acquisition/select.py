@@ -14,10 +14,10 @@ from dataclasses import replace
 import numpy as np
 
 from planner.acquisition.baselines import baseline_pairs, least_judged
-from planner.acquisition.draws import active_draws, DrawsScorer
-from planner.acquisition.gains import gaussian_gains, RankingScorer, score_sequence
-from planner.acquisition.greedy import active_gaussian
 from planner.acquisition.clustering import Clustering
+from planner.acquisition.draws import DrawsScorer, active_draws
+from planner.acquisition.gains import RankingScorer, gaussian_gains, score_sequence
+from planner.acquisition.greedy import active_gaussian
 from planner.acquisition.objectives import sum_to_zero_basis
 from planner.acquisition.options import STRATEGIES, SelectionOptions
 from planner.acquisition.positions import Orders, order_capacities

@@ -14,8 +14,8 @@ import numpy as np
 from planner.acquisition.objectives import (
     anchor_index,
     check_objective,
-    project_sum_to_zero,
     expected_information,
+    project_sum_to_zero,
     sum_to_zero_basis,
 )
 from planner.acquisition.options import SelectionOptions
@@ -117,17 +117,17 @@ class Pick:
     free: np.ndarray
     bal: np.ndarray
 
-    def subset(self, idx) -> "Pick":
+    def subset(self, idx) -> Pick:
         return Pick(self.s[idx], self.info[idx], self.free[idx], self.bal[idx])
 
     @classmethod
-    def of(cls, state: "SelectionState", ci, cj, orders, share=None) -> "Pick":
+    def of(cls, state: SelectionState, ci, cj, orders, share=None) -> Pick:
         """From the candidates' :class:`~planner.acquisition.positions.Orders` (information now)."""
         one = np.ones(ci.size)
         return cls.choose(state.info(ci, cj, one), state.info(ci, cj, -one), orders, share)
 
     @classmethod
-    def choose(cls, fwd, bwd, orders, share=None, idx=None) -> "Pick":
+    def choose(cls, fwd, bwd, orders, share=None, idx=None) -> Pick:
         """From the information of each order (``fwd``: ``ci`` left) and the orders' state."""
         s = orders.signs(idx)
         sl = slice(None) if idx is None else idx

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 from scipy.special import ndtr
 
@@ -41,7 +43,7 @@ def settled_advice(ctx: SelectionContext, systems, inflation=None) -> tuple[bool
         pairs = [(int(x), int(y)) for x in order[:ctx.top_k] for y in order[ctx.top_k:]]
         what = f"every top-{ctx.top_k} system is ahead of every other system"
     else:
-        pairs = [(int(x), int(y)) for x, y in zip(order[:-1], order[1:])]
+        pairs = [(int(x), int(y)) for x, y in itertools.pairwise(order)]
         what = "every adjacent pair in the posterior-mean ranking is ordered"
     tied = [(x, y) for x, y in pairs if p_tie[x, y] > settle]
     open_ = [(x, y) for x, y in pairs if p_tie[x, y] <= settle]

@@ -149,7 +149,7 @@ def within(seconds: float, fn: Callable[..., T], *args, abort: threading.Event |
     def run() -> None:
         try:
             box["value"] = fn(*args, **kwargs)
-        except BaseException as exc:  # noqa: BLE001  (handed to the waiting thread)
+        except BaseException as exc:
             box["error"] = exc
         finally:
             done.set()

@@ -34,6 +34,7 @@ id is an error).
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import time
@@ -171,7 +172,7 @@ class LabelStudioClient:
         return within(self.timeout, self._exchange, req)
 
     def _fail(self, method: str, path: str, exc: Exception):
-        where = f"Label Studio {method} {path.split('?')[0]}"
+        where = f"Label Studio {method} {path.split('?', maxsplit=1)[0]}"
         if isinstance(exc, OffOrigin):
             scheme, host, port = origin(exc.target)
             return DataError(f"{where}: the server redirected to {scheme}://{host}:{port}, another host; planner "
@@ -181,7 +182,7 @@ class LabelStudioClient:
         if isinstance(exc, urllib.error.HTTPError):
             try:
                 raw = exc.read()[:2000].decode("utf-8", "replace")
-            except Exception:  # noqa: BLE001  (the body is only decoration)
+            except Exception:
                 raw = ""
             text = " ".join(redact(raw).split())
             detail = f": {quote(text, BODY_QUOTE)}" if text else ""
@@ -238,7 +239,7 @@ class LabelStudioClient:
         try:
             return json.loads(data) if data else None
         except (ValueError, RecursionError):
-            raise DataError(f"Label Studio {method} {path.split('?')[0]}: the answer is not JSON "
+            raise DataError(f"Label Studio {method} {path.split('?', maxsplit=1)[0]}: the answer is not JSON "
                             f"({quote(redact(data[:200].decode('utf-8', 'replace')), BODY_QUOTE)})") from None
 
     def whoami(self) -> dict:
@@ -340,8 +341,6 @@ class LabelStudioClient:
             sleep(0.5)
             snap = _dict(self.request("GET", f"/api/projects/{int(pid)}/exports/{sid}"), where)
         data = self.request("GET", f"/api/projects/{int(pid)}/exports/{sid}/download?exportType=JSON", raw=True)
-        try:  # the snapshot is kept in the study; do not pile them up on the server
+        with contextlib.suppress(DataError):  # the snapshot is kept in the study; do not pile them up on the server
             self.request("DELETE", f"/api/projects/{int(pid)}/exports/{sid}")
-        except DataError:
-            pass
         return data

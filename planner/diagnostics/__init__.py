@@ -67,6 +67,7 @@ from planner.diagnostics.bias import (
     position_bias,
 )
 from planner.diagnostics.consistency import CircularTriads, circular_triads, circular_triads_from_scores
+from planner.diagnostics.letters import LETTERS_MAX_SYSTEMS, compact_letters, letter_name
 from planner.diagnostics.pairs import (
     AnchorRow,
     AnchorTests,
@@ -79,7 +80,6 @@ from planner.diagnostics.pairs import (
     pair_table,
     tie_rates,
 )
-from planner.diagnostics.letters import LETTERS_MAX_SYSTEMS, compact_letters, letter_name
 from planner.diagnostics.ranking import (
     NEAR_THRESHOLD_SE,
     RANK_BLOCK,
@@ -97,38 +97,108 @@ from planner.diagnostics.ranking import (
     rank_intervals,
 )
 from planner.diagnostics.reasons import ReasonShare, ReasonShares, SystemReasons, reason_shares, reason_shares_counts
-from planner.diagnostics.records import (NON_RANKING_KINDS, JudgmentLike, JudgmentRecord, binom_p, check_level,
-                                         check_verdict, left_is_a, position_verdict, ranking_judgments, value_of,
-                                         winner)
+from planner.diagnostics.records import (
+    NON_RANKING_KINDS,
+    JudgmentLike,
+    JudgmentRecord,
+    binom_p,
+    check_level,
+    check_verdict,
+    left_is_a,
+    position_verdict,
+    ranking_judgments,
+    value_of,
+    winner,
+)
+
 # the one Wilson interval lives in planner.stats.proportions; re-exported for callers of planner.diagnostics
 from planner.stats.proportions import Proportion, proportion, wilson_interval
 
 __all__ = [
-    # records
-    "NON_RANKING_KINDS", "JudgmentLike", "JudgmentRecord", "position_verdict", "winner", "value_of", "left_is_a",
-    "check_verdict", "ranking_judgments", "binom_p", "check_level",
-    # proportions (re-exported from planner.stats.proportions)
-    "Proportion", "proportion", "wilson_interval",
-    # pairs
-    "PairRow", "PairTable", "pair_table", "p_better_from_draws", "AnchorRow", "AnchorTests", "anchor_tests",
-    "StratumTieRate", "TieRates", "tie_rates",
-    # bias
-    "POSITION_BIAS_FLAG_POINTS", "PositionBias", "position_bias", "LengthBias", "length_bias",
-    "length_bias_counts",
-    # consistency
-    "CircularTriads", "circular_triads", "circular_triads_from_scores",
-    # reasons
-    "ReasonShare", "SystemReasons", "ReasonShares", "reason_shares", "reason_shares_counts",
+    "ALWAYS_LEFT_FLAG",
+    "ALWAYS_LEFT_MIN_DECISIVE",
     # agreement
-    "ATTENTION_FLAG", "SWAP_CONSISTENCY_FLAG", "KAPPA_FLAG", "ALWAYS_LEFT_FLAG", "ALWAYS_LEFT_MIN_DECISIVE",
-    "NEVER_TIE_MIN_USABLE", "NEVER_TIE_OVERALL_RATE", "RUN_PVALUE_FLAG", "READING_WPM", "SPEED_FACTOR",
-    "FAST_SHARE_FLAG", "Agreement", "cohen_kappa", "fleiss_kappa", "AnnotatorQC", "AnnotatorReport",
-    "longest_run", "run_probability", "annotator_qc",
-    # acceptability
-    "SystemAcceptability", "Acceptability", "acceptability",
+    "ATTENTION_FLAG",
+    "FAST_SHARE_FLAG",
+    "KAPPA_FLAG",
     # letters and ranking
-    "LETTERS_MAX_SYSTEMS", "compact_letters", "letter_name",
-    "NEAR_THRESHOLD_SE", "RANK_BLOCK", "RANK_MC_SD", "NearThreshold", "RankGroups", "gaussian_draws",
-    "gaussian_rank_intervals", "p_better_fit",
-    "p_better_gaussian", "pair_z", "rank_draws_needed", "rank_fit", "rank_groups", "rank_intervals",
+    "LETTERS_MAX_SYSTEMS",
+    "NEAR_THRESHOLD_SE",
+    "NEVER_TIE_MIN_USABLE",
+    "NEVER_TIE_OVERALL_RATE",
+    # records
+    "NON_RANKING_KINDS",
+    # bias
+    "POSITION_BIAS_FLAG_POINTS",
+    "RANK_BLOCK",
+    "RANK_MC_SD",
+    "READING_WPM",
+    "RUN_PVALUE_FLAG",
+    "SPEED_FACTOR",
+    "SWAP_CONSISTENCY_FLAG",
+    "Acceptability",
+    "Agreement",
+    "AnchorRow",
+    "AnchorTests",
+    "AnnotatorQC",
+    "AnnotatorReport",
+    # consistency
+    "CircularTriads",
+    "JudgmentLike",
+    "JudgmentRecord",
+    "LengthBias",
+    "NearThreshold",
+    # pairs
+    "PairRow",
+    "PairTable",
+    "PositionBias",
+    # proportions (re-exported from planner.stats.proportions)
+    "Proportion",
+    "RankGroups",
+    # reasons
+    "ReasonShare",
+    "ReasonShares",
+    "StratumTieRate",
+    # acceptability
+    "SystemAcceptability",
+    "SystemReasons",
+    "TieRates",
+    "acceptability",
+    "anchor_tests",
+    "annotator_qc",
+    "binom_p",
+    "check_level",
+    "check_verdict",
+    "circular_triads",
+    "circular_triads_from_scores",
+    "cohen_kappa",
+    "compact_letters",
+    "fleiss_kappa",
+    "gaussian_draws",
+    "gaussian_rank_intervals",
+    "left_is_a",
+    "length_bias",
+    "length_bias_counts",
+    "letter_name",
+    "longest_run",
+    "p_better_fit",
+    "p_better_from_draws",
+    "p_better_gaussian",
+    "pair_table",
+    "pair_z",
+    "position_bias",
+    "position_verdict",
+    "proportion",
+    "rank_draws_needed",
+    "rank_fit",
+    "rank_groups",
+    "rank_intervals",
+    "ranking_judgments",
+    "reason_shares",
+    "reason_shares_counts",
+    "run_probability",
+    "tie_rates",
+    "value_of",
+    "wilson_interval",
+    "winner",
 ]

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import math
 from collections import Counter, defaultdict
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Collection, Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
-from planner.diagnostics.records import check_verdict, value_of, left_is_a, position_verdict, winner
+from planner.diagnostics.records import check_verdict, left_is_a, position_verdict, value_of, winner
 from planner.errors import UsageError, check_range
 
 ATTENTION_FLAG = 0.95               # flag: attention-check pass rate < 95%

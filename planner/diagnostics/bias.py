@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from planner.counts import Counts
-from planner.diagnostics.records import binom_p, check_level, check_verdict, value_of, ranking_judgments
+from planner.diagnostics.records import binom_p, check_level, check_verdict, ranking_judgments, value_of
 from planner.stats.proportions import proportion
 
 POSITION_BIAS_FLAG_POINTS = 8.0     # flag when left-vs-right > 8 points

@@ -15,15 +15,15 @@ of its threshold is listed with that error (:class:`NearThreshold`).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 
+from planner import text
 from planner.diagnostics.letters import LETTERS_MAX_SYSTEMS, compact_letters
 from planner.diagnostics.pairs import p_better_from_draws
 from planner.diagnostics.records import check_level
-from planner import text
 from planner.errors import UsageError
 
 #: bound on the Monte Carlo sd of a rank-interval tail share (Gaussian draws): sqrt(q (1 - q) / n) <= this
@@ -347,6 +347,19 @@ def p_better_fit(fit) -> np.ndarray:
     return p_better_from_draws(fit.beta_draws)
 
 
-__all__ = ["NEAR_THRESHOLD_SE", "RANK_BLOCK", "RANK_MC_SD", "NearThreshold", "RankGroups", "gaussian_draws",
-           "gaussian_rank_intervals", "p_better_gaussian",
-           "p_better_fit", "pair_z", "rank_draws_needed", "rank_fit", "rank_groups", "rank_intervals"]
+__all__ = [
+    "NEAR_THRESHOLD_SE",
+    "RANK_BLOCK",
+    "RANK_MC_SD",
+    "NearThreshold",
+    "RankGroups",
+    "gaussian_draws",
+    "gaussian_rank_intervals",
+    "p_better_fit",
+    "p_better_gaussian",
+    "pair_z",
+    "rank_draws_needed",
+    "rank_fit",
+    "rank_groups",
+    "rank_intervals",
+]

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import Any
 
-from planner.diagnostics.records import check_verdict, value_of, ranking_judgments
+from planner.diagnostics.records import check_verdict, ranking_judgments, value_of
 
 
 # ------------------------------------------------------------- reason shares

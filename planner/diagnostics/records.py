@@ -10,8 +10,9 @@ rank systems, the exact two-sided binomial p-value against 0.5 and the
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable, Protocol
+from typing import Any, Protocol
 
 from planner.errors import DataError, check_range
 from planner.vocabulary import OUTCOMES

@@ -13,12 +13,13 @@ id="report-data">``) so a reader can take the numbers out of the page.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from planner import __version__, text
-from planner.formats.markdown import write_document
 from planner.formats.html_svg import esc, heatmap, interval_bar, rank_slopes
+from planner.formats.markdown import write_document
 from planner.jsonable import jsonable
 from planner.model.bt import ELO_SCALE
 from planner.text import num, pct

@@ -8,11 +8,11 @@ the figures are the same bytes on every machine. Every label is escaped
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 from planner.escape import for_html
 
-__all__ = ["esc", "interval_bar", "heatmap", "rank_slopes"]
+__all__ = ["esc", "heatmap", "interval_bar", "rank_slopes"]
 
 
 def esc(value) -> str:

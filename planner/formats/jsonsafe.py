@@ -49,7 +49,7 @@ class _Gunzip(io.RawIOBase):
     never ``EOFError``/``zlib.error`` (which no reader expects)."""
 
     def __init__(self, path):
-        self._gz = gzip.open(path, "rb")
+        self._gz = gzip.open(path, "rb")  # noqa: SIM115 (this reader owns the stream and closes it)
 
     def readable(self) -> bool:
         return True

@@ -20,7 +20,7 @@ from planner.escape import for_markdown
 from planner.model.bt import ELO_SCALE
 from planner.text import num, pct
 
-__all__ = ["table", "render_markdown", "write_markdown", "write_document", "style_section"]
+__all__ = ["render_markdown", "style_section", "table", "write_document", "write_markdown"]
 
 
 FLAGGED = " — **flagged**"   # Markdown mark after a flagged figure's sentence

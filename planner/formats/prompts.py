@@ -93,7 +93,7 @@ def _number(value: Any, where: str, field: str) -> tuple[float | None, str | Non
 def _difficulty(value: Any, where: str) -> tuple[float | str | None, str | None]:
     if value is None or (isinstance(value, str) and not value.strip()):
         return None, None
-    if isinstance(value, bool) or isinstance(value, (dict, list)):
+    if isinstance(value, (bool, dict, list)):
         return None, f"{where}: difficulty {quote(value)}; expected a number or a label"
     try:
         f = float(value)

@@ -61,8 +61,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from planner.errors import DataError, quote
-from planner.limits import check_choice
 from planner.formats import jsonsafe
+from planner.formats.argilla_read import read_argilla, read_argilla_flat
+from planner.formats.external import read_alpaca_eval, read_arena_hard, read_mt_bench
+from planner.formats.label_studio import (
+    read_label_studio,
+    read_label_studio_csv,
+    read_label_studio_min,
+)
 from planner.formats.reading import (
     Row,
     Sniff,
@@ -73,14 +79,8 @@ from planner.formats.reading import (
     sniff,
     where,
 )
-from planner.formats.argilla_read import read_argilla, read_argilla_flat
+from planner.limits import check_choice
 from planner.vocabulary import POSITION_VERDICTS
-from planner.formats.external import read_alpaca_eval, read_arena_hard, read_mt_bench
-from planner.formats.label_studio import (
-    read_label_studio,
-    read_label_studio_csv,
-    read_label_studio_min,
-)
 
 ORIENTED_VERDICTS = {"a": "A", "b": "B", "tie": "tie", "invalid": "invalid"}
 _POSITIONS_EXPECTED = "expected one of left, right, tie, invalid (pass, fail for acceptability items)"

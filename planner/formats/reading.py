@@ -380,7 +380,7 @@ def extras(row: dict, at: str, out: dict) -> dict:
     """Copy optional annotator/reason/seconds/confidence from ``row`` into ``out`` (ValueError on bad values)."""
     for key in ("annotator", "reason"):
         v = row.get(key)
-        if v is not None and not isinstance(v, (str, int, float)) or isinstance(v, bool):
+        if (v is not None and not isinstance(v, (str, int, float))) or isinstance(v, bool):
             raise BadValue(f"{at}: {key} {quote(v)}; expected text")
         out[key] = opt_str(v)
     out["seconds"] = opt_float(row.get("seconds"), "seconds", at)

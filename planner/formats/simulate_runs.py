@@ -50,7 +50,7 @@ def read_results(path: Path, fp: str, spec) -> dict[tuple[int, int], Trace]:
             continue
         try:
             doc = json.loads(text)
-            if doc.get("format") != FORMAT or not _REQUIRED <= doc.keys():
+            if doc.get("format") != FORMAT or not doc.keys() >= _REQUIRED:
                 raise ValueError
             trace = _trace_from(doc)
             s_index, rep = int(doc["s_index"]), int(doc["rep"])

@@ -13,11 +13,11 @@ import csv
 import io
 import json
 import math
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 from planner.csvcell import neutralize_cell
 
-__all__ = ["csv_bytes", "jsonl_bytes", "parquet_bytes", "ENCODERS"]
+__all__ = ["ENCODERS", "csv_bytes", "jsonl_bytes", "parquet_bytes"]
 
 
 def _cell(v):

@@ -58,10 +58,16 @@ from pathlib import Path
 
 from planner.csvcell import neutralize_cell
 from planner.errors import DataError, UsageError, quote
-from planner.limits import check_choice
+from planner.formats.annotation_tools import (
+    ACCEPTABILITY_QUESTION,
+    argilla_records,
+    argilla_settings,
+    check_reasons,
+    label_studio_acceptability_config,
+    label_studio_config,
+    ls_tasks,
+)
 from planner.formats.reading import read_option_file
-from planner.formats.annotation_tools import (ACCEPTABILITY_QUESTION, argilla_records, argilla_settings, check_reasons,
-                                              label_studio_acceptability_config, label_studio_config, ls_tasks)
 from planner.formats.staging import stage, write_atomically
 from planner.formats.templates import (
     ACCEPTABILITY_FIELDS,
@@ -70,6 +76,7 @@ from planner.formats.templates import (
     JUDGE_SYSTEM_MESSAGE,
     check_template,
 )
+from planner.limits import check_choice
 
 FORMATS = ("jsonl", "csv", "label-studio", "argilla", "judge")
 DEFAULT_EXT = {"jsonl": ".jsonl", "csv": ".csv", "label-studio": ".json", "argilla": ".json", "judge": ".jsonl"}

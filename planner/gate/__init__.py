@@ -54,10 +54,24 @@ from __future__ import annotations
 from planner.gate.acceptability import acceptability_gate
 from planner.gate.planning import MAX_TIE_SHARE, MIN_PLANNING_EFFECT, PLANNING_POWER, conditional_threshold
 from planner.gate.release import check_systems, decide_counts, score_z
-from planner.gate.results import (EXIT_CODES, MODES, VERDICTS, AcceptabilityGate, Decision,
-                                  StratumDecision)
+from planner.gate.results import EXIT_CODES, MODES, VERDICTS, AcceptabilityGate, Decision, StratumDecision
 from planner.stats.multiplicity import holm, holm_adjusted
 
-__all__ = ["AcceptabilityGate", "Decision", "EXIT_CODES", "MAX_TIE_SHARE",
-           "MIN_PLANNING_EFFECT", "MODES", "PLANNING_POWER", "StratumDecision", "VERDICTS", "acceptability_gate",
-           "check_systems", "conditional_threshold", "decide_counts", "holm", "holm_adjusted", "score_z"]
+__all__ = [
+                                  "EXIT_CODES",
+                                  "MAX_TIE_SHARE",
+                                  "MIN_PLANNING_EFFECT",
+                                  "MODES",
+                                  "PLANNING_POWER",
+                                  "VERDICTS",
+                                  "AcceptabilityGate",
+                                  "Decision",
+                                  "StratumDecision",
+                                  "acceptability_gate",
+                                  "check_systems",
+                                  "conditional_threshold",
+                                  "decide_counts",
+                                  "holm",
+                                  "holm_adjusted",
+                                  "score_z",
+]

@@ -10,26 +10,25 @@ verdict, notes and sentence.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Sequence
 
 import numpy as np
 
 from planner.counts import Counts
 from planner.errors import UsageError, check_range, parameters_of, shown
 from planner.gate.acceptability import acceptability_gate
-from planner.gate.estimates import (finite, pair_tallies, pooled_row, position_shares, posterior_columns,
-                                    score_interval)
+from planner.gate.estimates import finite, pair_tallies, pooled_row, position_shares, posterior_columns, score_interval
 from planner.gate.planning import PLANNING_POWER, plan_more
 from planner.gate.results import EXIT_CODES, MODES, Decision, StratumDecision
 from planner.gate.text import decision_notes, decision_sentence, multiplicity_note
 from planner.limits import check_choice
 from planner.stats import distributions as stats  # stats.norm without importing scipy.stats (seconds of import)
-from planner.stats.multiplicity import holm, holm_adjusted
 from planner.stats.clusters import ClusterCells, applied_design_effect
-from planner.stats.proportions import half_tie_score_z
 from planner.stats.conventions import BOUNDARIES
+from planner.stats.multiplicity import holm, holm_adjusted
+from planner.stats.proportions import half_tie_score_z
 from planner.stats.sequential import check_look
 from planner.vocabulary import ENGINES
 

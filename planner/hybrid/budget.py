@@ -39,12 +39,25 @@ import numpy as np
 from scipy.special import ndtri
 
 from planner import limits
-from planner.stats import power as pw
 from planner.errors import DataError, UsageError, check_range
+from planner.stats import power as pw
 
-__all__ = ["check_costs", "Split", "HybridPlan", "rho_from_agreement", "ppi_variance_factor", "effective_n",
-           "continuous_split", "integer_split", "plan", "plan_for_effect", "plan_for_width",
-           "plan_for_money", "rho_from_items", "rho_interval"]
+__all__ = [
+    "HybridPlan",
+    "Split",
+    "check_costs",
+    "continuous_split",
+    "effective_n",
+    "integer_split",
+    "plan",
+    "plan_for_effect",
+    "plan_for_money",
+    "plan_for_width",
+    "ppi_variance_factor",
+    "rho_from_agreement",
+    "rho_from_items",
+    "rho_interval",
+]
 
 _SEARCH = 4          # whole n searched on each side of the continuous optimum
 
@@ -348,7 +361,7 @@ def rho_from_items(pairs: np.ndarray, y: np.ndarray, yhat: np.ndarray) -> tuple[
     den = math.sqrt(float(cy @ cy) * float(ch @ ch))
     if den == 0:
         raise DataError("the pilot's human or judge scores do not vary within any pair; ρ is undefined")
-    return float(cy @ ch) / den, int(len(y))
+    return float(cy @ ch) / den, len(y)
 
 
 def rho_interval(rho: float, n: int, confidence_level: float = 0.9) -> tuple[float, float]:

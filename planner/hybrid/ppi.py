@@ -40,12 +40,21 @@ import numpy as np
 from scipy.special import expit
 from scipy.stats import norm
 
+from planner.equality import array_eq
 from planner.errors import DataError, UsageError, parameters_of, shown
 from planner.limits import check_choice
-from planner.equality import array_eq
 
-__all__ = ["BTInterval", "HybridComparison", "ppi_bradley_terry", "human_only_bradley_terry",
-           "judge_only_bradley_terry", "compare_hybrid", "design_matrix", "ppi_davidson", "ipw_bradley_terry"]
+__all__ = [
+    "BTInterval",
+    "HybridComparison",
+    "compare_hybrid",
+    "design_matrix",
+    "human_only_bradley_terry",
+    "ipw_bradley_terry",
+    "judge_only_bradley_terry",
+    "ppi_bradley_terry",
+    "ppi_davidson",
+]
 
 
 @array_eq
@@ -235,8 +244,8 @@ def ppi_bradley_terry(names, pairs_labelled, y_labelled, yhat_labelled, pairs_un
     system in [0, 1]; ``yhat_*``: judge predictions of the same score. ``lam=None`` tunes λ
     (two passes, as ``ppi_py.ppi_logistic_ci``); a number fixes it (0 = human only).
     """
-    k, x_l, y_l, yh_l, x_u, yh_u = _prepare(names, pairs_labelled, y_labelled, yhat_labelled,
-                                            pairs_unlabelled, yhat_unlabelled, confidence_level)
+    _k, x_l, y_l, yh_l, x_u, yh_u = _prepare(names, pairs_labelled, y_labelled, yhat_labelled,
+                                             pairs_unlabelled, yhat_unlabelled, confidence_level)
     if len(x_u) < 2 and lam != 0:
         raise UsageError("need at least 2 unlabelled items with judge predictions (or `lam` 0)", parameters=('lam',))
     if lam is None:
@@ -322,7 +331,6 @@ def ppi_davidson(names, pairs_labelled, y_labelled, yhat_labelled, pairs_unlabel
     """
     from planner.hybrid import mest as me
 
-    k = len(names)
     y_l = _check_shares(y_labelled, len(np.asarray(pairs_labelled)), "labelled items")
     yh_l = _check_shares(yhat_labelled, len(y_l), "judge predictions on labelled items")
     yh_u = _check_shares(yhat_unlabelled, len(np.asarray(pairs_unlabelled)), "judge predictions on unlabelled items")
@@ -332,8 +340,8 @@ def ppi_davidson(names, pairs_labelled, y_labelled, yhat_labelled, pairs_unlabel
         r = ppi_bradley_terry(names, pairs_labelled, _score(y_l), _score(yh_l), pairs_unlabelled, _score(yh_u),
                               confidence_level=confidence_level, lam=lam)
         return replace(r, nu=0.0, nu_lo=0.0, nu_hi=0.0)
-    k, x_l, _, _, x_u, _ = _prepare(names, pairs_labelled, _score(y_l), _score(yh_l), pairs_unlabelled,
-                                    _score(yh_u), confidence_level)
+    _k, x_l, _, _, x_u, _ = _prepare(names, pairs_labelled, _score(y_l), _score(yh_l), pairs_unlabelled,
+                                     _score(yh_u), confidence_level)
     if len(x_u) < 2 and lam != 0:
         raise UsageError("need at least 2 unlabelled items with judge predictions (or `lam` 0)", parameters=('lam',))
     if lam is not None and not 0 <= lam <= 1:

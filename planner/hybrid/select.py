@@ -38,9 +38,9 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import ndtr
 
+from planner.equality import array_eq
 from planner.errors import UsageError
 from planner.limits import check_choice
-from planner.equality import array_eq
 
 MIN_PILOT = 20
 SHRINK = 5.0
@@ -83,9 +83,8 @@ class HumanSelection:
 
 def current_fit(names, pairs, yhat, y):
     """The fit the selection looks through: PPI++ on the pilot when there is one, else judge-only."""
-    from planner.hybrid.ppi import judge_only_bradley_terry, ppi_bradley_terry
-
     from planner.errors import DataError
+    from planner.hybrid.ppi import judge_only_bradley_terry, ppi_bradley_terry
 
     lab = ~np.isnan(y)
     if lab.sum() >= max(MIN_PILOT, len(names)) and (~lab).sum() >= 2:

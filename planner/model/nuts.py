@@ -33,8 +33,8 @@ from planner.counts import Counts
 from planner.model import bt
 from planner.model.laplace import clustering_summary, fit_laplace, robust_at_mode, strength_maps, weights_dict
 from planner.model.robust import inflate_draws
-from planner.stats.clusters import ClusterCells
 from planner.model.types import Diagnostics, Fit, Prior, Summary
+from planner.stats.clusters import ClusterCells
 
 R_HAT_MAX = 1.01      # Vehtari et al. (2021): use the sample only if r-hat < 1.01
 ESS_PER_CHAIN = 100   # Vehtari et al. (2021): bulk and tail ESS of at least 100 per chain

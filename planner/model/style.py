@@ -130,7 +130,7 @@ class StyleDesign:
     a_wins: np.ndarray
     b_wins: np.ndarray
     ties: np.ndarray
-    clusters: "StyleClusters | None" = None
+    clusters: StyleClusters | None = None
 
     @property
     def n_judgments(self) -> int:
@@ -138,7 +138,7 @@ class StyleDesign:
 
     @classmethod
     def build(cls, systems, a, b, position, outcome, feat_a, feat_b,
-              features: tuple[str, ...] = FEATURES, cluster=None, cluster_by: str = "item") -> "StyleDesign":
+              features: tuple[str, ...] = FEATURES, cluster=None, cluster_by: str = "item") -> StyleDesign:
         """Group usable judgments into design rows.
 
         Parameters
@@ -203,7 +203,7 @@ class StyleClusters:
     ties: np.ndarray
 
     @classmethod
-    def tally(cls, by: str, cluster, row, outcome) -> "StyleClusters":
+    def tally(cls, by: str, cluster, row, outcome) -> StyleClusters:
         """Per-judgment ``cluster`` ids, design ``row`` and ``outcome`` (0/1/2) tallied per (cluster, row)."""
         from planner.stats.clusters import check_cluster_by, dense_codes
 

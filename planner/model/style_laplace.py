@@ -28,8 +28,8 @@ from planner.model.laplace import (
     normal_summary,
     type2_log_sigma,
 )
-from planner.model.style import StyleDesign, StyleFit
 from planner.model.robust import RobustCovariance, gaussian_draws, robust_covariance
+from planner.model.style import StyleDesign, StyleFit
 from planner.model.types import Clustering, Diagnostics, Fit, Prior, Summary
 
 

@@ -43,9 +43,9 @@ def build_style_model(design, prior, coef_sd: float, sigma: float):
 def fit_style_nuts(design, *, prior, coef_sd: float, sigma: float, seed: int, draws: int, tune: int, chains: int,
                    cores: int | None, progressbar: bool):
     """Sample the style-controlled model; see :func:`planner.model.style.fit_style`."""
-    from planner.model.types import Fit, Summary
-    from planner.model.nuts import flat_draws, draw_summary, diagnose, sample_model
+    from planner.model.nuts import diagnose, draw_summary, flat_draws, sample_model
     from planner.model.style import StyleFit
+    from planner.model.types import Fit, Summary
 
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*could not link to a BLAS.*")

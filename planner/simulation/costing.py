@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from planner.errors import UsageError, check_range
 
-__all__ = ["Prices", "Cost"]
+__all__ = ["Cost", "Prices"]
 
 
 @dataclass(frozen=True)
@@ -60,7 +60,7 @@ class Prices:
             return "hybrid"
         return "human" if self.human is not None else "judge"
 
-    def of(self, n: float, pairs: int) -> "Cost":
+    def of(self, n: float, pairs: int) -> Cost:
         """The cost of ``n`` judgments of the pilot's kind (``inf`` stays ``inf``)."""
         if not math.isfinite(n):
             return Cost(math.inf, math.inf, math.inf, 0.0)

@@ -27,7 +27,6 @@ adaptive objectives ``entropy``/``variance``/``anchor`` count as baselines.
 from __future__ import annotations
 
 from dataclasses import replace
-
 from typing import Any
 
 import numpy as np

@@ -32,7 +32,7 @@ def meets(metric: str, value, target: float):
 
 def pair_order_probs(mean: np.ndarray, cov: np.ndarray) -> np.ndarray:
     """P(strength i > strength j) for every pair under a Gaussian posterior (M x M)."""
-    from scipy.special import ndtr   # what scipy.stats.norm.cdf computes, without its per-call overhead
+    from scipy.special import ndtr  # what scipy.stats.norm.cdf computes, without its per-call overhead
 
     d = mean[:, None] - mean[None, :]
     v = np.diag(cov)[:, None] + np.diag(cov)[None, :] - 2 * cov

@@ -28,12 +28,12 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import expit, ndtr, ndtri
 
-from planner.hybrid import budget as hb
 from planner import limits
 from planner.errors import UsageError, check_range
+from planner.hybrid import budget as hb
 from planner.hybrid.ppi import human_only_bradley_terry, ppi_bradley_terry
 
-__all__ = ["judge_rho", "draw_items", "MoneyRow", "simulate_money", "replay_money"]
+__all__ = ["MoneyRow", "draw_items", "judge_rho", "replay_money", "simulate_money"]
 
 _PAIR_NAMES = ("a", "b")
 

@@ -13,8 +13,8 @@ design of a judge run in one order, or of most published annotation files), and
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping
 
 import numpy as np
 
@@ -23,8 +23,16 @@ from planner.equality import array_eq
 from planner.errors import DataError
 from planner.simulation.truth import Truth, truth_from_counts
 
-__all__ = ["OrderBalance", "ReplayPool", "ReplayWalk", "VERDICT_CODE", "fixed_order", "order_balance",
-           "pool_from_records", "replay_truth"]
+__all__ = [
+    "VERDICT_CODE",
+    "OrderBalance",
+    "ReplayPool",
+    "ReplayWalk",
+    "fixed_order",
+    "order_balance",
+    "pool_from_records",
+    "replay_truth",
+]
 
 # outcome codes as in planner.counts.Counts.from_arrays (3 = invalid)
 VERDICT_CODE = {"A": 0, "B": 1, "tie": 2, "invalid": 3}

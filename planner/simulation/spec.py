@@ -8,8 +8,9 @@ to worker processes); :func:`parse_strategies` and :func:`parse_target` read the
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Protocol, Sequence
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Protocol
 
 from planner.counts import Counts
 from planner.errors import UsageError
@@ -83,7 +84,7 @@ def _parse_item(label: str) -> Strategy:
     """One ``--strategies`` item without its ``+`` modifiers (the label keeps them)."""
     from planner.acquisition import OBJECTIVES, STRATEGIES
 
-    item = label.split("+")[0]
+    item = label.split("+", maxsplit=1)[0]
     body = item[len("active:"):] if item.startswith("active:") else item
     if body.startswith("top-k"):
         try:
@@ -133,7 +134,7 @@ class SimulationSpec:
     n_systems: int = 16
     spread: float = 400.0
     arena_gamma: float = 2.0
-    judge: Judge = Judge()
+    judge: Judge = field(default_factory=Judge)
     budget: int = 2000
     batch: int = 50
     reps: int = 20

@@ -98,7 +98,7 @@ class PilotVerdicts:
     code: np.ndarray
 
     @classmethod
-    def empty(cls) -> "PilotVerdicts":
+    def empty(cls) -> PilotVerdicts:
         z = np.zeros(0, dtype=np.int64)
         return cls(z, z, z.astype(bool), z)
 

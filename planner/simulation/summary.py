@@ -174,8 +174,11 @@ def summarise(name: str, strat: Strategy, traces: list[Trace], metric: str, targ
     # unreached reps count as "more than the budget" (+inf), and quantiles are
     # observed values (inverted CDF), so the median is honest and never interpolated
     vals = np.array([np.inf if x is None else x for x in needed], dtype=float)
-    q = lambda p: (lambda v: None if not np.isfinite(v) else float(v))(  # noqa: E731
-        np.quantile(vals, p, method="inverted_cdf"))
+
+    def q(p):
+        v = np.quantile(vals, p, method="inverted_cdf")
+        return None if not np.isfinite(v) else float(v)
+
     # headline: first checkpoint at which the MEAN curve over reps reaches the target
     hit = np.flatnonzero(meets(metric, mean[metric], target))
     at_mean = int(checkpoints[hit[0]]) if hit.size else None

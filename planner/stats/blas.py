@@ -23,11 +23,10 @@ BLAS keeps its default threads.
 
 from __future__ import annotations
 
-from contextlib import nullcontext
-from typing import ContextManager
+from contextlib import AbstractContextManager, nullcontext
 
 
-def one_blas_thread() -> ContextManager:
+def one_blas_thread() -> AbstractContextManager:
     """A context in which NumPy's and SciPy's BLAS run on one thread (restored on exit).
 
     ``threadpoolctl`` limits only the libraries loaded when the context is entered, and
@@ -43,7 +42,7 @@ def one_blas_thread() -> ContextManager:
     return threadpool_limits(1, user_api="blas")
 
 
-def blas_policy(engine: str = "laplace") -> ContextManager:
+def blas_policy(engine: str = "laplace") -> AbstractContextManager:
     """The BLAS threads of a command fitting with ``engine``: one thread unless ``engine == "nuts"``."""
     return nullcontext() if engine == "nuts" else one_blas_thread()
 

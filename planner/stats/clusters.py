@@ -81,7 +81,7 @@ class JudgmentArrays:
 
     @classmethod
     def build(cls, systems, left, right, outcome, *, stratum=None, prompt=None, annotator=None,
-              strata=(DEFAULT_STRATUM,)) -> "JudgmentArrays":
+              strata=(DEFAULT_STRATUM,)) -> JudgmentArrays:
         """Checked arrays (int64, one length); a missing ``stratum`` is 0, ``prompt`` 0, ``annotator`` -1."""
         cols = [np.asarray(x, dtype=np.int64).ravel() for x in (left, right, outcome)]
         n = cols[0].size
@@ -102,7 +102,7 @@ class JudgmentArrays:
         """The :class:`Counts` of these judgments (cell ``a`` = shown left)."""
         return Counts.from_arrays(self.systems, self.left, self.right, self.outcome, self.stratum, self.strata)
 
-    def usable(self) -> "JudgmentArrays":
+    def usable(self) -> JudgmentArrays:
         """The judgments with a verdict (invalid ones out)."""
         keep = self.outcome < 3
         return JudgmentArrays(self.systems, self.strata, *(getattr(self, f)[keep] for f in _FIELDS))
@@ -225,7 +225,7 @@ def _icc(sizes: np.ndarray, sums: np.ndarray, within: float) -> IccEstimate:
     return IccEstimate(icc, k, int(n_tot), n_tot / k, kish, float(deff))
 
 
-def verdict_icc(arrays: JudgmentArrays, cells: "ClusterCells | None" = None) -> IccEstimate:
+def verdict_icc(arrays: JudgmentArrays, cells: ClusterCells | None = None) -> IccEstimate:
     """The ICC of verdicts on the same (prompt, unordered pair): how far they agree beyond chance.
 
     Each usable verdict scores +1 / 0 / -1 for the pair's first system, centred
@@ -360,12 +360,12 @@ class ClusterCells:
     b_wins: np.ndarray
     ties: np.ndarray
 
-    def pooled(self) -> "ClusterCells":
+    def pooled(self) -> ClusterCells:
         """The same tallies with every stratum merged into one (for a pooled fit)."""
         return _tally("pooled", (self.cluster,), self.a, self.b, np.zeros_like(self.stratum), None,
                       (self.a_wins, self.b_wins, self.ties)).relabelled(self.by)
 
-    def relabelled(self, by: str) -> "ClusterCells":
+    def relabelled(self, by: str) -> ClusterCells:
         return ClusterCells(by, self.n_clusters, self.cluster, self.a, self.b, self.stratum, self.a_wins,
                             self.b_wins, self.ties)
 

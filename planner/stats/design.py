@@ -63,7 +63,7 @@ class Design:
     systems: int = 2
     design: str = "anchor"
 
-    def validated(self) -> "Design":
+    def validated(self) -> Design:
         check_range("alpha", self.alpha, 0, 1)
         check_range("power", self.power, 0, 1)
         limits.check_choice("alternative", self.alternative, ALTERNATIVES)

@@ -7,7 +7,7 @@ Generic: statistics or p-values in, decisions out. Used by the release gate
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 
 def holm(z: Sequence[float | None], critical) -> tuple[list[bool], list[float | None]]:

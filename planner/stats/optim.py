@@ -85,8 +85,8 @@ def brentq(f: Callable[[float], float], a: float, b: float, xtol: float = BRENTQ
         xcur += scur if abs(scur) > delta else (delta if sbis > 0 else -delta)
         fcur = float(f(xcur))
         if math.isnan(fcur):
-            raise ValueError("The function value at x=%f is NaN; solver cannot continue." % xcur)
-    raise RuntimeError("Failed to converge after %d iterations." % maxiter)
+            raise ValueError(f"The function value at x={xcur:f} is NaN; solver cannot continue.")
+    raise RuntimeError(f"Failed to converge after {maxiter:d} iterations.")
 
 
 def minimize_scalar_bounded(func: Callable[[float], float], bounds: Sequence[float], xatol: float = 1e-5,
@@ -153,7 +153,7 @@ def minimize_scalar_bounded(func: Callable[[float], float], bounds: Sequence[flo
             if (fu <= fnfc) or (nfc == xf):
                 fulc, ffulc = nfc, fnfc
                 nfc, fnfc = x, fu
-            elif (fu <= ffulc) or (fulc == xf) or (fulc == nfc):
+            elif fu <= ffulc or fulc in (xf, nfc):
                 fulc, ffulc = x, fu
         xm = 0.5 * (a + b)
         tol1 = sqrt_eps * np.abs(xf) + xatol / 3.0

@@ -277,8 +277,8 @@ class SizeResult:
     power_at: int | None = None
     power_at_normal: float | None = None
     power_at_exact: float | None = None
-    sequential: "SequentialDesign | None" = None
-    rows: tuple["SizeResult", ...] = field(default=())
+    sequential: SequentialDesign | None = None
+    rows: tuple[SizeResult, ...] = field(default=())
 
     def to_dict(self) -> dict:
         from dataclasses import fields
@@ -294,7 +294,7 @@ class SizeResult:
         return d
 
 
-def convention_text(r: "SizeResult") -> str:
+def convention_text(r: SizeResult) -> str:
     """One phrase saying what the comparison counts assume."""
     if r.ties == "drop":
         return (f"ties dropped: counts are decisive comparisons; judgments include a "

@@ -36,7 +36,7 @@ import numpy as np
 @lru_cache(maxsize=64)
 def z_two_sided(confidence_level: float) -> float:
     """``z`` with ``P(|Z| <= z) = confidence_level`` (``norm.ppf(0.5 + c/2)``)."""
-    from scipy.special import ndtri     # not scipy.stats: seconds of import on the report path
+    from scipy.special import ndtri  # not scipy.stats: seconds of import on the report path
 
     return float(ndtri(0.5 + confidence_level / 2.0))
 

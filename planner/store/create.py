@@ -9,8 +9,8 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from planner.counts import DEFAULT_STRATUM
 from planner.errors import DataError, UsageError, quote
@@ -210,9 +210,9 @@ def _response_key(r: dict, where: str, pids: set, given: list[str], names: list[
     if p is None or s is None or t is None:
         problems.append(f"{where}: missing prompt, system or text; expected all three")
         return None
-    why = (id_problem(p) and f"prompt {quote(p)} {id_problem(p)}"
-           or id_problem(s) and f"system {quote(s)} {id_problem(s)}"
-           or text_problem(t) and f"text {text_problem(t)}")
+    why = ((id_problem(p) and f"prompt {quote(p)} {id_problem(p)}")
+           or (id_problem(s) and f"system {quote(s)} {id_problem(s)}")
+           or (text_problem(t) and f"text {text_problem(t)}"))
     if why:
         problems.append(f"{where}: {why}")
         return None

@@ -25,7 +25,7 @@ WRITE_RETRIES = 8
 
 def now() -> str:
     """The current UTC time, whole seconds, ISO 8601 (the store's timestamps)."""
-    return _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat()
+    return _dt.datetime.now(_dt.UTC).replace(microsecond=0).isoformat()
 
 
 def db_path(path) -> Path:
@@ -57,8 +57,8 @@ def database_error(exc: sqlite3.Error, db: Path | None = None) -> DataError:
     name = getattr(exc, "sqlite_errorname", "") or ""
     text = str(exc)[:120]
     where = f"{db}: " if db is not None else ""
-    if name.startswith("SQLITE_FULL") or "disk is full" in text or (
-            name.startswith("SQLITE_IOERR") or "disk I/O error" in text) and _disk_full(db):
+    if name.startswith("SQLITE_FULL") or "disk is full" in text or ((
+            name.startswith("SQLITE_IOERR") or "disk I/O error" in text) and _disk_full(db)):
         return DataError(f"{where}the disk holding the study is full ({text}); the study is intact and this "
                          "command stored nothing: free some space and run it again")
     if name.startswith(("SQLITE_READONLY", "SQLITE_CANTOPEN", "SQLITE_PERM")) or "readonly" in text \

@@ -38,9 +38,9 @@ from __future__ import annotations
 import hashlib
 import sqlite3
 from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Mapping, Sequence
 
 from planner.errors import DataError, UsageError, quote
 from planner.formats.jsonsafe import GZIP_MAGIC

@@ -12,6 +12,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import ClassVar
 
 from planner.errors import quote
 from planner.names import IDENTITY_RULE, identity_problem
@@ -40,7 +41,8 @@ class Validator:
     stored under the identity until :meth:`Identities.learn` at the end of the file.
     """
 
-    _POS = {"left": "A", "right": "B", "tie": "tie", "invalid": "invalid", "pass": "pass", "fail": "fail"}
+    _POS: ClassVar[dict[str, str]] = {"left": "A", "right": "B", "tie": "tie", "invalid": "invalid",
+                                      "pass": "pass", "fail": "fail"}
 
     def __init__(self, con: sqlite3.Connection, sys_id: Mapping[str, int], annotator_map: dict | None = None):
         self.sys_id = sys_id

@@ -15,7 +15,7 @@ An annotator is the ``seq`` of its first judgment; -1 when the judgment names no
 from __future__ import annotations
 
 import sqlite3
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 

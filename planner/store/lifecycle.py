@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import datetime as _dt
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
 from planner.errors import DataError, UsageError, parameters_of, quote, shown
 from planner.limits import check_optional_float
@@ -79,7 +79,7 @@ def void_batches(path, batches: Sequence[int] = (), *, older_than_days: float | 
                              f"{', '.join(map(str, sorted(known))) or 'none (no batch issued yet)'}",
                              parameters=('batches',))
         if older_than_days is not None:
-            cutoff = (_dt.datetime.now(_dt.timezone.utc) - _dt.timedelta(days=older_than_days)).replace(
+            cutoff = (_dt.datetime.now(_dt.UTC) - _dt.timedelta(days=older_than_days)).replace(
                 microsecond=0).isoformat()
             ids += [b for b, created in known.items() if created <= cutoff and b not in ids]
         target = [b for b in sorted(set(ids))

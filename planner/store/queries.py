@@ -1,10 +1,9 @@
 """The open study: :class:`Study` and its queries.
 
-``Study.open(path)`` checks the directory, applies pending schema migrations
-(:mod:`planner.store.schema`) and reads the systems; the methods read
-prompts, responses and judgments, aggregate them into
-:class:`planner.counts.Counts` (judged, pending, acceptability), and record
-batches and artifacts, each write one transaction (:func:`planner.store.db.write`).
+``Study.open(path)`` checks the directory, applies pending schema migrations (:mod:`planner.store.schema`)
+and reads the systems; the methods read prompts, responses and judgments, aggregate them into
+:class:`planner.counts.Counts` (judged, pending, acceptability), and record batches and artifacts, each
+write one transaction (:func:`planner.store.db.write`).
 """
 
 from __future__ import annotations
@@ -12,8 +11,8 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import sqlite3
-from pathlib import Path
 from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
 from types import MappingProxyType
 
 import numpy as np
@@ -25,9 +24,17 @@ from planner.store import check as study_check
 from planner.store import scans, schema
 from planner.store.db import CONFIG_NAME, DB_NAME, connect, database_error, db_path, now, write
 from planner.store.judged import judgment_arrays, stratum_lut
+from planner.store.records import (
+    AcceptabilityCounts,
+    BatchInfo,
+    BatchItem,
+    Judgment,
+    Prompt,
+    Response,
+    item_rows,
+    shown_as,
+)
 from planner.vocabulary import COUNTED_KINDS, PENDING_KINDS
-from planner.store.records import (AcceptabilityCounts, BatchInfo, BatchItem,
-                                   Judgment, Prompt, Response, item_rows, shown_as)
 
 
 class Study:
@@ -38,8 +45,7 @@ class Study:
     path : Path
         The study directory.
     config : dict
-        The parsed ``study.json`` (systems, anchor, reasons, qc rates, tie
-        convention, seed, max_words).
+        The parsed ``study.json`` (systems, anchor, reasons, qc rates, tie convention, seed, max_words).
     systems : tuple of str
         System names in config order; Counts indices follow this order.
     anchor : str or None
@@ -58,7 +64,7 @@ class Study:
 
     # ------------------------------------------------------------ lifecycle
     @classmethod
-    def open(cls, path) -> "Study":
+    def open(cls, path) -> Study:
         """Open an existing study (applies pending schema migrations)."""
         path = Path(path)
         cfg_path, db = path / CONFIG_NAME, db_path(path)
@@ -102,7 +108,7 @@ class Study:
         """``{system name: its id in the database}`` (read-only), in :attr:`systems` order."""
         return MappingProxyType(self._sys_id)
 
-    def __enter__(self) -> "Study":
+    def __enter__(self) -> Study:
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:
@@ -114,8 +120,8 @@ class Study:
     def strata(self) -> tuple[str, ...]:
         """Stratum names in prompt order; a prompt without a stratum is in ``"all"``.
 
-        ``("all",)`` when the study has no prompts; ``"all"`` is appended when
-        judgments exist on prompts the study does not hold.
+        ``("all",)`` when the study has no prompts; ``"all"`` is appended when judgments exist on prompts
+        the study does not hold.
         """
         rows = self._con.execute(
             "SELECT coalesce(stratum, ?) FROM prompts GROUP BY 1 ORDER BY min(ord)", (DEFAULT_STRATUM,)).fetchall()
@@ -197,11 +203,11 @@ class Study:
         Parameters
         ----------
         by_stratum : bool
-            Split cells by the prompt's stratum (``"all"`` for prompts without
-            one); otherwise one stratum ``"all"``.
+            Split cells by the prompt's stratum (``"all"`` for prompts without one); otherwise one stratum
+            ``"all"``.
         kinds : sequence of str
-            Judgment kinds counted; default :data:`COUNTED_KINDS` (regular,
-            overlap, swap, external — QC kinds excluded).
+            Judgment kinds counted; default :data:`COUNTED_KINDS` (regular, overlap, swap, external — QC kinds
+            excluded).
         """
         strata, sidx = self._strata_index(by_stratum)
         span, index = scans.system_index(self._con)
@@ -244,18 +250,16 @@ class Study:
         """SQL condition (on batch alias ``b``) for batches whose items still count as pending."""
         days = self.config.get("pending_expiry_days") if isinstance(self.config, dict) else None
         if isinstance(days, (int, float)) and not isinstance(days, bool) and days > 0:
-            cutoff = (_dt.datetime.now(_dt.timezone.utc) - _dt.timedelta(days=float(days))).replace(
-                microsecond=0).isoformat()
+            cutoff = (_dt.datetime.now(_dt.UTC) - _dt.timedelta(days=float(days))).replace(microsecond=0).isoformat()
             return "b.voided IS NULL AND b.created >= ?", (cutoff,)
         return "b.voided IS NULL", ()
 
     def pending_counts(self, by_stratum: bool = False) -> Counts:
         """Issued-but-unreturned pairwise items (kinds regular, overlap, swap) per cell.
 
-        Convention: the number of pending items of a cell is in ``ties`` (so
-        ``.usable`` and ``.pair_matrix()`` count them); the other fields are 0.
-        An item is pending while it has no judgment at all and its batch is
-        neither voided nor older than the study's ``pending_expiry_days``.
+        Convention: the number of pending items of a cell is in ``ties`` (so ``.usable`` and
+        ``.pair_matrix()`` count them); the other fields are 0. An item is pending while it has no judgment
+        at all and its batch is neither voided nor older than the study's ``pending_expiry_days``.
         """
         return self._pending(*self._strata_index(by_stratum), by_stratum)
 

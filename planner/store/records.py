@@ -18,9 +18,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from planner.equality import array_eq
-
-from planner.vocabulary import COUNTED_KINDS  # noqa: F401  (store/status.py's import until its owner moves it)
-from planner.vocabulary import ITEM_KINDS
+from planner.vocabulary import (
+    COUNTED_KINDS,  # noqa: F401  (store/status.py's import until its owner moves it)
+    ITEM_KINDS,
+)
 
 
 @dataclass(frozen=True)

@@ -25,8 +25,8 @@ import numpy as np
 
 from planner.counts import Counts
 from planner.diagnostics.records import NON_RANKING_KINDS
-from planner.store import scans
 from planner.stats.clusters import JudgmentArrays
+from planner.store import scans
 from planner.store.judged import stratum_lut, unknown_prompt_codes
 from planner.vocabulary import COUNTED_KINDS, JUDGMENT_KINDS, OUTCOMES  # OUTCOMES: the scan's verdict codes
 

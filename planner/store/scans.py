@@ -17,8 +17,8 @@ misalign the columns): wrap nullable columns in ``coalesce``.
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 

@@ -37,12 +37,11 @@ from planner.store.create import CONFIG_VERSION, DEFAULT_QC, DEFAULT_REASONS, in
 from planner.store.db import BUSY_TIMEOUT_S, CONFIG_NAME, DB_NAME, WRITE_RETRIES
 from planner.store.ingest import IngestResult, ingest
 from planner.store.queries import Study
+from planner.store.records import AcceptabilityCounts, BatchInfo, BatchItem, Judgment, Prompt, Response, StudyInfo
 from planner.store.report_scan import ReportScan, report_scan
-from planner.vocabulary import COUNTED_KINDS, ITEM_KINDS, JUDGMENT_KINDS, PENDING_KINDS
-from planner.store.records import (AcceptabilityCounts,
-                                   BatchInfo, BatchItem, Judgment, Prompt, Response, StudyInfo)
 from planner.store.schema import MIGRATIONS, SCHEMA_VERSION
 from planner.store.status import StatusResult, status
+from planner.vocabulary import COUNTED_KINDS, ITEM_KINDS, JUDGMENT_KINDS, PENDING_KINDS
 
 __all__ = [
     "BUSY_TIMEOUT_S", "CONFIG_NAME", "CONFIG_VERSION", "COUNTED_KINDS", "DB_NAME", "DEFAULT_QC", "DEFAULT_REASONS",

@@ -12,8 +12,7 @@ Its keys, their order and its values are those of the dict built from
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Mapping
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 
 _ONE = ("SELECT r.text FROM responses r JOIN prompts p ON p.id = r.prompt "
         "WHERE r.prompt = ? AND r.system = ?")

@@ -10,8 +10,9 @@ The maths lives in the core (:mod:`planner.allocation`, :mod:`planner.allocation
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any, Mapping
+from typing import Any
 
 from planner.allocation import allocate, parse_target, problems_error, stratum_label
 from planner.allocation_results import Allocation

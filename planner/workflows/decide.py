@@ -38,8 +38,8 @@ def decide(path, candidate: str, baseline: str, *, margin: float = 0.05, mode: s
     """
     from planner.limits import check_seed
     from planner.stats.blas import blas_policy
-    from planner.strata import stratum_weights
     from planner.store.study import Study
+    from planner.strata import stratum_weights
 
     check_seed("seed", seed)
     check_cluster_by(cluster)

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import numpy as np
 
-from planner.model import bt
 from planner import limits
 from planner.errors import UsageError, quote
+from planner.model import bt
 from planner.vocabulary import PAIRWISE_VERDICTS
 
 STRATA = ("everyday", "factual", "coding", "creative")
@@ -135,10 +135,10 @@ def run_demo(directory, *, n_systems: int = 6, n_prompts: int = 40, rounds: int 
     ``progress(message)`` is called as the demo goes.
     """
     from planner.model import fit
-    from planner.stats.blas import one_blas_thread
-    from planner.workflows.next_batch import Output, QualityControl, Selection, next_batch
     from planner.simulation import Judge, Truth
+    from planner.stats.blas import one_blas_thread
     from planner.store.study import Study, ingest, init_study
+    from planner.workflows.next_batch import Output, QualityControl, Selection, next_batch
 
     limits.check_int("systems", n_systems, 2, 26)
     limits.check_int("prompts", n_prompts, 4, limits.MAX_DEMO_PROMPTS)

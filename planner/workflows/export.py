@@ -66,8 +66,7 @@ def _pair_rows(study) -> list[tuple]:
 
 
 def _posterior(study, engine: str, seed: int, draws: int):
-    from planner.model import bt
-    from planner.model import fit
+    from planner.model import bt, fit
     from planner.stats.blas import blas_policy
 
     with blas_policy(engine):
@@ -107,8 +106,8 @@ def export_study(path, out, *, format: str = "csv", engine: str | None = "laplac
     from planner.formats.staging import write_failure
     from planner.formats.writers import write_files
     from planner.limits import MAX_DRAWS, check_choice, check_int, check_output_dir, check_seed
-    from planner.vocabulary import ENGINES
     from planner.store.study import Study
+    from planner.vocabulary import ENGINES
 
     check_choice("format", format, FORMATS)
     if engine is not None:   # None: no posterior file

@@ -20,13 +20,13 @@ from pathlib import Path
 
 import numpy as np
 
-from planner.errors import DataError, UsageError, quote
-from planner.stats.clusters import check_cluster_by
-from planner.hybrid.ppi import HybridComparison, compare_hybrid, human_only_bradley_terry, judge_only_bradley_terry
 from planner.equality import array_eq
+from planner.errors import DataError, UsageError, quote
+from planner.hybrid.ppi import HybridComparison, compare_hybrid, human_only_bradley_terry, judge_only_bradley_terry
 from planner.stats.blas import one_blas_thread
+from planner.stats.clusters import check_cluster_by
 
-__all__ = ["HybridItems", "HybridReport", "items_from_verdicts", "hybrid_report", "recorded_design", "TARGETS", "TIES"]
+__all__ = ["TARGETS", "TIES", "HybridItems", "HybridReport", "hybrid_report", "items_from_verdicts", "recorded_design"]
 
 TARGETS = ("humans",)
 _SCORE = {"A": 1.0, "B": 0.0, "tie": 0.5}
@@ -163,8 +163,8 @@ def plan_for_humans(study, *, surrogate: str | None, size: int, rng, floor: floa
     the chosen ones) goes into the batch manifest as ``for_humans`` for :func:`recorded_design`.
     Returns ``(planned, selection, design, notes)``.
     """
-    from planner.items import PlannedComparison
     from planner.hybrid.select import select_for_humans
+    from planner.items import PlannedComparison
     from planner.strata import stratum_of
 
     if not surrogate:

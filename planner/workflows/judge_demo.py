@@ -44,11 +44,11 @@ def run_demo_live(directory, *, n_systems: int = 6, n_prompts: int = 40, budget:
 
     from planner import limits
     from planner.errors import UsageError
-    from planner.workflows.demo import check_demo_target, build_demo_files
+    from planner.store.study import init_study
+    from planner.workflows.demo import build_demo_files, check_demo_target
     from planner.workflows.judge_run import JudgeOptions
     from planner.workflows.judge_server import JudgeRule, JudgeServer, rule_answer
     from planner.workflows.run import RunOptions, run_loop
-    from planner.store.study import init_study
 
     limits.check_int("systems", n_systems, 2, 26)
     limits.check_int("prompts", n_prompts, 4, limits.MAX_DEMO_PROMPTS)

@@ -52,12 +52,33 @@ import numpy as np
 
 from planner.errors import DataError, UsageError, quote
 from planner.limits import check_optional_int
-from planner.workflows.next_batch_options import (DEFAULT_SIZE, HumansDesign, NextBatchResult, Output, QualityControl,
-                                                  Selection, TextOptions, option_objects, options_from)
-from planner.workflows.next_batch_plan import PlanFit, target_shares, plan_next_batch  # noqa: F401 (re-exported)
+from planner.workflows.next_batch_options import (
+    DEFAULT_SIZE,
+    HumansDesign,
+    NextBatchResult,
+    Output,
+    QualityControl,
+    Selection,
+    TextOptions,
+    option_objects,
+    options_from,
+)
+from planner.workflows.next_batch_plan import PlanFit, plan_next_batch, target_shares  # noqa: F401 (re-exported)
 
-__all__ = ["DEFAULT_SIZE", "HumansDesign", "LEGACY_DEFAULT_MAX_WORDS", "MAX_SIZE", "NextBatchResult", "Output",
-           "QualityControl", "Selection", "TextOptions", "next_batch", "options_from", "plan_next_batch"]
+__all__ = [
+    "DEFAULT_SIZE",
+    "LEGACY_DEFAULT_MAX_WORDS",
+    "MAX_SIZE",
+    "HumansDesign",
+    "NextBatchResult",
+    "Output",
+    "QualityControl",
+    "Selection",
+    "TextOptions",
+    "next_batch",
+    "options_from",
+    "plan_next_batch",
+]
 
 MAX_SIZE = 100_000  # planned comparisons per batch; larger asks run for minutes and exhaust memory
 
@@ -97,8 +118,8 @@ def _word_limit(max_words: int | None, config: dict) -> int | None:
 
 def _check_options(size, strategy, objective, top_k, engine, fmt, normalize_style, seed=None):
     from planner.acquisition import OBJECTIVES, STRATEGIES
-    from planner.textnorm import NORMALIZE_STYLES
     from planner.formats.writers import FORMATS
+    from planner.textnorm import NORMALIZE_STYLES
 
     if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or not 1 <= size <= MAX_SIZE:
         raise UsageError(f"`size` ({quote(size)}) must be a whole number from 1 to {MAX_SIZE:,}",

@@ -13,9 +13,10 @@ word limit with ``truncate``, the study's QC rates).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING
 
 from planner import limits
 from planner.errors import UsageError

@@ -10,8 +10,9 @@ Every random choice comes from the caller's ``rng``, in a fixed order.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -163,8 +164,8 @@ def _choose(prompts, pp, pairs, strata, slots, rng, frozen_first: bool, notes: l
     receives ``[prompt, system, system, stratum, probability]`` for each planned comparison (the
     probability with which that prompt was drawn among the pair's candidates of its stratum).
     """
-    from planner.items import PlannedComparison
     from planner.allocation import choose_prompts, stratum_label
+    from planner.items import PlannedComparison
 
     systems = pp.systems
     by_id = {p.id: p for p in prompts}
@@ -284,10 +285,9 @@ def plan_next_batch(study, selection, *, seed: int, rng: np.random.Generator, ma
     pp = _pair_prompts(study, usage_codes, systems, sel.reuse_prompts, max_words, notes)
     allowed = pp.allowed()
     anchor = study.anchor
-    if sel.strategy == "anchor" or sel.objective == "anchor":
-        if anchor is None:
-            raise UsageError("`strategy`/`objective` anchor needs an anchor system; the study has none "
-                             "(set one with planner init `anchor`)", parameters=('strategy', 'objective', 'anchor'))
+    if (sel.strategy == "anchor" or sel.objective == "anchor") and anchor is None:
+        raise UsageError("`strategy`/`objective` anchor needs an anchor system; the study has none "
+                         "(set one with planner init `anchor`)", parameters=('strategy', 'objective', 'anchor'))
     draws = fit.beta_draws if sel.engine == "nuts" else None
     with blas_policy(sel.engine):
         result = select_pairs(fit.posterior, sel.size, strategy=sel.strategy, objective=sel.objective,

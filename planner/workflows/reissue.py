@@ -106,8 +106,8 @@ def render_recorded(study, batch_id: int, out=None):
 def rewrite_batch(study_path, batch_id: int, *, out=None, force: bool = False):
     """Write a recorded batch's files again (``next-batch --rewrite``); returns a ``NextBatchResult``."""
     from planner.formats.staging import check_output, sha256, write_atomically
-    from planner.workflows.next_batch_options import NextBatchResult
     from planner.store.study import Study
+    from planner.workflows.next_batch_options import NextBatchResult
 
     if out is not None:
         check_output(out, "out", exists_ok=True)
@@ -156,8 +156,8 @@ def retry_failed(study_path, *, out=None, force: bool = False, batch: int | None
     the batches were rendered alike; otherwise pick one with ``batch``.
     """
     from planner.formats.staging import check_output, write_atomically
-    from planner.workflows.next_batch_options import NextBatchResult
     from planner.store.study import Study
+    from planner.workflows.next_batch_options import NextBatchResult
 
     if out is not None:
         check_output(out, "out", force=force)

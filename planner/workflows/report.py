@@ -61,10 +61,23 @@ from planner import text
 from planner.counts import Counts, half_tie_score, half_tie_scores
 from planner.errors import UsageError, check_range
 from planner.model.bt import to_elo
-from planner.report_results import (LeaderRow, ModelReport, RankingReading, Report, StrataReport,
-                                    StratumRow, cluster_report)
-from planner.stats.clusters import (JudgmentArrays, applied_design_effect, check_cluster_by, cluster_cells,
-                                    cluster_ids, design_effects_against)
+from planner.report_results import (
+    LeaderRow,
+    ModelReport,
+    RankingReading,
+    Report,
+    StrataReport,
+    StratumRow,
+    cluster_report,
+)
+from planner.stats.clusters import (
+    JudgmentArrays,
+    applied_design_effect,
+    check_cluster_by,
+    cluster_cells,
+    cluster_ids,
+    design_effects_against,
+)
 from planner.strata import stratum_weights
 
 __all__ = ["ANNOTATOR_QC_MAX", "build_report"]

@@ -32,8 +32,8 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from planner.errors import DataError
 from planner import limits
+from planner.errors import DataError
 from planner.vocabulary import ENGINES, OBJECTIVES, STUDY_STRATEGIES
 from planner.workflows.judge_run import JudgeOptions, JudgeResult, judge_batch
 
@@ -148,7 +148,7 @@ def _plan(study_path, judge: JudgeOptions, run: RunOptions, size: int, remaining
                           output=Output(format="judge", judge_model=judge.model, dry_run=True), reuse=reuse)
         reuse = plan.plan_fit
         n = len(plan.items)
-        if n <= remaining or plan.settled and run.until == "settled":
+        if n <= remaining or (plan.settled and run.until == "settled"):
             return plan, size
         if size == 1:
             return None, size

@@ -17,8 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from planner.errors import DataError, UsageError, quote
 from planner import limits
+from planner.errors import DataError, UsageError, quote
 from planner.workflows.run import RoundInfo, RunOptions, RunResult, final_top3
 
 STOP_HUMANS = ("settled", "budget", "interrupted", "exhausted", "waiting")

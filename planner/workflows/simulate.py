@@ -39,7 +39,7 @@ from planner.simulation.summary import SimulationResult, build_result, run_notes
 from planner.simulation.truth import SCENARIOS, Truth
 
 # the workflow's own functions, then the core names a caller of simulate() works with (re-exported)
-__all__ = ["simulate", "load_truth", "read_replay", "study_source"]
+__all__ = ["load_truth", "read_replay", "simulate", "study_source"]
 
 
 def read_replay(path: str | Path) -> ReplayPool:

@@ -29,8 +29,8 @@ import numpy as np
 from planner.errors import UsageError, quote
 from planner.formats.simulate_runs import read_results, trace_line
 from planner.formats.staging import write_failure
-from planner.stats.blas import one_blas_thread
 from planner.simulation.loop import safe_run  # safe_run: one run, an error kept as a failed run
+from planner.stats.blas import one_blas_thread
 
 __all__ = ["fingerprint", "open_results", "run_tasks"]
 
@@ -93,7 +93,7 @@ def run_tasks(spec, tasks: list[tuple[int, int]], done: dict, *, workers: int, o
     """
     todo = [t for t in tasks if t not in done]
     total, count = len(tasks), len(tasks) - len(todo)
-    sink = open(out, "a", encoding="utf-8") if out is not None else None
+    sink = open(out, "a", encoding="utf-8") if out is not None else None  # noqa: SIM115 (closed in the finally below)
 
     def finish(key, trace):
         nonlocal count

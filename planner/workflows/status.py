@@ -15,7 +15,8 @@ __all__ = ["status"]
 
 def status(path):
     """:func:`planner.store.study.status` with ``forecast`` filled (see the module docstring)."""
-    from planner.store.study import Study, status as store_status
+    from planner.store.study import Study
+    from planner.store.study import status as store_status
     from planner.workflows.forecast_saved import remaining
 
     result = store_status(path)

@@ -23,16 +23,27 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from planner.errors import DataError, UsageError
 from planner import text
-from planner.text import style_sentence
 from planner.equality import array_eq
+from planner.errors import DataError, UsageError
+from planner.text import style_sentence
 
-__all__ = ["VERDICT_CODE", "StyleInputs", "read_style_inputs", "style_judgment_arrays", "style_cluster_ids",
-           "design_from_inputs",
-           "controlled_fit",
-           "controlled_fit_by_stratum", "StyleRow", "CoefRow", "StyleControlReport", "lc_rates",
-           "is_anchor_design", "style_control_report"]
+__all__ = [
+    "VERDICT_CODE",
+    "CoefRow",
+    "StyleControlReport",
+    "StyleInputs",
+    "StyleRow",
+    "controlled_fit",
+    "controlled_fit_by_stratum",
+    "design_from_inputs",
+    "is_anchor_design",
+    "lc_rates",
+    "read_style_inputs",
+    "style_cluster_ids",
+    "style_control_report",
+    "style_judgment_arrays",
+]
 
 VERDICT_CODE = {"A": 0, "B": 1, "tie": 2}
 
