@@ -218,8 +218,8 @@ def arena_scale(study_dir=None, m=300, n=1_000_000, k=1000, prompts=300):
     from bench_next_batch import build
 
     from planner.acquisition.clustering import from_pair_usage
+    from planner.batch.pair_prompts import PairUsage, pair_prompts
     from planner.model import fit
-    from planner.pair_prompts import PairUsage, pair_prompts
     from planner.stats.blas import one_blas_thread
     from planner.store.study import Study
 

@@ -5,7 +5,7 @@
 ``Study.pair_prompt_usage`` returns them). "Before" is the Python loop
 ``plan_next_batch`` ran until issue 14 (per pair: intersection of the two
 systems' prompt sets, the unused set, the reused count), written out here;
-"after" is :func:`planner.pair_prompts.pair_prompts` plus the prompt sets of
+"after" is :func:`planner.batch.pair_prompts.pair_prompts` plus the prompt sets of
 the 1,000 pairs a batch of 1,000 picks can touch. Both give the same allowed
 pairs, capacities, reused count and unused sets (checked). CPU time
 (``time.process_time``), best of ``--repeat``; run with ``nice -n 10``.
@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from test_pair_prompts import _reference
 
-from planner.pair_prompts import pair_prompts
+from planner.batch.pair_prompts import pair_prompts
 
 
 def build(m: int, n_prompts: int, n: int, seed: int = 0):

@@ -128,7 +128,7 @@ def _render(result) -> None:
     for systems, n in b.per_pair:
         table.add_row(" vs ".join(systems), str(n))
     print_table(table)
-    from planner.text import concentration_note, objective_line
+    from planner.sentences import concentration_note, objective_line
 
     why = concentration_note([(" vs ".join(systems), n) for systems, n in b.per_pair], b.n_comparisons)
     if why and b.for_humans is None:

@@ -362,7 +362,7 @@ def _render_style(sc) -> None:
     """Raw and controlled leaderboards, style coefficients, LC win rates (planner.workflows.style_report)."""
     from rich.table import Table
 
-    from planner.text import lc_sentence, style_cluster_sentence
+    from planner.sentences import lc_sentence, style_cluster_sentence
 
     con = out()
     if sc.rows:

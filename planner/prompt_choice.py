@@ -1,7 +1,7 @@
 """Prefer the prompts that separate systems: a shrunk per-prompt score and a seeded choice.
 
 Opt-in (``next-batch --prompts-by discriminative``); the default ``uniform``
-leaves prompt choice as :func:`planner.allocation.choose_prompts` does it.
+leaves prompt choice as :func:`planner.allocation.maths.choose_prompts` does it.
 
 Score. Each counted judgment ``j`` on prompt ``p`` gives ``z_j = +1`` when its
 winner is the system the current strengths rank higher, ``-1`` when it is the
@@ -25,7 +25,7 @@ Choice. Among the candidate prompts ``C`` of a stratum, prompt ``p`` is drawn
 with probability ``pi_p = (1 - floor) g_p / sum(g) + floor / |C|`` where
 ``g_p = max(s_p, 0) ** power`` (uniform when ``sum(g) = 0``), so every
 candidate keeps probability ``>= floor / |C|``. Stratum quotas are untouched
-(:func:`planner.allocation.plan_strata`); only which prompt *within* a
+(:func:`planner.allocation.maths.plan_strata`); only which prompt *within* a
 stratum changes, so a within-stratum estimate then describes the prompts as
 weighted by ``pi``, not the stratum's prompts uniformly (docs/guide.md).
 """
@@ -159,10 +159,10 @@ def choose_prompt(candidates: Sequence[Any], stratum: str, scores: PromptScores,
 
     Candidates are sorted by id (input order does not matter); with
     ``frozen_first`` and any frozen candidate only the frozen ones are drawn
-    from (as :func:`planner.allocation.choose_prompts` puts them first). One
+    from (as :func:`planner.allocation.maths.choose_prompts` puts them first). One
     uniform from ``rng`` per call.
     """
-    from planner.allocation import stratum_label
+    from planner.allocation.maths import stratum_label
 
     pool = sorted((p for p in candidates if stratum_label(p, "stratum") == stratum), key=lambda p: p.id)
     if frozen_first and any(bool(p.frozen) for p in pool):

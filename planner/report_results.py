@@ -341,7 +341,7 @@ def cluster_report(judged, counts, fit, cluster: str, cells=None) -> ClusterRepo
 
     import numpy as np
 
-    from planner import text
+    from planner import sentences
     from planner.stats.clusters import verdict_icc
 
     est = verdict_icc(judged, cells)
@@ -354,4 +354,4 @@ def cluster_report(judged, counts, fit, cluster: str, cells=None) -> ClusterRepo
         pairs = pairs[np.isfinite(pairs)]
         low, high = (float(pairs.min()), float(pairs.max())) if pairs.size else (None, None)
     rep = ClusterReport(cluster, n, est.icc, est.mean_size, est.design_effect, deff, float(np.sqrt(deff)), low, high)
-    return replace(rep, sentence=text.cluster_sentence(rep))
+    return replace(rep, sentence=sentences.cluster_sentence(rep))

@@ -10,10 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from planner.allocation import allocate, choose_prompts, parse_target, plan_strata
-from planner.allocation_results import Allocation
-from planner.allocation_stats import pointwise_gaps, stratum_sd
-from planner.apportion import apportion
+from planner.allocation.apportion import apportion
+from planner.allocation.learned import pointwise_gaps, stratum_sd
+from planner.allocation.maths import allocate, choose_prompts, parse_target, plan_strata
+from planner.allocation.result import Allocation
 from planner.errors import DataError, UsageError
 from planner.formats.prompts import PromptRow
 from planner.formats.prompts_writer import write_prompts

@@ -16,8 +16,8 @@ from collections import Counter, defaultdict
 import numpy as np
 import pytest
 
+from planner.batch.pair_prompts import pair_prompts
 from planner.counts import Counts
-from planner.pair_prompts import pair_prompts
 from planner.store.records import Prompt
 from planner.store.study import Study, init_study
 from planner.workflows import next_batch_plan as plan
@@ -31,8 +31,8 @@ def _old_received(received) -> Counter:
 
 
 def _old_choose(prompts, pp, pairs, strata, slots, rng, frozen_first, notes):
-    from planner.allocation import choose_prompts
-    from planner.batch import PlannedComparison
+    from planner.allocation.maths import choose_prompts
+    from planner.batch.assemble import PlannedComparison
 
     systems = pp.systems
     by_id = {p.id: p for p in prompts}
@@ -170,7 +170,7 @@ def used_study(tmp_path):
 
 @pytest.mark.parametrize("reuse", [False, True])
 def test_pair_usage_arrays_equal_the_sets(used_study, reuse):
-    from planner.pair_prompts import PairUsage
+    from planner.batch.pair_prompts import PairUsage
 
     with Study.open(used_study) as st:
         systems = st.systems

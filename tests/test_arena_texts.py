@@ -18,7 +18,7 @@ import _batch_fixture as fx
 import numpy as np
 import pytest
 
-from planner.batch import assemble_batch
+from planner.batch.assemble import assemble_batch
 from planner.store.study import Study, init_study
 
 

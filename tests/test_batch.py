@@ -1,4 +1,4 @@
-"""Batch assembly (planner/batch.py): ids, positions, QC items, skips, style normalization."""
+"""Batch assembly (planner/batch/assemble.py): ids, positions, QC items, skips, style normalization."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ import _batch_fixture as fx
 import numpy as np
 import pytest
 
-from planner.batch import assemble_batch
+from planner.batch.assemble import assemble_batch
+from planner.batch.items import ID_ALPHABET, PlannedComparison
+from planner.batch.textnorm import count_words, normalize_text, truncate_words
 from planner.errors import DataError, UsageError
-from planner.items import ID_ALPHABET, PlannedComparison
-from planner.textnorm import count_words, normalize_text, truncate_words
 
 ID_RE = re.compile(r"^it-[" + ID_ALPHABET + r"]{12}$")
 
@@ -78,7 +78,7 @@ def test_qc_counts_match_rates_within_rounding(rates, both_orders):
     batch = build(3, annotators=["a", "b", "c", "d"], both_orders=both_orders, **rates)
     kinds = Counter(it.kind for it in batch.items)
     n = len(batch.items)
-    # Defined in planner/batch.py: k_x = round(r_x * n_base / (1 - S)) so |k_x - r_x * N| < 1.
+    # Defined in planner/batch/assemble.py: k_x = round(r_x * n_base / (1 - S)) so |k_x - r_x * N| < 1.
     for kind, rate in rates.items():
         assert abs(kinds[kind] - rate * n) < 1, (kind, kinds[kind], rate * n)
         assert batch.manifest.qc[kind]["n"] == kinds[kind]
@@ -290,7 +290,7 @@ def test_real_vicuna_batch_has_no_name_mentions(vicuna_data):
 def test_manifest_json_round_trip_keeps_keys_and_order():
     import json
 
-    from planner.batch import BatchManifest
+    from planner.batch.assemble import BatchManifest
 
     batch = build(2, **FULL_QC)
     doc = batch.manifest.to_json()
@@ -304,7 +304,7 @@ def test_manifest_json_round_trip_keeps_keys_and_order():
 
 
 def test_manifest_from_an_older_study_loads_and_writes_back_unchanged():
-    from planner.batch import BatchManifest
+    from planner.batch.assemble import BatchManifest
 
     # an older manifest: no attention_fallbacks / blinding_warnings, and a key this version does not know
     old = {"n_items": 3, "n_comparisons": 3, "kinds": {"regular": 3}, "qc_rule": "k = ...", "legacy_note": "x"}

@@ -2,7 +2,7 @@
 
 The files under ``tests/data/golden/batch_*.json`` were written by this module
 (``PLANNER_REGEN_GOLDEN=1``) on the tree *before* ``assemble_batch`` was decomposed, the manifest
-became :class:`planner.batch.BatchManifest` and ``next_batch`` took option objects. They hold the
+became :class:`planner.batch.assemble.BatchManifest` and ``next_batch`` took option objects. They hold the
 SHA-256 of every file written and the manifest the study stores (paths and the staging token,
 which depend on the temporary directory and the clock, left out). Hashes, picks and counts compare
 exactly; the manifest's floats to ``test_golden.REL_TOL`` relative (another CPU sums in another order).
@@ -75,7 +75,7 @@ def _record_hashes(name: str, files: dict) -> None:
 
 
 def test_assemble_batch_golden():
-    from planner.batch import assemble_batch
+    from planner.batch.assemble import assemble_batch
 
     batch = assemble_batch(bfx.planned(3), prompt_text=bfx.prompts(), response_text=bfx.responses(),
                            rng=np.random.default_rng(42), attention=0.1, repeat=0.1, overlap=0.1,

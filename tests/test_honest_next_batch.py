@@ -7,7 +7,7 @@ import json
 import _report_fixture as fx
 import pytest
 
-from planner.textnorm import count_words
+from planner.batch.textnorm import count_words
 from planner.workflows.next_batch import (
     LEGACY_DEFAULT_MAX_WORDS,
     Output,

@@ -8,7 +8,7 @@ import _batch_fixture as fx
 import numpy as np
 import pytest
 
-from planner.batch import assemble_batch
+from planner.batch.assemble import assemble_batch
 from planner.errors import DataError, UsageError
 from planner.formats.judge import parse_judge_verdict, read_judge_outputs
 from planner.formats.writers import write_batch

@@ -1,11 +1,11 @@
-"""planner.pair_prompts (array bookkeeping of next-batch) against the per-pair set loop it replaced."""
+"""planner.batch.pair_prompts (array bookkeeping of next-batch) against the per-pair set loop it replaced."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from planner.pair_prompts import pair_prompts
+from planner.batch.pair_prompts import pair_prompts
 
 
 def _reference(systems, responses, usage, reuse_prompts):

@@ -286,7 +286,7 @@ def test_vicuna_report_leaderboard_is_the_same_for_seeds_0_to_99(vicuna_data, tm
 def test_draws_near_their_threshold_carry_their_monte_carlo_error():
     import arviz as az
 
-    from planner import text
+    from planner import sentences
 
     # two chains of 2,000 independent draws; A - B ~ N(1.96, 1): P(A > B) = 0.975, the separation threshold.
     # C sits 6 sd below: far from any threshold
@@ -307,7 +307,7 @@ def test_draws_near_their_threshold_carry_their_monte_carlo_error():
     assert x.mcse == pytest.approx(float(np.ravel(az.mcse(ind, method="mean"))[0]), rel=1e-12)
     assert x.mcse == pytest.approx(np.sqrt(p * (1 - p) / n), rel=0.2)
     assert ("A", "C") not in near and ("B", "C") not in near
-    assert text.near_threshold_note(x).startswith(f"A vs B: {x.what} at P = {p:.3f} ± {x.mcse:.3f}")
+    assert sentences.near_threshold_note(x).startswith(f"A vs B: {x.what} at P = {p:.3f} ± {x.mcse:.3f}")
 
 
 @pytest.mark.slow

@@ -2,7 +2,7 @@
 
 * ``planner.diagnostics`` is a package of small modules; ``__init__`` re-exports every public name.
 * The report's Markdown lives in ``planner.formats.markdown`` (one table writer), its sentences in
-  ``planner.text`` (pure: imports nothing from the package), and ``build_report`` uses them.
+  ``planner.sentences`` (pure: imports nothing from the package), and ``build_report`` uses them.
 * Every sentence the report prints carries the numbers of its table (parsed back here and compared).
 """
 
@@ -17,14 +17,14 @@ import _report_fixture as fx
 import pytest
 
 from planner import diagnostics as dg
-from planner import text
+from planner import sentences
 from planner.formats import markdown as md
 
 ROOT = Path(__file__).resolve().parents[1]
 OWNED = sorted((ROOT / "planner" / "diagnostics").glob("*.py")) + [
-    ROOT / "planner" / "text.py", ROOT / "planner" / "report_results.py", ROOT / "planner" / "formats" / "markdown.py",
-    ROOT / "planner" / "formats" / "plots.py", ROOT / "planner" / "workflows" / "report.py",
-    ROOT / "planner" / "workflows" / "style_report.py"]
+    ROOT / "planner" / "sentences.py", ROOT / "planner" / "report_results.py",
+    ROOT / "planner" / "formats" / "markdown.py", ROOT / "planner" / "formats" / "plots.py",
+    ROOT / "planner" / "workflows" / "report.py", ROOT / "planner" / "workflows" / "style_report.py"]
 MAX_MODULE_LINES = 500      # issue 12: "modules under ~500 lines"
 MAX_FUNCTION_LINES = 80     # issue 12: "functions under ~80" (code lines, the docstring not counted)
 
@@ -57,11 +57,11 @@ def test_module_and_function_sizes(path):
             assert lines <= MAX_FUNCTION_LINES, f"{node.name}: {lines} lines"
 
 
-def test_text_is_pure_and_report_does_not_render():
-    tree = ast.parse((ROOT / "planner" / "text.py").read_text(encoding="utf-8"))
+def test_sentences_are_pure_and_report_does_not_render():
+    tree = ast.parse((ROOT / "planner" / "sentences.py").read_text(encoding="utf-8"))
     imported = [n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
     imported += [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
-    assert all(m in ("__future__", "typing", "math") for m in imported), imported
+    assert all(m in ("__future__", "collections.abc", "typing", "math") for m in imported), imported
     # the workflows hold no Markdown table writer of their own: one home, planner.formats.markdown.table
     for name in ("report.py", "style_report.py"):
         src = (ROOT / "planner" / "workflows" / name).read_text(encoding="utf-8")
@@ -93,7 +93,7 @@ def test_flags_and_notes_come_from_planner_text(synth_report):
     r = synth_report
     p = r.position
     assert p.flagged                                           # fixture: gamma 0.4 logit -> flagged
-    flag = text.position_bias_flag(p, r.model.gamma)
+    flag = sentences.position_bias_flag(p, r.model.gamma)
     assert flag in r.flags
     # 61.6% of decisive, +23.3 points, threshold 8, gamma mean/lo/hi: the table's numbers, rounded
     got = _numbers(flag)
@@ -102,19 +102,19 @@ def test_flags_and_notes_come_from_planner_text(synth_report):
     assert got == pytest.approx(want, abs=0.051)              # printed to 0.1 points / 0.01 logit
     acc = r.acceptability
     assert acc.leader_flagged
-    assert text.acceptability_flag(acc.message, 0.8) in r.flags
+    assert sentences.acceptability_flag(acc.message, 0.8) in r.flags
     lead = acc.rows[0]
     # "sys-a: ranked first, acceptable 41% ± 9%": Wilson 95% of 41/100 is [31.9%, 50.8%] -> ± 9.5 -> "9"
     assert acc.message == f"{lead.system}: ranked first, acceptable 41% ± 9%"
-    assert text.reasons_note(r.reasons) in r.notes
-    n_without, n_decisive, share = _numbers(text.reasons_note(r.reasons))
+    assert sentences.reasons_note(r.reasons) in r.notes
+    n_without, n_decisive, share = _numbers(sentences.reasons_note(r.reasons))
     assert (n_without, n_decisive) == (r.reasons.n_without_reason, r.reasons.n_decisive)
     assert share == round(100 * r.reasons.share_without_reason)
 
 
 def test_style_sentence_reads_the_tables(synth_report):
     sc = synth_report.style_control
-    assert sc.sentence == text.style_sentence(sc.coefficients, sc.rows)
+    assert sc.sentence == sentences.style_sentence(sc.coefficients, sc.rows)
     c = next(x for x in sc.coefficients if x.feature == "length")
     nums = _numbers(sc.sentence)
     # ratio (1+s)/(1-s), rms unit s, odds ratio and its interval, as in the coefficient table
@@ -138,16 +138,16 @@ def test_diagnostics_sentences_carry_the_table_numbers(synth_report):
     r = synth_report
     doc = md.render_markdown(r)
     p, g = r.position, r.model.gamma
-    s = text.position_sentence(p, g, md.FLAGGED)
+    s = sentences.position_sentence(p, g, md.FLAGGED)
     assert f"- {s}" in doc and s.endswith(" — **flagged**.")
     # left %, n, Wilson interval, right %, gamma mean and 95% interval: printed to 0.1 point / 0.001 logit
     assert _numbers(s) == pytest.approx([100 * p.left_win_rate, p.n_decisive, 100 * p.ci_low, 100 * p.ci_high,
                                          100 * (1 - p.left_win_rate), g.mean, g.lo, g.hi], abs=0.051)
     tr = r.ties.overall
-    s = text.tie_rate_sentence(tr, r.model.nu)
+    s = sentences.tie_rate_sentence(tr, r.model.nu)
     assert f"- {s}" in doc
     assert _numbers(s) == pytest.approx([100 * tr.rate, tr.usable, 100 * tr.ci_low, 100 * tr.ci_high,
                                          r.model.nu.mean, r.model.nu.lo, r.model.nu.hi], abs=0.051)
     lb = r.length
-    assert f"- {text.length_sentence(lb, md.FLAGGED if lb.flagged else '')}" in doc
-    assert f"- {text.reasons_sentence(r.reasons)}" in doc and f"- {text.triads_sentence(r.triads)}" in doc
+    assert f"- {sentences.length_sentence(lb, md.FLAGGED if lb.flagged else '')}" in doc
+    assert f"- {sentences.reasons_sentence(r.reasons)}" in doc and f"- {sentences.triads_sentence(r.triads)}" in doc

@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from cli.main import app
-from planner.text import STYLE_DECIDE_NOTE
+from planner.sentences import STYLE_DECIDE_NOTE
 from planner.workflows.decide import decide
 from planner.workflows.next_batch import Output, Selection, next_batch
 

@@ -159,7 +159,7 @@ def test_report_cluster_none_reproduces_main_golden(synth):
 
 def test_report_style_is_clustered_by_default(synth):
     from planner.formats.markdown import render_markdown
-    from planner.text import style_cluster_sentence
+    from planner.sentences import style_cluster_sentence
     from planner.workflows.report import build_report
 
     none = build_report(synth, style_control=True, cluster="none", seed=3).style_control

@@ -1,6 +1,6 @@
-"""Package faces: ``planner.stats`` and ``planner.formats`` re-export every public name of their modules
-(explicit ``__all__``, like the other packages), each the very object of its home module, and lazily:
-importing the package imports none of its modules (planner.reexport).
+"""Package faces: ``planner.stats``, ``planner.formats``, ``planner.batch`` and ``planner.allocation`` re-export
+every public name of their modules (explicit ``__all__``, like the other packages), each the very object of its
+home module, and lazily: importing the package imports none of its modules (planner.reexport).
 
 A module's public names are its ``__all__`` when it has one, else its top-level functions, classes and
 assignments not starting with ``_`` — except a name that is also a module of the package
@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-LAZY = ("stats", "formats")
+LAZY = ("stats", "formats", "batch", "allocation")
 
 
 def _public(path: Path) -> set[str]:
@@ -54,9 +54,12 @@ def test_the_face_lists_every_public_name_once_from_its_home(package):
 
 
 #: (a module, modules of its package it must not load): `status` reads clusters, never power;
-#: the prompts reader never loads the plots, the HTML report or the writers
+#: the prompts reader never loads the plots, the HTML report or the writers; the batch vocabulary and the
+#: integer apportionment load nothing else of their packages
 ONE_MODULE = {"stats": ("clusters", {"power", "sequential", "significance"}),
-              "formats": ("prompts", {"plots", "html", "writers", "markdown"})}
+              "formats": ("prompts", {"plots", "html", "writers", "markdown"}),
+              "batch": ("items", {"assemble", "qc_items", "textnorm", "pair_prompts"}),
+              "allocation": ("apportion", {"maths", "result", "learned"})}
 
 
 @pytest.mark.parametrize("package", LAZY)

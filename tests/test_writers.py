@@ -13,7 +13,7 @@ import _batch_fixture as fx
 import numpy as np
 import pytest
 
-from planner.batch import assemble_batch
+from planner.batch.assemble import assemble_batch
 from planner.csvcell import neutralize_cell
 from planner.errors import UsageError
 from planner.formats.templates import check_template

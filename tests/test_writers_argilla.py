@@ -21,7 +21,7 @@ import _batch_fixture as fx
 import numpy as np
 import pytest
 
-from planner.batch import assemble_batch
+from planner.batch.assemble import assemble_batch
 from planner.formats.writers import write_batch
 
 rg = pytest.importorskip("argilla")

@@ -20,7 +20,7 @@ import pytest
 from typer.testing import CliRunner
 
 from cli.main import app
-from planner.batch import assemble_batch
+from planner.batch.assemble import assemble_batch
 from planner.csvcell import CSV_DANGEROUS
 from planner.formats.writers import FORMATS, write_batch
 from planner.workflows.allocate import allocate_files

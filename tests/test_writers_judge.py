@@ -9,7 +9,7 @@ import _batch_fixture as fx
 import numpy as np
 import pytest
 
-from planner.batch import assemble_batch
+from planner.batch.assemble import assemble_batch
 from planner.errors import UsageError
 from planner.formats.writers import check_temperature, judge_temperature, write_batch
 

@@ -11,8 +11,8 @@ import numpy as np
 
 from planner.diagnostics.records import check_level, value_of
 from planner.errors import DataError, check_range
+from planner.sentences import acceptability_message
 from planner.stats.proportions import proportion
-from planner.text import acceptability_message
 
 
 # ------------------------------------------------------------ acceptability

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from planner import text
+from planner import sentences
 from planner.diagnostics.letters import LETTERS_MAX_SYSTEMS, compact_letters
 from planner.diagnostics.pairs import p_better_from_draws
 from planner.diagnostics.records import check_level
@@ -265,7 +265,7 @@ def rank_groups(systems: Sequence[str], means: Sequence[float], sds: Sequence[fl
         p_lead = p[0] if m else np.zeros(0)
     np.fill_diagonal(sep, False)
     limit = LETTERS_MAX_SYSTEMS if max_letter_systems is None else max_letter_systems
-    letters, note = (compact_letters(sep), None) if m <= limit else ((), text.letters_omitted_note(m, limit))
+    letters, note = (compact_letters(sep), None) if m <= limit else ((), sentences.letters_omitted_note(m, limit))
     pl: tuple[float | None, ...] = tuple([None] + [float(x) for x in p_lead[1:]]) if m else ()
     names = tuple(systems[i] for i in order)
     tied = tuple(s for s, x in zip(names, pl) if x is None or x < confidence_level)

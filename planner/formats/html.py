@@ -4,7 +4,7 @@
 prints (and, with ``--surrogate``, the :class:`planner.workflows.hybrid_report.HybridReport`)
 into one HTML document: CSS, JavaScript and SVG inline, no request to any network,
 deterministic bytes for a given report (no clock). Sentences come from
-:mod:`planner.text`, the same functions the Markdown report uses, on the same numbers
+:mod:`planner.sentences`, the same functions the Markdown report uses, on the same numbers
 as the tables. Every name (system, annotator, stratum, feature, study) is escaped.
 The report object is also embedded as JSON (``<script type="application/json"
 id="report-data">``) so a reader can take the numbers out of the page.
@@ -17,12 +17,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from planner import __version__, text
+from planner import __version__, sentences
 from planner.formats.html_svg import esc, heatmap, interval_bar, rank_slopes
 from planner.formats.markdown import write_document
 from planner.jsonable import jsonable
 from planner.model.bt import ELO_SCALE
-from planner.text import num, pct
+from planner.sentences import num, pct
 
 __all__ = ["render_html", "write_html"]
 
@@ -159,11 +159,11 @@ def _pairs(r) -> str:
 
 def _diagnostics(r) -> str:
     m = r.model
-    items = [text.tie_rate_sentence(r.ties.overall, m.nu),
-             text.position_sentence(r.position, m.gamma, " — flagged" if r.position.flagged else "")]
+    items = [sentences.tie_rate_sentence(r.ties.overall, m.nu),
+             sentences.position_sentence(r.position, m.gamma, " — flagged" if r.position.flagged else "")]
     if r.length is not None:
-        items.append(text.length_sentence(r.length, " — flagged" if r.length.flagged else ""))
-    items += [text.triads_sentence(r.triads), text.reasons_sentence(r.reasons)]
+        items.append(sentences.length_sentence(r.length, " — flagged" if r.length.flagged else ""))
+    items += [sentences.triads_sentence(r.triads), sentences.reasons_sentence(r.reasons)]
     out = ('<section id="diagnostics"><h2>Diagnostics</h2><ul>'
            + "".join(f"<li>{esc(s)}</li>" for s in items) + "</ul>")
     ties = r.ties.per_stratum
@@ -180,7 +180,7 @@ def _diagnostics(r) -> str:
               pct(a.fast_share, 0), pct(a.left_share, 0), a.longest_run, ", ".join(a.flags) or "—"]
              for a in r.annotators.annotators], text_cols=(0, 8))
         if r.annotators.agreement is not None and r.annotators.agreement.method:
-            out += _p(text.agreement_sentence(r.annotators.agreement))
+            out += _p(sentences.agreement_sentence(r.annotators.agreement))
     return out + "</section>"
 
 
@@ -216,7 +216,7 @@ def _style(r) -> str:
             for x in sc.rows]
     coefs = [[c.feature, f"{c.scale:.3f}", f"{c.mean:+.3f} [{c.lo:+.3f}, {c.hi:+.3f}]",
               f"{c.odds_ratio:.2f} [{c.odds_lo:.2f}, {c.odds_hi:.2f}]"] for c in sc.coefficients]
-    cs = text.style_cluster_sentence(sc)
+    cs = sentences.style_cluster_sentence(sc)
     return ('<section id="style"><h2>Raw and style-controlled ranking</h2>' + _p(sc.sentence)
             + (_p(cs[0].upper() + cs[1:] + ".") if cs else "")
             + '<div class="side">'
@@ -225,7 +225,7 @@ def _style(r) -> str:
             + rank_slopes([x.system for x in sc.rows], [x.raw_rank for x in sc.rows], [x.rank for x in sc.rows])
             + "</div><h3>Style coefficients (logit per rms unit of the normalised difference a − b)</h3>"
             + _table(["feature", "rms unit", "coefficient [95% CrI]", "odds ratio [95% CrI]"], coefs)
-            + "".join(_p(text.lc_sentence(sc.lc_anchor, x)) for x in sc.lc) + "</section>")
+            + "".join(_p(sentences.lc_sentence(sc.lc_anchor, x)) for x in sc.lc) + "</section>")
 
 
 def _hybrid(h) -> str:

@@ -3,9 +3,9 @@
 :func:`render_markdown` turns a :class:`planner.workflows.report.Report` into a
 shareable Markdown document (deterministic for a given report) and
 :func:`write_markdown` writes it atomically. :func:`table` is the one Markdown
-table writer; :func:`pct` and :func:`num` (from :mod:`planner.text`) the cell
+table writer; :func:`pct` and :func:`num` (from :mod:`planner.sentences`) the cell
 formats (``—`` for a missing or non-finite value). The flags, notes and the
-diagnostics' sentences come from :mod:`planner.text`; nothing here computes a
+diagnostics' sentences come from :mod:`planner.sentences`; nothing here computes a
 figure.
 """
 
@@ -15,10 +15,10 @@ import contextlib
 from pathlib import Path
 from typing import Any
 
-from planner import text
+from planner import sentences
 from planner.escape import for_markdown
 from planner.model.bt import ELO_SCALE
-from planner.text import num, pct
+from planner.sentences import num, pct
 
 __all__ = ["render_markdown", "style_section", "table", "write_document", "write_markdown"]
 
@@ -114,11 +114,11 @@ def _pairs_and_anchor(r) -> list[str]:
 def _diagnostics(r) -> list[str]:
     m, rs = r.model, r.reasons
     L = ["## Diagnostics", "",
-         "- " + text.tie_rate_sentence(r.ties.overall, m.nu),
-         "- " + text.position_sentence(r.position, m.gamma, FLAGGED if r.position.flagged else "")]
+         "- " + sentences.tie_rate_sentence(r.ties.overall, m.nu),
+         "- " + sentences.position_sentence(r.position, m.gamma, FLAGGED if r.position.flagged else "")]
     if r.length is not None:
-        L.append("- " + text.length_sentence(r.length, FLAGGED if r.length.flagged else ""))
-    L += ["- " + for_markdown(text.triads_sentence(r.triads)), "- " + text.reasons_sentence(rs), ""]
+        L.append("- " + sentences.length_sentence(r.length, FLAGGED if r.length.flagged else ""))
+    L += ["- " + for_markdown(sentences.triads_sentence(r.triads)), "- " + sentences.reasons_sentence(rs), ""]
     if any(x.win_reasons and any(s.reason for s in x.win_reasons) for x in rs.rows):
         L += ["### Reasons (share of each system's wins / losses)", ""]
         L += table(["system", "wins", "win reasons", "losses", "loss reasons"],
@@ -139,7 +139,7 @@ def _annotators(r) -> list[str]:
                  pct(a.fast_share, 0), pct(a.left_share, 0), a.longest_run, ", ".join(a.flags) or "—"]
                 for a in r.annotators.annotators])
     if ag.method:
-        L += [text.agreement_sentence(ag), ""]
+        L += [sentences.agreement_sentence(ag), ""]
     return L
 
 
@@ -259,7 +259,7 @@ def style_section(sc: Any) -> list[str]:
               + (f" ({sc.n_excluded:,} without both response texts left out)" if sc.n_excluded else "") + ".",
               "", for_markdown(sc.sentence), ""]
         if sc.clusters is not None:
-            cs = text.style_cluster_sentence(sc)
+            cs = sentences.style_cluster_sentence(sc)
             L += [for_markdown(cs[0].upper() + cs[1:]) + ".", ""]
         L += table(["system", "raw rank", "raw β [95% CrI]", "controlled rank", "controlled β [95% CrI]",
                     "controlled rank 95%", "P(best)"],

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from planner.errors import UsageError
 
 if TYPE_CHECKING:
-    from planner.allocation_results import Allocation
+    from planner.allocation.result import Allocation
 
 #: the prompts-file format (``id, text, stratum, weight, frozen``: ``planner init --prompts`` reads it back)
 #: plus the allocation's ``order`` and ``gap``

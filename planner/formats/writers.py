@@ -1,4 +1,4 @@
-"""Batch writers: turn a :class:`planner.batch.Batch` into annotator-facing files.
+"""Batch writers: turn a :class:`planner.batch.assemble.Batch` into annotator-facing files.
 
 Formats (see docs/formats.md, "Batch files"):
 
@@ -204,7 +204,7 @@ def render_batch(batch, path: str | os.PathLike, format: str = "jsonl", *, reaso
 
     Parameters
     ----------
-    batch : planner.batch.Batch
+    batch : planner.batch.assemble.Batch
     path : path-like
         The ``--out`` path; a missing extension gets the format's default.
         Per-annotator files are ``<stem>.<annotator><ext>``.

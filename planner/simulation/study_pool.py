@@ -173,7 +173,7 @@ class DrawnPool:
 def _slots(lay: Layout, pilot: PilotVerdicts, budget: int, rng: np.random.Generator):
     """(cluster, first-system-left, keep-for-the-end) of every slot still open, each pair's in random
     order and capped at ``budget`` (no pair can take more); the end keeps the budget spread evenly."""
-    from planner.apportion import apportion
+    from planner.allocation.apportion import apportion
 
     avail = _available(lay, pilot, rng)
     open_ = np.where(avail, np.maximum(lay.design.per_cluster - lay.filled, 0), 0)

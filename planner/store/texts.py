@@ -1,6 +1,6 @@
 """The study's response texts as a read-on-demand mapping (:meth:`planner.store.queries.Study.response_texts`).
 
-``next-batch`` hands :func:`planner.batch.assemble_batch` a ``{(prompt, system): text}``
+``next-batch`` hands :func:`planner.batch.assemble.assemble_batch` a ``{(prompt, system): text}``
 mapping of every response, but shows only the planned comparisons' texts (and, for
 attention items, a few others). At Arena scale (300 prompts x 300 systems) building
 that dict read all 90,000 texts (~1 s); this mapping reads one text per key asked

@@ -1,8 +1,8 @@
 """The ``planner allocate`` workflow: read the prompts (a file or a study), the pointwise scores and the
-pilot judgments, allocate (:func:`planner.allocation.allocate`), write the chosen prompts.
+pilot judgments, allocate (:func:`planner.allocation.maths.allocate`), write the chosen prompts.
 
-The maths lives in the core (:mod:`planner.allocation`, :mod:`planner.allocation_stats`,
-:mod:`planner.apportion`); the files in the edge (:mod:`planner.formats.prompts`,
+The maths lives in the core (:mod:`planner.allocation`, :mod:`planner.allocation.learned`,
+:mod:`planner.allocation.apportion`); the files in the edge (:mod:`planner.formats.prompts`,
 :mod:`planner.formats.pointwise`, :mod:`planner.formats.normalized`,
 :mod:`planner.formats.prompts_writer`). This module is the only one of them that opens a study.
 """
@@ -14,9 +14,9 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from planner.allocation import allocate, parse_target, problems_error, stratum_label
-from planner.allocation_results import Allocation
-from planner.allocation_stats import pointwise_gaps, stratum_sd
+from planner.allocation.learned import pointwise_gaps, stratum_sd
+from planner.allocation.maths import allocate, parse_target, problems_error, stratum_label
+from planner.allocation.result import Allocation
 from planner.errors import UsageError
 from planner.formats.prompts_writer import check_out, write_prompts
 

@@ -70,7 +70,7 @@ def decide(path, candidate: str, baseline: str, *, margin: float = 0.05, mode: s
     notes = tuple(n for n in res.notes if not n.startswith("strata weighted equally")) + (
         f"stratum weights: {how}", clustering_note(cluster, res.strata))
     if style_control:
-        from planner.text import STYLE_DECIDE_NOTE
+        from planner.sentences import STYLE_DECIDE_NOTE
 
         notes += (STYLE_DECIDE_NOTE,)
     return replace(res, notes=notes)

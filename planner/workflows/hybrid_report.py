@@ -163,8 +163,8 @@ def plan_for_humans(study, *, surrogate: str | None, size: int, rng, floor: floa
     the chosen ones) goes into the batch manifest as ``for_humans`` for :func:`recorded_design`.
     Returns ``(planned, selection, design, notes)``.
     """
+    from planner.batch.items import PlannedComparison
     from planner.hybrid.select import select_for_humans
-    from planner.items import PlannedComparison
     from planner.strata import stratum_of
 
     if not surrogate:

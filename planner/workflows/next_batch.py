@@ -118,8 +118,8 @@ def _word_limit(max_words: int | None, config: dict) -> int | None:
 
 def _check_options(size, strategy, objective, top_k, engine, fmt, normalize_style, seed=None):
     from planner.acquisition import OBJECTIVES, STRATEGIES
+    from planner.batch.textnorm import NORMALIZE_STYLES
     from planner.formats.writers import FORMATS
-    from planner.textnorm import NORMALIZE_STYLES
 
     if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or not 1 <= size <= MAX_SIZE:
         raise UsageError(f"`size` ({quote(size)}) must be a whole number from 1 to {MAX_SIZE:,}",
@@ -375,7 +375,7 @@ def _plan(study, sel: Selection, humans: HumansDesign, seed: int, rng, max_words
 
 def _assemble(study, planned, rates, names, pool, both_orders: bool, words, text: TextOptions, rng):
     """The blinded batch of the planned comparisons (QC items, positions, ids)."""
-    from planner.batch import assemble_batch
+    from planner.batch.assemble import assemble_batch
 
     batch = assemble_batch(planned, prompt_text={p.id: p.text for p in study.prompts()},
                            response_text=study.response_texts(), rng=rng,   # read on demand

@@ -99,7 +99,7 @@ class QualityControl:
     attention_pool: str | Path | None = None
 
     def __post_init__(self):
-        from planner.batch import check_qc_rate
+        from planner.batch.assemble import check_qc_rate
 
         for name in QC_KINDS:
             if getattr(self, name) is not None:
@@ -155,7 +155,7 @@ class TextOptions:
     normalize_style: str = "none"
 
     def __post_init__(self):
-        from planner.textnorm import NORMALIZE_STYLES
+        from planner.batch.textnorm import NORMALIZE_STYLES
 
         limits.check_optional_int("max_words", self.max_words, 1)
         limits.check_flag("truncate", self.truncate)

@@ -1,7 +1,7 @@
 """`next-batch`'s plan: which (prompt, system pair, stratum) comparisons the next batch holds.
 
 Fit the model (or the style-controlled one) → which pairs may still take a
-prompt (:mod:`planner.pair_prompts`, array bookkeeping) → ``select_pairs`` →
+prompt (:mod:`planner.batch.pair_prompts`, array bookkeeping) → ``select_pairs`` →
 stratum slots aimed at the population shares (:func:`planner.strata.stratum_weights`)
 → one prompt per pick (:func:`planner.workflows.allocate.choose_prompts`).
 Every random choice comes from the caller's ``rng``, in a fixed order.
@@ -74,7 +74,7 @@ def _fit(judged_s, pending_s, study, selection, seed: int, notes: list[str], reu
 
 def _showable(study, max_words: int | None, notes: list[str]) -> list[tuple[str, str]]:
     """``(prompt, system)`` of the responses that may be shown (skip mode leaves out longer ones, noted)."""
-    from planner.textnorm import count_words
+    from planner.batch.textnorm import count_words
 
     if max_words is None:   # every response may be shown: the ids only, no texts
         return study.response_keys()
@@ -98,7 +98,7 @@ def _showable(study, max_words: int | None, notes: list[str]) -> list[tuple[str,
 
 def _pair_prompts(study, usage_codes, systems, reuse_prompts: bool, max_words: int | None, notes: list[str]):
     """The pairs' prompt bookkeeping, with the notes on reused and impossible pairs."""
-    from planner.pair_prompts import PairUsage, pair_prompts
+    from planner.batch.pair_prompts import PairUsage, pair_prompts
 
     usage = PairUsage(systems, *usage_codes)   # the study's prompts: the only ones shown
     pp = pair_prompts(systems, _showable(study, max_words, notes), usage, reuse_prompts=reuse_prompts)
@@ -131,7 +131,7 @@ def _received_by_stratum(received) -> Counter:
 def _stratum_slots(prompts, received, k: int, n_allowed: int, rng: np.random.Generator,
                    notes: list[str]) -> tuple[list[str], list[str]]:
     """``(strata, slots)``: one stratum per pick, aimed at the population shares, in a random order."""
-    from planner.allocation import plan_strata
+    from planner.allocation.maths import plan_strata
 
     strata = sorted({p.stratum or "all" for p in prompts})
     target = target_shares(prompts, strata)
@@ -164,8 +164,8 @@ def _choose(prompts, pp, pairs, strata, slots, rng, frozen_first: bool, notes: l
     receives ``[prompt, system, system, stratum, probability]`` for each planned comparison (the
     probability with which that prompt was drawn among the pair's candidates of its stratum).
     """
-    from planner.allocation import choose_prompts, stratum_label
-    from planner.items import PlannedComparison
+    from planner.allocation.maths import choose_prompts, stratum_label
+    from planner.batch.items import PlannedComparison
 
     systems = pp.systems
     by_id = {p.id: p for p in prompts}
@@ -265,7 +265,7 @@ def plan_next_batch(study, selection, *, seed: int, rng: np.random.Generator, ma
 
     Returns ``(planned, selection_result, fit, notes, prompt_choice)``; ``prompt_choice`` is None
     unless ``prompts_by`` is discriminative (then each planned prompt's draw probability); ``planned`` is a list of
-    :class:`planner.batch.PlannedComparison`.
+    :class:`planner.batch.items.PlannedComparison`.
     """
     from planner.acquisition import select_pairs
     from planner.prompt_choice import check_mode

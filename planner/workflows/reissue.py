@@ -4,7 +4,7 @@ A batch's files depend only on its items (ids, key, order — in the study) and
 on the manifest's ``rendering`` (format, reason codes, judge template, model
 and temperature, redaction, ``max_words``/truncation, style normalization, and
 the broken side of each attention item, which is not derivable from the
-study). :func:`rebuild_items` turns those back into :class:`planner.batch.Item`
+study). :func:`rebuild_items` turns those back into :class:`planner.batch.items.Item`
 objects with the same annotator-facing texts, so :func:`rewrite_batch` gives
 byte-identical files (checked against ``files_sha256``), and
 :func:`retry_failed` writes the files for the items whose judge request failed
@@ -31,9 +31,9 @@ def _rendering(info) -> dict:
 
 
 def rebuild_items(study, info, items: Sequence) -> tuple:
-    """:class:`planner.batch.Item` objects (annotator-facing texts included) for stored batch items."""
-    from planner.items import Item
-    from planner.textnorm import count_words, normalize_text, truncate_words
+    """:class:`planner.batch.items.Item` objects (annotator-facing texts included) for stored batch items."""
+    from planner.batch.items import Item
+    from planner.batch.textnorm import count_words, normalize_text, truncate_words
 
     r = _rendering(info)
     style, max_words, truncate = r.get("normalize_style", "none"), r.get("max_words"), r.get("truncate", False)
@@ -73,7 +73,7 @@ def rebuild_items(study, info, items: Sequence) -> tuple:
 
 
 def _render(items, rendering: dict, out):
-    from planner.batch import Batch
+    from planner.batch.assemble import Batch
     from planner.formats.writers import render_batch
 
     return render_batch(Batch(tuple(items), ()), out, rendering["format"], reasons=rendering["reasons"],

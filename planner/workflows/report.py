@@ -9,7 +9,7 @@ study as ArviZ netcdf (artifact ``posterior-<engine>[-by-stratum].nc``).
 :func:`write_plots` writes a forest plot of the strengths (Elo scale, 95%
 credible intervals) and a win-rate heatmap as PNG and SVG; both live at the
 edge (:mod:`planner.formats.markdown`, :mod:`planner.formats.plots`) and are
-re-exported here. The flags' and notes' sentences are in :mod:`planner.text`.
+re-exported here. The flags' and notes' sentences are in :mod:`planner.sentences`.
 
 Conventions
 -----------
@@ -57,7 +57,7 @@ from typing import Any
 import numpy as np
 
 from planner import diagnostics as dg
-from planner import text
+from planner import sentences
 from planner.counts import Counts, half_tie_score, half_tie_scores
 from planner.errors import UsageError, check_range
 from planner.model.bt import to_elo
@@ -278,11 +278,11 @@ def build_report(study_path, *, engine: str = "laplace", by_stratum: bool = Fals
         acc, acc_source = _acceptability(study, rg.order, min_pass_rate)
         board, win_matrix = _leaderboard(systems, fit, rg, counts, acc)
         totals, kinds, length, reasons = _judgment_figures(scan, systems)
-        notes: list[str] = [] if length is not None else [text.LENGTH_NOT_COMPUTED_NOTE]
+        notes: list[str] = [] if length is not None else [sentences.LENGTH_NOT_COMPUTED_NOTE]
         annotators = _annotator_report(study, notes)
         chosen_batches, chosen = study.prompt_choice_judgments()
         if chosen:
-            notes.append(text.prompt_choice_note(chosen_batches, chosen, int(counts.usable.sum())))
+            notes.append(sentences.prompt_choice_note(chosen_batches, chosen, int(counts.usable.sum())))
         strata = _strata_report(study, counts_k, fit, by_stratum, sw.weights, sw.source)
         anchor = study.anchor
         forecast = remaining(study, posterior=fit.posterior)
@@ -393,35 +393,35 @@ def _annotator_report(study, notes: list[str]):
     """
     annotated, capped = study.annotated_judgments(ANNOTATOR_QC_MAX)
     if not annotated:
-        notes.append(text.ANNOTATOR_QC_SKIPPED_NOTE)
+        notes.append(sentences.ANNOTATOR_QC_SKIPPED_NOTE)
         return None
     expected = _attention_expected(study)
     n_att = sum(j.kind == "attention" for j in annotated)
     if n_att and not any(j.item in expected for j in annotated if j.kind == "attention"):
-        notes.append(text.attention_skipped_note(n_att))
+        notes.append(sentences.attention_skipped_note(n_att))
     qc_input = [j for j in annotated if j.kind != "attention" or j.item in expected]
     annotators = dg.annotator_qc(qc_input, attention_expected=expected, item_words=_item_words(study, qc_input))
     if capped:
-        notes.append(text.annotator_qc_cap_note(ANNOTATOR_QC_MAX))
+        notes.append(sentences.annotator_qc_cap_note(ANNOTATOR_QC_MAX))
     return annotators
 
 
 def _flags(position, fit, length, style, acc, min_pass_rate: float, annotators) -> list[str]:
-    """Problems a reader must see, in a fixed order (sentences from :mod:`planner.text`)."""
+    """Problems a reader must see, in a fixed order (sentences from :mod:`planner.sentences`)."""
     flags = []
     if position.flagged:
-        flags.append(text.position_bias_flag(position, fit.gamma))
+        flags.append(sentences.position_bias_flag(position, fit.gamma))
     if length is not None and length.flagged:
-        flags.append(text.length_bias_flag(length))
+        flags.append(sentences.length_bias_flag(length))
     if style is not None:
-        flags.extend(text.style_model_flag(w) for w in style.warnings)
+        flags.extend(sentences.style_model_flag(w) for w in style.warnings)
     if acc is not None and acc.leader_flagged:
-        flags.append(text.acceptability_flag(acc.message, min_pass_rate))
+        flags.append(sentences.acceptability_flag(acc.message, min_pass_rate))
     if annotators is not None:
-        flags.extend(text.annotator_flag(r) for r in annotators.annotators if r.flags)
+        flags.extend(sentences.annotator_flag(r) for r in annotators.annotators if r.flags)
         if annotators.agreement.flagged:
-            flags.append(text.agreement_flag(annotators.agreement, dg.KAPPA_FLAG))
-    flags.extend(text.model_flag(w) for w in fit.diagnostics.warnings)
+            flags.append(sentences.agreement_flag(annotators.agreement, dg.KAPPA_FLAG))
+    flags.extend(sentences.model_flag(w) for w in fit.diagnostics.warnings)
     return flags
 
 
@@ -430,20 +430,20 @@ def _closing_notes(style, by_stratum: bool, n_strata: int, strata: StrataReport,
     notes = []
     if style is not None:
         if style.n_excluded:
-            notes.append(text.style_excluded_note(style.n_excluded, style.n_used))
+            notes.append(sentences.style_excluded_note(style.n_excluded, style.n_used))
         notes.extend(style.lc_notes)
     gap = strata.max_share_gap
     if not by_stratum and n_strata > 1 and gap is not None and gap > 0.05:
-        notes.append(text.strata_gap_note(gap))
+        notes.append(sentences.strata_gap_note(gap))
     if triads.zeta is None and triads.n_unobserved_pairs:
-        notes.append(text.zeta_note(triads.n_unobserved_pairs))
+        notes.append(sentences.zeta_note(triads.n_unobserved_pairs))
     if reasons.n_decisive and reasons.share_without_reason:
-        notes.append(text.reasons_note(reasons))
+        notes.append(sentences.reasons_note(reasons))
     return notes
 
 
 def _ranking_notes(rg) -> list[str]:
     """Why the letters are left out, and the draws-based decisions that sit near their threshold."""
     notes = [rg.letters_note] if rg.letters_note else []
-    notes += [text.near_threshold_note(x) for x in rg.near_threshold]
+    notes += [sentences.near_threshold_note(x) for x in rg.near_threshold]
     return notes

@@ -23,10 +23,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from planner import text
+from planner import sentences
 from planner.equality import array_eq
 from planner.errors import DataError, UsageError
-from planner.text import style_sentence
+from planner.sentences import style_sentence
 
 __all__ = [
     "VERDICT_CODE",
@@ -280,14 +280,14 @@ def lc_rates(inp: StyleInputs, anchor: str, cluster: str = "item") -> tuple[tupl
     notes = []
     other = int(np.sum((inp.a != k) & (inp.b != k)))
     if other:
-        notes.append(text.lc_others_note(anchor, other))
+        notes.append(sentences.lc_others_note(anchor, other))
     res = []
     for s, name in enumerate(inp.systems):
         if s == k:
             continue
         idx = np.flatnonzero(((inp.a == s) & (inp.b == k)) | ((inp.a == k) & (inp.b == s)))
         if idx.size < 3:
-            notes.append(text.lc_not_computed_note(name, idx.size, anchor))
+            notes.append(sentences.lc_not_computed_note(name, idx.size, anchor))
             continue
         s_is_a = inp.a[idx] == s
         y = np.where(inp.outcome[idx] == 2, 0.5, (inp.outcome[idx] == 0) == s_is_a).astype(float)
@@ -300,7 +300,7 @@ def lc_rates(inp: StyleInputs, anchor: str, cluster: str = "item") -> tuple[tupl
         res.append(r)
         if is_extreme_change(r.win_rate, r.lc_win_rate):
             longer = float(np.mean(ls > la))
-            notes.append(text.lc_extreme_note(name, r.lc_win_rate, r.win_rate, longer))
+            notes.append(sentences.lc_extreme_note(name, r.lc_win_rate, r.win_rate, longer))
     return tuple(res), tuple(notes)
 
 

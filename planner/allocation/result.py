@@ -1,4 +1,4 @@
-"""The result types of :func:`planner.allocation.allocate`: each stratum's allocation, each chosen prompt
+"""The result types of :func:`planner.allocation.maths.allocate`: each stratum's allocation, each chosen prompt
 with its sampling weight, and the whole allocation."""
 
 from __future__ import annotations

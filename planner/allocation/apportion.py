@@ -3,7 +3,7 @@
 Largest-remainder (Hamilton) rounding of a continuous water-filling: what a
 capped stratum cannot take goes to the others in proportion to their basis.
 Used by ``allocate`` (prompts over strata) and ``next-batch`` (comparisons over
-strata, :func:`planner.allocation.plan_strata`).
+strata, :func:`planner.allocation.maths.plan_strata`).
 """
 
 from __future__ import annotations

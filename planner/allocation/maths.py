@@ -14,14 +14,14 @@ proportional to):
 * ``equal``: ``b_h = 1``;
 * ``neyman``: ``b_h = N_h * S_h`` (Neyman 1934; Cochran 1977, *Sampling
   Techniques*, 3rd ed., §5.5), ``S_h`` the standard deviation of the half-tie
-  score within the stratum (see :func:`planner.allocation_stats.stratum_sd`);
+  score within the stratum (see :func:`planner.allocation.learned.stratum_sd`);
 * ``target``: ``b_h`` = the user's target share.
 
 Quotas become integers by the largest-remainder (Hamilton) method with bounds:
 every stratum gets at least ``min(min_per_stratum, cap_h)`` and at most its cap
 ``cap_h`` (the prompts it has, unless sampling with replacement); the share a
 capped stratum cannot take is redistributed over the others in proportion to
-their basis (water-filling, :func:`planner.apportion.apportion`).
+their basis (water-filling, :func:`planner.allocation.apportion.apportion`).
 
 Sampling weight of stratum ``h``: ``w_h = P_h / (n_h / n)``, the population
 share over the sample share. The population share ``P_h`` is the share of the
@@ -46,8 +46,8 @@ from typing import Any
 
 import numpy as np
 
-from planner.allocation_results import Allocation, ChosenPrompt, StratumAllocation
-from planner.apportion import apportion, quotas
+from planner.allocation.apportion import apportion, quotas
+from planner.allocation.result import Allocation, ChosenPrompt, StratumAllocation
 from planner.errors import DataError, UsageError
 from planner.limits import check_choice
 
@@ -114,7 +114,7 @@ def choose_prompts(prompts: Iterable[Any], stratum: str, n: int, used: set[str] 
     """Choose up to ``n`` prompt ids of one stratum, skipping ``used`` ones.
 
     Order: frozen prompts first (when ``frozen_first``), then the most contested
-    (smallest pointwise gap, see :func:`planner.allocation_stats.pointwise_gaps`; prompts without a gap
+    (smallest pointwise gap, see :func:`planner.allocation.learned.pointwise_gaps`; prompts without a gap
     last), then a seeded random order; the random permutation is drawn from
     ``rng`` over the prompts sorted by id, so input order does not matter.
 
@@ -234,11 +234,11 @@ def allocate(prompts: Sequence[Any], budget: int, *, method: str = "proportional
         cycled, so each is used ``floor`` or ``ceil`` of ``n_h / available_h`` times.
     frozen_first : bool
         Frozen prompts take the first places of their stratum.
-    pointwise : mapping prompt id -> gap, optional (:func:`planner.allocation_stats.pointwise_gaps`)
+    pointwise : mapping prompt id -> gap, optional (:func:`planner.allocation.learned.pointwise_gaps`)
         Contested (small-gap) prompts first.
     gap : float, optional
         Contested-only: keep only prompts with a gap <= ``gap`` (needs ``pointwise``).
-    sd : mapping stratum -> S_h, for ``neyman`` (:func:`planner.allocation_stats.stratum_sd`). Strata
+    sd : mapping stratum -> S_h, for ``neyman`` (:func:`planner.allocation.learned.stratum_sd`). Strata
         without a value get the mean of the known ones; with no value at all,
         ``neyman`` falls back to ``proportional`` (both said in ``notes``).
     rng : numpy.random.Generator, optional
@@ -380,7 +380,7 @@ def _basis(method: str, names: list[str], size: Mapping[str, int], weight_sum: M
 
 def _bounds(names: list[str], avail: Mapping[str, int], budget: int, min_per_stratum: int,
             with_replacement: bool, notes: list[str]) -> tuple[dict[str, int], dict[str, int | None]]:
-    """Each stratum's minimum and cap (None = no cap) for :func:`planner.apportion.quotas`."""
+    """Each stratum's minimum and cap (None = no cap) for :func:`planner.allocation.apportion.quotas`."""
     if not with_replacement and budget > sum(avail.values()):
         raise UsageError(f"`budget` ({budget}) must be <= {sum(avail.values())}, the prompts available "
                          "(or pass `with_replacement`)", parameters=('budget', 'with_replacement'))

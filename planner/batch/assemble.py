@@ -2,8 +2,8 @@
 
 Pure functions only (no file I/O); the writers in :mod:`planner.formats.writers`
 turn a :class:`Batch` into files. The item types and ids live in
-:mod:`planner.items`, the annotator-facing text handling in
-:mod:`planner.textnorm`, the QC items in :mod:`planner.qc_items`; their public
+:mod:`planner.batch.items`, the annotator-facing text handling in
+:mod:`planner.batch.textnorm`, the QC items in :mod:`planner.batch.qc_items`; their public
 names are re-exported here. Randomness comes only from the explicit
 ``rng`` (a :class:`numpy.random.Generator`), so the same input and the same seed
 give an identical :class:`Batch`.
@@ -52,11 +52,8 @@ from typing import Any
 
 import numpy as np
 
-from planner.errors import DataError, UsageError, quote
-from planner.items import KINDS, Ids, Item, PlannedComparison, Skipped, as_planned, previous_ids, swapped
-from planner.limits import check_choice, check_float
-from planner.names import annotator_name_problem
-from planner.qc_items import (
+from planner.batch.items import KINDS, Ids, Item, PlannedComparison, Skipped, as_planned, previous_ids, swapped
+from planner.batch.qc_items import (
     Context,
     Issuable,
     acceptability_items,
@@ -65,7 +62,10 @@ from planner.qc_items import (
     qc_targets,
     repeat_items,
 )
-from planner.textnorm import NORMALIZE_STYLES, ShownTexts, count_words
+from planner.batch.textnorm import NORMALIZE_STYLES, ShownTexts, count_words
+from planner.errors import DataError, UsageError, quote
+from planner.limits import check_choice, check_float
+from planner.names import annotator_name_problem
 from planner.vocabulary import QC_KINDS
 
 __all__ = ["Batch", "BatchManifest", "assemble_batch", "build_manifest"]

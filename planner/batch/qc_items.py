@@ -25,9 +25,9 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from planner.batch.items import Ids, Item, PlannedComparison, swapped
+from planner.batch.textnorm import ShownTexts, count_words, normalize_text, truncate_words
 from planner.errors import UsageError
-from planner.items import Ids, Item, PlannedComparison, swapped
-from planner.textnorm import ShownTexts, count_words, normalize_text, truncate_words
 
 ATTENTION_WORDS = (3, 6)      # a truncated attention side keeps 3..6 words
 ATTENTION_MIN_WORDS = 12      # ... of a response at least this long
