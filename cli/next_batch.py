@@ -67,13 +67,20 @@ def next_batch_cmd(
     Lost a file? planner next-batch my-study --rewrite 3 --out round3 writes batch 3 again.
     Judge requests failed? planner next-batch my-study --retry-failed --out retry writes just those items.
     """
-    from planner.workflows.next_batch import HumansDesign, Output, QualityControl, Selection, TextOptions, next_batch
+    from planner.workflows.next_batch import (
+        BatchSelection,
+        HumansDesign,
+        Output,
+        QualityControl,
+        TextOptions,
+        next_batch,
+    )
 
     if rewrite is not None or retry_failed or batch is not None:
         _reissue(study, rewrite, retry_failed, batch, out_path, force, json_out)
         return
     result = call(next_batch, study,
-                  Selection(size=size, strategy=strategy, objective=objective, top_k=top_k, engine=engine, seed=seed,
+                  BatchSelection(size=size, strategy=strategy, objective=objective, top_k=top_k, engine=engine, seed=seed,
                             style_control=style_control, reuse_prompts=reuse_prompts, prompts_by=prompts_by,
                             tie_margin=tie_margin),
                   qc=QualityControl(attention=attention, repeat=repeat, overlap=overlap, acceptability=acceptability,

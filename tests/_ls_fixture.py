@@ -13,7 +13,7 @@ def ls_study(tmp: Path, *, fmt: str = "label-studio", annotators=("alice", "bob"
     """``(study, batch result)``: ``prompts`` prompts answered by four systems, one batch of ``size`` planned
     comparisons for ``annotators`` written as ``fmt`` next to the study."""
     from planner.store.study import init_study
-    from planner.workflows.next_batch import Output, QualityControl, Selection, next_batch
+    from planner.workflows.next_batch import BatchSelection, Output, QualityControl, next_batch
 
     pfile, rfile = tmp / "prompts.jsonl", tmp / "responses.jsonl"
     pfile.write_text("".join(json.dumps({"id": f"p{i}", "text": f"Question {i}?"}) + "\n" for i in range(prompts)))
@@ -21,7 +21,7 @@ def ls_study(tmp: Path, *, fmt: str = "label-studio", annotators=("alice", "bob"
                              for i in range(prompts) for s in SYSTEMS))
     study = tmp / "study"
     init_study(study, prompts_file=pfile, responses_file=rfile, seed=3)
-    res = next_batch(study, Selection(size=size, seed=1),
+    res = next_batch(study, BatchSelection(size=size, seed=1),
                      qc=QualityControl(annotators=list(annotators) or None, attention=0.0, repeat=0.0, overlap=0.0,
                                        acceptability=acceptability),
                      output=Output(format=fmt, out=tmp / ("b1" + (".json" if fmt != "csv" else ".csv"))))

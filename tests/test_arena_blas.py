@@ -74,7 +74,7 @@ def test_every_command_that_fits_runs_on_one_blas_thread(tmp_path, monkeypatch):
 
     from planner.workflows.decide import decide
     from planner.workflows.export import export_study
-    from planner.workflows.next_batch import Output, Selection, next_batch
+    from planner.workflows.next_batch import BatchSelection, Output, next_batch
     from planner.workflows.report import build_report
 
     study = fx.synthetic_study(tmp_path / "s", n=300)
@@ -85,6 +85,6 @@ def test_every_command_that_fits_runs_on_one_blas_thread(tmp_path, monkeypatch):
     build_report(study)
     decide(study, "sys-a", "sys-b")
     export_study(study, tmp_path / "out")
-    next_batch(study, selection=Selection(size=4), output=Output(dry_run=True))
+    next_batch(study, selection=BatchSelection(size=4), output=Output(dry_run=True))
     assert seen == [[1]] * 4
     assert _blas_threads(threadpoolctl) == before

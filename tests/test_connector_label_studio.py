@@ -31,7 +31,7 @@ from cli.main import app
 from planner.connectors.label_studio import LabelStudioClient
 from planner.errors import DataError
 from planner.store.study import DB_NAME, Study, init_study
-from planner.workflows.next_batch import Output, QualityControl, Selection, next_batch
+from planner.workflows.next_batch import BatchSelection, Output, QualityControl, next_batch
 from planner.workflows.push_pull import ARTIFACT, pull, wait_for_annotations, waiting_items
 
 pytestmark = [pytest.mark.labelstudio, pytest.mark.slow]
@@ -108,7 +108,7 @@ def flow(label_studio, tmp_path_factory, request):
     prompts, responses = _study_files(d)
     study = d / "study"
     init_study(study, systems=SYSTEMS, prompts_file=prompts, responses_file=responses, seed=11)
-    res = next_batch(study, Selection(size=12, seed=5),
+    res = next_batch(study, BatchSelection(size=12, seed=5),
                      qc=QualityControl(annotators=list(PLAN.values()), attention=0.0, repeat=0.0, overlap=0.0,
                                        acceptability=0.25),
                      output=Output(format="label-studio", out=d / "batch-1.json"))

@@ -10,9 +10,9 @@ import pytest
 from planner.batch.textnorm import count_words
 from planner.workflows.next_batch import (
     LEGACY_DEFAULT_MAX_WORDS,
+    BatchSelection,
     Output,
     QualityControl,
-    Selection,
     TextOptions,
     _word_limit,
     next_batch,
@@ -44,12 +44,12 @@ def test_vicuna_long_answers(vicuna_data):
 def test_vicuna_default_keeps_long_answers_and_size_is_honoured(v80):
     # every pair has judged every prompt in the full study: --reuse-prompts lets pairs take one again.
     # default: no limit (the study config holds init's 400, treated as the old silent default)
-    res = next_batch(v80, Selection(size=40, seed=5, engine="laplace", reuse_prompts=True),
+    res = next_batch(v80, BatchSelection(size=40, seed=5, engine="laplace", reuse_prompts=True),
                      qc=QualityControl(attention=0, repeat=0, overlap=0), output=Output(dry_run=True))
     assert len([it for it in res.items if it.kind == "regular"]) == 40
     assert not any(n.startswith("--max-words") for n in res.notes)
     # explicit --max-words 400: still 40 comparisons (other prompts chosen), one note naming the prompts
-    res = next_batch(v80, Selection(size=40, seed=5, engine="laplace", reuse_prompts=True),
+    res = next_batch(v80, BatchSelection(size=40, seed=5, engine="laplace", reuse_prompts=True),
                      qc=QualityControl(attention=0, repeat=0, overlap=0), output=Output(dry_run=True),
                      text=TextOptions(max_words=400))
     assert len([it for it in res.items if it.kind == "regular"]) == 40

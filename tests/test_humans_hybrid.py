@@ -360,22 +360,22 @@ def _write_votes(path, keys, truth, tag):
 def test_next_batch_for_humans_records_the_design_and_report_uses_it(tmp_path):
     from planner.store.study import Study, ingest
     from planner.workflows.hybrid_report import hybrid_report
-    from planner.workflows.next_batch import HumansDesign, Output, Selection, next_batch
+    from planner.workflows.next_batch import BatchSelection, HumansDesign, Output, next_batch
 
     study, truth = _write_study(tmp_path)
     before = hybrid_report(study, surrogate="judge")
     assert before.design == "uniform" and before.population is not None      # two strata
-    dry1 = next_batch(study, Selection(size=40, seed=5), output=Output(dry_run=True),
+    dry1 = next_batch(study, BatchSelection(size=40, seed=5), output=Output(dry_run=True),
                       humans=HumansDesign(for_="humans", surrogate="judge"))
-    dry2 = next_batch(study, Selection(size=40, seed=5), output=Output(dry_run=True),
+    dry2 = next_batch(study, BatchSelection(size=40, seed=5), output=Output(dry_run=True),
                       humans=HumansDesign(for_="humans", surrogate="judge"))
     assert [i.item_id for i in dry1.items] == [i.item_id for i in dry2.items]
     with pytest.raises(UsageError) as e:    # style control has no meaning for this design: refused, not ignored
-        next_batch(study, Selection(size=40, seed=5, style_control=True), output=Output(dry_run=True),
+        next_batch(study, BatchSelection(size=40, seed=5, style_control=True), output=Output(dry_run=True),
                    humans=HumansDesign(for_="humans", surrogate="judge"))
     assert e.value.parameters == ("style_control", "for")
     assert e.value.render(True).startswith("--style-control does not apply with --for humans")
-    res = next_batch(study, Selection(size=40, seed=5), output=Output(out=tmp_path / "b1"),
+    res = next_batch(study, BatchSelection(size=40, seed=5), output=Output(out=tmp_path / "b1"),
                      humans=HumansDesign(for_="humans", surrogate="judge"))
     design = res.manifest["for_humans"]
     assert len(design["probabilities"]) == 360 and design["surrogate"] == "judge"
@@ -393,7 +393,7 @@ def test_next_batch_for_humans_records_the_design_and_report_uses_it(tmp_path):
     dav = hybrid_report(study, surrogate="judge", ties="davidson")
     assert dav.comparison.ppi.nu > 0 and "davidson" in dav.comparison.ppi.method
     # the next round does not draw the answered items again, nor pending ones
-    nxt = next_batch(study, Selection(size=30, seed=6), output=Output(dry_run=True),
+    nxt = next_batch(study, BatchSelection(size=30, seed=6), output=Output(dry_run=True),
                      humans=HumansDesign(for_="humans", surrogate="judge"))
     again = {(i.prompt_id, *sorted((i.left_system, i.right_system))) for i in nxt.items if i.kind == "regular"}
     assert not again & chosen
@@ -471,11 +471,11 @@ def test_qc_answers_are_not_target_votes(tmp_path):
     # attention checks and repeats answered in a for-humans batch must not count as human votes
     from planner.store.study import ingest
     from planner.workflows.hybrid_report import hybrid_report
-    from planner.workflows.next_batch import HumansDesign, Output, QualityControl, Selection, next_batch
+    from planner.workflows.next_batch import BatchSelection, HumansDesign, Output, QualityControl, next_batch
 
     study, _ = _write_study(tmp_path, seed=3)
     before = hybrid_report(study, surrogate="judge").target_votes
-    res = next_batch(study, Selection(size=30, seed=2), qc=QualityControl(attention=0.1, repeat=0.1),
+    res = next_batch(study, BatchSelection(size=30, seed=2), qc=QualityControl(attention=0.1, repeat=0.1),
                      output=Output(out=tmp_path / "b"), humans=HumansDesign(for_="humans", surrogate="judge"))
     kinds = [it.kind for it in res.items]
     assert kinds.count("attention") and kinds.count("repeat")

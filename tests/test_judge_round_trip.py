@@ -10,7 +10,7 @@ import pytest
 from _judge_fixture import batch_output_line
 
 from planner.store.study import Study, ingest, init_study, status
-from planner.workflows.next_batch import Output, QualityControl, Selection, next_batch
+from planner.workflows.next_batch import BatchSelection, Output, QualityControl, next_batch
 from planner.workflows.reissue import retry_failed
 
 SYSTEMS = ["alpha", "beta", "gamma", "delta"]
@@ -48,7 +48,8 @@ def _answer(item) -> str:
 
 
 def test_two_rounds_with_failures_and_retry(study, tmp_path):
-    res = next_batch(study, Selection(size=12), qc=QualityControl(attention=0, repeat=0, overlap=0, acceptability=0),
+    res = next_batch(study, BatchSelection(size=12),
+                     qc=QualityControl(attention=0, repeat=0, overlap=0, acceptability=0),
                      output=Output(out=tmp_path / "r1", format="judge", judge_model="judge-x"))
     items = _key(study)  # the key as the store keeps it
     ids = [it.item_id for it in res.items]
@@ -69,7 +70,8 @@ def test_two_rounds_with_failures_and_retry(study, tmp_path):
     again = ingest(study, [out1, err1, out2])
     assert again.rows == 0 and status(study).unanswered == 0
     # round two: a new batch; the output file is cumulative (round one's lines too)
-    res2 = next_batch(study, Selection(size=8), qc=QualityControl(attention=0, repeat=0, overlap=0, acceptability=0),
+    res2 = next_batch(study, BatchSelection(size=8),
+                      qc=QualityControl(attention=0, repeat=0, overlap=0, acceptability=0),
                       output=Output(out=tmp_path / "r2", format="judge", judge_model="judge-x"))
     items = _key(study)
     cumulative = _jl(tmp_path / "cum.jsonl", [batch_output_line(i, _answer(items[i])) for i in items])

@@ -17,13 +17,13 @@ from typer.testing import CliRunner
 from cli.main import app
 from planner.errors import DataError
 from planner.store.study import Study, ingest
-from planner.workflows.next_batch import Output, QualityControl, Selection, next_batch
+from planner.workflows.next_batch import BatchSelection, Output, QualityControl, next_batch
 
 
 @pytest.fixture
 def batch(tmp_path):
     st = make_study(tmp_path, n_prompts=12)
-    res = next_batch(st, Selection(size=6, strategy="round-robin"),
+    res = next_batch(st, BatchSelection(size=6, strategy="round-robin"),
                      qc=QualityControl(attention=0, repeat=0, overlap=0, acceptability=0),
                      output=Output(out=tmp_path / "b1.jsonl", format="judge", judge_model="judge-x"))
     return st, [i.item_id for i in res.items]

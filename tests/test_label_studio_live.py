@@ -38,7 +38,7 @@ from ls_server import ANNOTATORS
 
 from planner.errors import DataError
 from planner.store.study import DB_NAME, Study, ingest, init_study
-from planner.workflows.next_batch import Output, QualityControl, Selection, next_batch
+from planner.workflows.next_batch import BatchSelection, Output, QualityControl, next_batch
 
 pytestmark = [pytest.mark.labelstudio, pytest.mark.slow]
 
@@ -191,7 +191,7 @@ def _batch(d: Path):
     prompts, responses = _study_files(d)
     study = d / "study"
     init_study(study, systems=SYSTEMS, prompts_file=prompts, responses_file=responses, seed=11)
-    res = next_batch(study, Selection(size=12, seed=5),
+    res = next_batch(study, BatchSelection(size=12, seed=5),
                      qc=QualityControl(annotators=list(PLAN.values()), attention=0.0, repeat=0.0, overlap=0.0,
                                        acceptability=0.0),
                      output=Output(format="label-studio", out=d / "batch-1.json"))

@@ -15,7 +15,7 @@ from planner.errors import DataError, UsageError
 from planner.model import bt
 from planner.store.study import Study, ingest, init_study
 from planner.workflows.demo import answer_batch
-from planner.workflows.next_batch import Output, QualityControl, Selection, TextOptions, next_batch
+from planner.workflows.next_batch import BatchSelection, Output, QualityControl, TextOptions, next_batch
 
 SYSTEMS = ["alpha-model", "beta-model", "gamma-model", "delta-model", "epsilon-model", "zeta-model"]
 
@@ -59,7 +59,7 @@ def _ingest_synthetic(path: Path, tmp: Path, strengths: dict, n: int, seed: int,
 
 
 def test_blinding_and_balance(study, tmp_path):
-    res = next_batch(study, Selection(size=60),
+    res = next_batch(study, BatchSelection(size=60),
                      qc=QualityControl(attention=0.05, repeat=0.05, annotators=["ann1", "ann2"], overlap=0.1),
                      output=Output(out=tmp_path / "round1.jsonl"))
     assert len(res.files) == 2  # one per annotator
@@ -85,7 +85,7 @@ def test_same_state_same_seed_gives_identical_bytes(tmp_path):
         d.mkdir()
         prompts, responses = _write_study_files(d)
         init_study(d / "study", prompts_file=prompts, responses_file=responses, seed=5)
-        res = next_batch(d / "study", Selection(size=25, seed=99), qc=QualityControl(attention=0.1),
+        res = next_batch(d / "study", BatchSelection(size=25, seed=99), qc=QualityControl(attention=0.1),
                          output=Output(out=d / "b.jsonl"))
         outs.append(Path(res.files[0]).read_bytes())
     assert outs[0] == outs[1]
@@ -95,7 +95,7 @@ def test_pending_items_count_as_information(study):
     # 6 systems = 15 pairs. Round-robin twice without returning anything: pending items count,
     # so the two batches together judge every pair exactly twice (not the same 15 picks twice).
     for _ in range(2):
-        next_batch(study, Selection(size=15, strategy="round-robin"),
+        next_batch(study, BatchSelection(size=15, strategy="round-robin"),
                    qc=QualityControl(attention=0, repeat=0, overlap=0))
     with Study.open(study) as st:
         pairs = Counter(tuple(sorted((it.left, it.right))) for it in st.items() if it.kind == "regular")
@@ -110,9 +110,9 @@ def test_active_ranking_concentrates_on_close_pairs(tmp_path):
     init_study(path, prompts_file=prompts, responses_file=responses)
     strengths = dict(zip(names, [4.5, 3.0, 1.5, 1.45, 0.0, -1.5, -3.0, -4.5]))
     _ingest_synthetic(path, tmp_path, strengths, 600, seed=1)
-    act = next_batch(path, Selection(size=20), qc=QualityControl(attention=0, repeat=0, overlap=0),
+    act = next_batch(path, BatchSelection(size=20), qc=QualityControl(attention=0, repeat=0, overlap=0),
                      output=Output(dry_run=True))
-    rr = next_batch(path, Selection(size=20, strategy="round-robin"),
+    rr = next_batch(path, BatchSelection(size=20, strategy="round-robin"),
                     qc=QualityControl(attention=0, repeat=0, overlap=0), output=Output(dry_run=True))
     close = lambda res: sum(1 for it in res.items if {it.left_system, it.right_system} <= {"m2", "m3", "m1", "m4"})  # noqa: E731
     # the close pair and its neighbours get most of the active batch; round-robin spreads (4 of 28 pairs)
@@ -124,7 +124,7 @@ def test_refuses_to_overwrite_and_leaves_the_study_untouched(study, tmp_path):
     target = tmp_path / "b.jsonl"
     target.write_text("keep me\n")
     with pytest.raises(UsageError):
-        next_batch(study, Selection(size=5), output=Output(out=target))
+        next_batch(study, BatchSelection(size=5), output=Output(out=target))
     assert target.read_text() == "keep me\n"
     with Study.open(study) as st:
         assert st.batches() == []
@@ -136,18 +136,18 @@ def test_failure_while_recording_leaves_no_file_and_no_batch(study, tmp_path, mo
 
     monkeypatch.setattr(Study, "record_batch", boom)
     with pytest.raises(DataError):
-        next_batch(study, Selection(size=5), output=Output(out=tmp_path / "b.jsonl"))
+        next_batch(study, BatchSelection(size=5), output=Output(out=tmp_path / "b.jsonl"))
     assert list(tmp_path.glob("b*")) == []
     assert not any(p.name.endswith(".tmp") for p in tmp_path.iterdir())
 
 
 def test_bad_options(study):
     with pytest.raises(UsageError):
-        next_batch(study, Selection(size=0))
+        next_batch(study, BatchSelection(size=0))
     with pytest.raises(UsageError):
-        next_batch(study, Selection(strategy="nope"))
+        next_batch(study, BatchSelection(strategy="nope"))
     with pytest.raises(UsageError):
-        next_batch(study, Selection(objective="nope"))
+        next_batch(study, BatchSelection(objective="nope"))
     with pytest.raises(UsageError):
         next_batch(study, qc=QualityControl(attention=0.6, repeat=0.5))
 
@@ -180,7 +180,7 @@ def test_full_loop_on_vicuna80_with_real_gpt4_verdicts(vicuna_data, tmp_path):
     verdicts = _gpt4_verdicts(vicuna_data)
     returned = Counter()
     for rnd in range(3):
-        res = next_batch(path, Selection(size=40), output=Output(out=tmp_path / f"r{rnd}.jsonl"),
+        res = next_batch(path, BatchSelection(size=40), output=Output(out=tmp_path / f"r{rnd}.jsonl"),
                          text=TextOptions(max_words=2000))
         rows = answer_batch(path, res, lambda k: verdicts[(k.prompt, k.left, k.right)])
         returned.update(r["verdict"] for r in rows)
@@ -202,7 +202,7 @@ def test_full_loop_on_vicuna80_with_real_gpt4_verdicts(vicuna_data, tmp_path):
 def test_style_options_never_change_stored_responses(study, tmp_path):
     with Study.open(study) as st:
         before = [(r.prompt, r.system, r.text, r.length) for r in st.responses()]
-    res = next_batch(study, Selection(size=20), output=Output(out=tmp_path / "styled.jsonl"),
+    res = next_batch(study, BatchSelection(size=20), output=Output(out=tmp_path / "styled.jsonl"),
                      text=TextOptions(max_words=25, truncate=True, normalize_style="full"))
     assert any("truncated by planner" in (it.left_text or "") + (it.right_text or "") for it in res.items)
     with Study.open(study) as st:
@@ -216,7 +216,7 @@ def test_max_words_skips_and_says_so(study):
     # responses have 26, 31, 36, 41, 46, 51 words (6-word lead + 20 + 5k): --max-words 40 keeps only
     # pairs among the first three systems. Issue 13: the long responses are excluded before prompts are
     # chosen, so --size is honoured with other comparisons, and one note names the prompts affected
-    res = next_batch(study, Selection(size=30), qc=QualityControl(attention=0, repeat=0, overlap=0),
+    res = next_batch(study, BatchSelection(size=30), qc=QualityControl(attention=0, repeat=0, overlap=0),
                      output=Output(dry_run=True), text=TextOptions(max_words=40))
     assert len(res.items) == 30
     long_systems = {"delta-model", "epsilon-model", "zeta-model"}
@@ -230,7 +230,7 @@ def test_max_words_skips_and_says_so(study):
 def test_acceptability_items_round_trip_to_report_and_decide(study, tmp_path):
     from planner.workflows.report import build_report
 
-    res = next_batch(study, Selection(size=30),
+    res = next_batch(study, BatchSelection(size=30),
                      qc=QualityControl(acceptability=0.25, attention=0, repeat=0, overlap=0),
                      output=Output(out=tmp_path / "acc.jsonl"))
     acc = [it for it in res.items if it.kind == "acceptability"]
@@ -262,8 +262,8 @@ def test_exhausted_pairs_are_refused_unless_prompts_may_be_reused(vicuna_data, t
     init_study(path, prompts_file=v80 / "prompts.jsonl", responses_file=v80 / "responses.jsonl")
     ingest(path, [vicuna_data / "judgments" / "qlora_vicuna80_gpt4.jsonl"])
     with pytest.raises(DataError, match="`reuse_prompts`"):
-        next_batch(path, Selection(size=10), output=Output(dry_run=True))
-    res = next_batch(path, Selection(size=10, reuse_prompts=True), output=Output(dry_run=True),
+        next_batch(path, BatchSelection(size=10), output=Output(dry_run=True))
+    res = next_batch(path, BatchSelection(size=10, reuse_prompts=True), output=Output(dry_run=True),
                      text=TextOptions(max_words=2000))
     assert sum(1 for it in res.items if it.kind == "regular") >= 1
     assert any("reuse-prompts" in n for n in res.notes)
@@ -273,7 +273,7 @@ def test_exhausted_pairs_are_refused_unless_prompts_may_be_reused(vicuna_data, t
 def test_option_objects_and_flat_names_give_the_same_batch(study, tmp_path):
     from planner.workflows.next_batch import options_from
 
-    a = next_batch(study, Selection(size=6, seed=3), qc=QualityControl(attention=0.1, annotators=2),
+    a = next_batch(study, BatchSelection(size=6, seed=3), qc=QualityControl(attention=0.1, annotators=2),
                    output=Output(dry_run=True), text=TextOptions(normalize_style="markdown"))
     b = next_batch(study, **options_from(size=6, seed=3, attention=0.1, annotators=2, dry_run=True,
                                          normalize_style="markdown"))
@@ -288,4 +288,4 @@ def test_option_objects_are_checked(study):
     with pytest.raises(UsageError, match="next_batch option 'sizes' is not one of"):
         options_from(sizes=3)
     with pytest.raises(UsageError, match=r"`size` \(0\) must be an integer >= 1"):
-        next_batch(study, Selection(size=0))
+        next_batch(study, BatchSelection(size=0))

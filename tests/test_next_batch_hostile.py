@@ -12,7 +12,7 @@ from cli.main import app
 from planner.blinding import REDACTION, name_mentions, name_pattern, redact
 from planner.errors import DataError, UsageError
 from planner.store.study import Study, init_study
-from planner.workflows.next_batch import MAX_SIZE, Output, QualityControl, Selection, next_batch
+from planner.workflows.next_batch import MAX_SIZE, BatchSelection, Output, QualityControl, next_batch
 
 
 def _study(tmp: Path, systems, n_prompts: int, text=None) -> Path:
@@ -40,14 +40,14 @@ def small(tmp_path):
 def test_size_outside_the_documented_range(small, size):
     limit = r"(>= 1 \(and <= 100,000\)|<= 100,000|in \[1, 100,000\])"
     with pytest.raises(UsageError, match=r"`size` \(.*\) must be an integer " + limit) as err:
-        next_batch(small, Selection(size=size), output=Output(dry_run=True))
+        next_batch(small, BatchSelection(size=size), output=Output(dry_run=True))
     assert len(str(err.value)) < 160
 
 
 @pytest.mark.parametrize("seed", [-1, -(10 ** 40)])
 def test_negative_seed(small, seed):
     with pytest.raises(UsageError, match=r"`seed` .* must be an integer in \[0, 2\*\*63 - 1\]"):
-        next_batch(small, Selection(size=3, seed=seed), output=Output(dry_run=True))
+        next_batch(small, BatchSelection(size=3, seed=seed), output=Output(dry_run=True))
 
 
 def test_cli_hostile_options_exit_2_without_traceback(small):
@@ -67,7 +67,7 @@ def test_strategies_issue_what_is_left_then_refuse_cleanly(tmp_path, strategy):
     issued, notes = 0, []
     for round_ in range(12):
         try:
-            res = next_batch(study, Selection(size=5, strategy=strategy),
+            res = next_batch(study, BatchSelection(size=5, strategy=strategy),
                              qc=QualityControl(attention=0, repeat=0, overlap=0, acceptability=0),
                              output=Output(out=tmp_path / f"b{round_}"))
         except DataError as exc:
@@ -85,7 +85,7 @@ def test_strategies_issue_what_is_left_then_refuse_cleanly(tmp_path, strategy):
 
 
 def test_big_size_returns_what_it_can_with_a_note(small, tmp_path):
-    res = next_batch(small, Selection(size=40, strategy="round-robin"),
+    res = next_batch(small, BatchSelection(size=40, strategy="round-robin"),
                      qc=QualityControl(attention=0, repeat=0, overlap=0, acceptability=0),
                      output=Output(out=tmp_path / "b"))
     assert sum(1 for it in res.items if it.kind == "regular") == 18
@@ -117,7 +117,8 @@ def _naming_text(i, k, s):
 
 def test_names_in_responses_are_reported_and_reach_files_without_redaction(tmp_path):
     study = _study(tmp_path, SYSTEMS, 8, _naming_text)
-    res = next_batch(study, Selection(size=24), qc=QualityControl(attention=0, repeat=0, overlap=0, acceptability=0),
+    res = next_batch(study, BatchSelection(size=24),
+                     qc=QualityControl(attention=0, repeat=0, overlap=0, acceptability=0),
                      output=Output(out=tmp_path / "b"))
     mentions = name_mentions(res.items, SYSTEMS)
     assert mentions
@@ -132,7 +133,7 @@ def test_names_in_responses_are_reported_and_reach_files_without_redaction(tmp_p
 @pytest.mark.parametrize("fmt", ["jsonl", "csv", "label-studio", "argilla", "judge"])
 def test_redact_names_removes_every_mention_from_every_file(tmp_path, fmt):
     study = _study(tmp_path, SYSTEMS, 8, _naming_text)
-    res = next_batch(study, Selection(size=24),
+    res = next_batch(study, BatchSelection(size=24),
                      qc=QualityControl(attention=0.1, repeat=0.1, overlap=0, acceptability=0.1),
                      output=Output(out=tmp_path / "b", format=fmt, judge_model="judge-x", redact_names=True))
     rx = name_pattern(SYSTEMS)
@@ -162,11 +163,11 @@ def test_judge_format_problems_are_refused_before_the_fit(small, tmp_path, monke
 
     monkeypatch.setattr(planner.model, "fit", lambda *a, **k: (_ for _ in ()).throw(AssertionError("fitted")))
     with pytest.raises(UsageError, match="`judge_model`"):
-        next_batch(small, Selection(size=3), output=Output(format="judge", out=tmp_path / "j"))
+        next_batch(small, BatchSelection(size=3), output=Output(format="judge", out=tmp_path / "j"))
     tpl = tmp_path / "t.txt"
     tpl.write_text("{prompt} {left} {colour}")
     with pytest.raises(UsageError, match=r"`template`: unknown placeholder \{colour\}"):
-        next_batch(small, Selection(size=3),
+        next_batch(small, BatchSelection(size=3),
                    output=Output(format="judge", judge_model="m", template=tpl, out=tmp_path / "j"))
     with Study.open(small) as st:
         assert st.batches() == []
@@ -175,7 +176,7 @@ def test_judge_format_problems_are_refused_before_the_fit(small, tmp_path, monke
 @pytest.mark.parametrize("name", ["bad\0name.jsonl", "x" * 5000 + ".jsonl", "z" * 230 + ".jsonl"])
 def test_output_names_the_system_cannot_take(small, tmp_path, name):
     with pytest.raises(UsageError, match=r"`out`: .* cannot be used as an output file") as err:
-        next_batch(small, Selection(size=3), output=Output(out=tmp_path / name))
+        next_batch(small, BatchSelection(size=3), output=Output(out=tmp_path / name))
     assert len(str(err.value)) < 300
     with Study.open(small) as st:
         assert st.batches() == []

@@ -17,7 +17,7 @@ from cli.main import app
 from planner.errors import DataError, UsageError
 from planner.formats import staging
 from planner.store.study import Study, init_study
-from planner.workflows.next_batch import Output, QualityControl, Selection, next_batch, options_from
+from planner.workflows.next_batch import BatchSelection, Output, QualityControl, next_batch, options_from
 from planner.workflows.reissue import retry_failed, rewrite_batch
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -88,7 +88,8 @@ def test_rewrite_gives_byte_identical_files(study, tmp_path, fmt, extra):
 def test_rewrite_with_a_custom_template(study, tmp_path):
     tpl = tmp_path / "t.txt"
     tpl.write_text("Q: {prompt}\nA: {left}\nB: {right}\nReasons: {reasons}\nSay [[A]], [[B]] or [[C]].")
-    res = next_batch(study, Selection(size=6), qc=QualityControl(attention=0, repeat=0, overlap=0, acceptability=0),
+    res = next_batch(study, BatchSelection(size=6),
+                     qc=QualityControl(attention=0, repeat=0, overlap=0, acceptability=0),
                      output=Output(out=tmp_path / "j", format="judge", template=tpl, judge_model="m"))
     original = _files(res.files)
     tpl.write_text("changed {prompt} {left} {right}")   # the stored template wins
@@ -104,7 +105,7 @@ def test_rewrite_refuses_unknown_batches(study):
 
 
 def test_cli_rewrite(study, tmp_path):
-    res = next_batch(study, Selection(size=5), output=Output(out=tmp_path / "b.jsonl"))
+    res = next_batch(study, BatchSelection(size=5), output=Output(out=tmp_path / "b.jsonl"))
     data = Path(res.files[0]).read_bytes()
     r = CliRunner().invoke(app, ["next-batch", str(study), "--rewrite", "1", "--out", str(tmp_path / "c.jsonl")])
     assert r.exit_code == 0, r.stderr
@@ -136,21 +137,21 @@ def test_directory_in_place_of_the_file_even_with_force(study, tmp_path, no_fit)
     (tmp_path / "b.jsonl").mkdir()
     for force in (False, True):
         with pytest.raises(UsageError, match=r"`out`: .*b\.jsonl.* is a directory"):
-            next_batch(study, Selection(size=5), output=Output(out=tmp_path / "b.jsonl", force=force))
+            next_batch(study, BatchSelection(size=5), output=Output(out=tmp_path / "b.jsonl", force=force))
     # an annotator's file name taken by a directory
     (tmp_path / "r.a2.csv").mkdir()
     with pytest.raises(UsageError, match=r"r\.a2\.csv.* is a directory"):
-        next_batch(study, Selection(size=5), qc=QualityControl(annotators=2),
+        next_batch(study, BatchSelection(size=5), qc=QualityControl(annotators=2),
                    output=Output(out=tmp_path / "r.csv", format="csv", force=True))
     _untouched(study)
 
 
 def test_missing_parent_and_file_as_parent(study, tmp_path, no_fit):
     with pytest.raises(UsageError, match=r"`out`: directory .* does not exist"):
-        next_batch(study, Selection(size=5), output=Output(out=tmp_path / "nope" / "b.jsonl"))
+        next_batch(study, BatchSelection(size=5), output=Output(out=tmp_path / "nope" / "b.jsonl"))
     (tmp_path / "f").write_text("x")
     with pytest.raises(UsageError, match=r"`out`: .* is not a directory"):
-        next_batch(study, Selection(size=5), output=Output(out=tmp_path / "f" / "b.jsonl"))
+        next_batch(study, BatchSelection(size=5), output=Output(out=tmp_path / "f" / "b.jsonl"))
     _untouched(study)
 
 
@@ -165,24 +166,24 @@ def test_unwritable_directory(study, tmp_path, no_fit):
         ro.chmod(0o500)
         target = ro / "b.jsonl"
     with pytest.raises(UsageError, match="`out`: cannot write in directory"):
-        next_batch(study, Selection(size=5), output=Output(out=target))
+        next_batch(study, BatchSelection(size=5), output=Output(out=target))
     _untouched(study)
 
 
 def test_existing_annotator_file_is_refused_before_the_fit(study, tmp_path, no_fit):
     (tmp_path / "b.a1.jsonl").write_text("keep")
     with pytest.raises(UsageError, match="already exists"):
-        next_batch(study, Selection(size=5), qc=QualityControl(annotators=2), output=Output(out=tmp_path / "b"))
+        next_batch(study, BatchSelection(size=5), qc=QualityControl(annotators=2), output=Output(out=tmp_path / "b"))
     assert (tmp_path / "b.a1.jsonl").read_text() == "keep"
     _untouched(study)
 
 
 def test_template_and_pool_that_are_directories(study, tmp_path, no_fit):
     with pytest.raises(UsageError, match=r"`template`: .* is a directory"):
-        next_batch(study, Selection(size=5),
+        next_batch(study, BatchSelection(size=5),
                    output=Output(out=tmp_path / "b", format="judge", judge_model="m", template=tmp_path))
     with pytest.raises(UsageError, match=r"`attention_pool`: .* is a directory"):
-        next_batch(study, Selection(size=5), qc=QualityControl(attention_pool=tmp_path),
+        next_batch(study, BatchSelection(size=5), qc=QualityControl(attention_pool=tmp_path),
                    output=Output(out=tmp_path / "b"))
     _untouched(study)
 
@@ -219,7 +220,7 @@ def test_failure_after_the_commit_is_completed_by_the_next_run(study, tmp_path, 
     if lose_temps:
         for p in tmp_path.glob(".r*planner.tmp"):
             p.unlink()
-    res = next_batch(study, Selection(size=4), output=Output(out=tmp_path / "next"))
+    res = next_batch(study, BatchSelection(size=4), output=Output(out=tmp_path / "next"))
     assert any(n.startswith("completed batch 1's files") for n in res.notes), res.notes
     for f, digest in expected.items():
         assert staging.sha256(Path(f).read_bytes()) == digest
@@ -235,7 +236,7 @@ def _run_killed(study: Path, out: Path, when: str) -> int:
         import os, signal, sys
         sys.path.insert(0, {str(ROOT)!r})
         from planner.store.study import Study
-        from planner.workflows.next_batch import Output, QualityControl, Selection, next_batch
+        from planner.workflows.next_batch import Output, QualityControl, BatchSelection, next_batch
         real = Study.record_batch
         def record(self, manifest, items):
             if {when!r} == "before":
@@ -243,7 +244,7 @@ def _run_killed(study: Path, out: Path, when: str) -> int:
             bid = real(self, manifest, items)
             os.kill(os.getpid(), signal.SIGKILL)
         Study.record_batch = record
-        next_batch({str(study)!r}, Selection(size=8), qc=QualityControl(annotators="x,y"),
+        next_batch({str(study)!r}, BatchSelection(size=8), qc=QualityControl(annotators="x,y"),
                    output=Output(out={str(out)!r}, format="csv"))
     """)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -257,7 +258,7 @@ def test_kill_9_just_after_the_commit_then_rerun(study, tmp_path):
         (info,) = st.batches()
     assert not any(Path(f).exists() for f in info.manifest["files"])   # recorded, no file in place yet
     assert len(list(tmp_path.glob(".k*planner.tmp"))) == len(info.manifest["files"])
-    res = next_batch(study, Selection(size=4), output=Output(out=tmp_path / "later"))
+    res = next_batch(study, BatchSelection(size=4), output=Output(out=tmp_path / "later"))
     assert any("completed batch 1" in n for n in res.notes)
     for f, digest in zip(info.manifest["files"], info.manifest["files_sha256"]):
         assert staging.sha256(Path(f).read_bytes()) == digest
@@ -270,7 +271,7 @@ def test_kill_9_before_the_commit_is_rolled_back(study, tmp_path):
     assert list(tmp_path.glob(".k*planner.tmp"))       # temporaries left by the kill
     with Study.open(study) as st:
         assert st.batches() == []
-    res = next_batch(study, Selection(size=4), output=Output(out=tmp_path / "later"))
+    res = next_batch(study, BatchSelection(size=4), output=Output(out=tmp_path / "later"))
     assert any(n.startswith("rolled back an interrupted run") for n in res.notes)
     _no_leftovers(tmp_path)
     assert not list(tmp_path.glob("k*"))
@@ -281,7 +282,7 @@ def test_a_live_run_is_left_alone(study, tmp_path):
     # a journal whose owner still holds the lock is not touched by another run
     staged = staging.stage([(tmp_path / "x.jsonl", b"{}\n")], journal_dir=study, token="live")
     try:
-        res = next_batch(study, Selection(size=4), output=Output(out=tmp_path / "other"))
+        res = next_batch(study, BatchSelection(size=4), output=Output(out=tmp_path / "other"))
         assert not any("interrupted" in n for n in res.notes)
         assert Path(staged.entries[0]["tmp"]).exists() and staged.journal.exists()
     finally:
@@ -290,7 +291,7 @@ def test_a_live_run_is_left_alone(study, tmp_path):
 
 # ------------------------------------------------------------- --retry-failed
 def test_retry_failed_writes_the_same_items_without_fitting(study, tmp_path, monkeypatch):
-    res = next_batch(study, Selection(size=10),
+    res = next_batch(study, BatchSelection(size=10),
                      qc=QualityControl(attention=0.1, repeat=0, overlap=0, acceptability=0),
                      output=Output(out=tmp_path / "j", format="judge", judge_model="gpt-5"))
     lines = {json.loads(x)["custom_id"]: x for x in Path(res.files[0]).read_text().splitlines()}
@@ -324,7 +325,7 @@ def test_retry_failed_writes_the_same_items_without_fitting(study, tmp_path, mon
 
 
 def test_retry_failed_with_nothing_to_retry(study, tmp_path, monkeypatch):
-    next_batch(study, Selection(size=4), output=Output(out=tmp_path / "j"))
+    next_batch(study, BatchSelection(size=4), output=Output(out=tmp_path / "j"))
     monkeypatch.setattr(Study, "unanswered_items", lambda self, batch=None: [], raising=False)
     res = retry_failed(study, out=tmp_path / "r")
     assert res.files == () and any("nothing written" in n for n in res.notes)
@@ -332,7 +333,7 @@ def test_retry_failed_with_nothing_to_retry(study, tmp_path, monkeypatch):
 
 
 def test_retry_failed_without_store_support_is_a_usage_error(study, tmp_path, monkeypatch):
-    next_batch(study, Selection(size=4), output=Output(out=tmp_path / "j"))
+    next_batch(study, BatchSelection(size=4), output=Output(out=tmp_path / "j"))
     if hasattr(Study, "unanswered_items"):
         monkeypatch.delattr(Study, "unanswered_items")
     with pytest.raises(UsageError, match="`retry_failed`"):
@@ -354,7 +355,8 @@ def test_retry_failed_against_the_store_after_ingesting_transport_failures(study
 
     reader = readers.Reader("test-failures", read, lambda sniff: False, "transport failures (test)")
     monkeypatch.setitem(readers.READERS, "test-failures", reader)
-    res = next_batch(study, Selection(size=8), qc=QualityControl(attention=0, repeat=0, overlap=0, acceptability=0),
+    res = next_batch(study, BatchSelection(size=8),
+                     qc=QualityControl(attention=0, repeat=0, overlap=0, acceptability=0),
                      output=Output(out=tmp_path / "j", format="judge", judge_model="gpt-5"))
     lines = {json.loads(x)["custom_id"]: x for x in Path(res.files[0]).read_text().splitlines()}
     failed = [it.item_id for it in res.items][2:5]

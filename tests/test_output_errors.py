@@ -18,7 +18,7 @@ import pytest
 from _os_faults import cli, full_disk, no_write, python
 
 from planner.store.study import DB_NAME, init_study
-from planner.workflows.next_batch import Output, QualityControl, Selection, next_batch
+from planner.workflows.next_batch import BatchSelection, Output, QualityControl, next_batch
 
 SYSTEMS = ("alpha", "beta", "gamma")
 
@@ -34,7 +34,7 @@ def study(tmp_path) -> Path:
     responses = _jl(tmp_path / "r.jsonl", [{"prompt": f"p{i}", "system": s, "text": f"Answer {s} {i}."}
                                            for i in range(12) for s in SYSTEMS])
     init_study(tmp_path / "study", prompts_file=prompts, responses_file=responses, seed=1)
-    next_batch(tmp_path / "study", Selection(size=6, seed=2), output=Output(out=tmp_path / "b1.jsonl"),
+    next_batch(tmp_path / "study", BatchSelection(size=6, seed=2), output=Output(out=tmp_path / "b1.jsonl"),
                qc=QualityControl(attention=0, repeat=0, overlap=0, acceptability=0))
     return tmp_path / "study"
 

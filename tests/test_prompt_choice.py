@@ -22,7 +22,7 @@ from planner.prompt_choice import (
     shrink,
 )
 from planner.store.study import ingest, init_study
-from planner.workflows.next_batch import Output, QualityControl, Selection, next_batch
+from planner.workflows.next_batch import BatchSelection, Output, QualityControl, next_batch
 
 EXACT = 1e-12   # closed-form arithmetic on a handful of floats: only rounding separates the two sides
 
@@ -143,8 +143,8 @@ def _study(tmp: Path) -> Path:
 
 
 def _plan(path, prompts_by=None):
-    sel = Selection(size=40, strategy="round-robin") if prompts_by is None else \
-        Selection(size=40, strategy="round-robin", prompts_by=prompts_by)
+    sel = BatchSelection(size=40, strategy="round-robin") if prompts_by is None else \
+        BatchSelection(size=40, strategy="round-robin", prompts_by=prompts_by)
     return next_batch(path, sel, qc=QualityControl(attention=0, repeat=0, overlap=0, acceptability=0),
                       output=Output(dry_run=True))
 
@@ -200,7 +200,7 @@ def test_the_manifest_records_each_prompts_draw_probability(tmp_path):
 
 def _issue_and_answer(path: Path, tmp: Path, prompts_by: str, n_answers: int, name: str):
     """Issue a real batch (written, recorded in the study) and ingest verdicts for its first regular items."""
-    res = next_batch(path, Selection(size=40, strategy="round-robin", prompts_by=prompts_by),
+    res = next_batch(path, BatchSelection(size=40, strategy="round-robin", prompts_by=prompts_by),
                      qc=QualityControl(attention=0, repeat=0, overlap=0, acceptability=0),
                      output=Output(out=tmp / f"{name}.jsonl"))
     regular = [i for i in res.items if i.kind == "regular"][:n_answers]

@@ -391,10 +391,10 @@ def test_vicuna_nuts_report(v80, v80_report):
 def test_batch_round_trip_attention_acceptability_reasons(tmp_path):
     """next-batch (attention + acceptability items, 2 annotators) -> answers -> ingest -> report."""
     from planner.store.study import ingest
-    from planner.workflows.next_batch import Output, QualityControl, Selection, next_batch
+    from planner.workflows.next_batch import BatchSelection, Output, QualityControl, next_batch
 
     st = fx.synthetic_study(tmp_path / "rt", n=200, reasons=False)
-    res = next_batch(st, Selection(size=40, seed=7),
+    res = next_batch(st, BatchSelection(size=40, seed=7),
                      qc=QualityControl(attention=0.1, acceptability=0.1, repeat=0.0, overlap=0.0,
                                        annotators=["ann-1", "ann-2"]), output=Output(out=tmp_path / "batch"))
     expected = res.manifest["attention_expected"]

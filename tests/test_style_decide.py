@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 from cli.main import app
 from planner.sentences import STYLE_DECIDE_NOTE
 from planner.workflows.decide import decide
-from planner.workflows.next_batch import Output, Selection, next_batch
+from planner.workflows.next_batch import BatchSelection, Output, next_batch
 
 
 @pytest.fixture(scope="module")
@@ -39,8 +39,8 @@ def test_decide_cli_option(synth):
 
 
 def test_next_batch_uses_controlled_strengths(synth):
-    raw = next_batch(synth, Selection(size=10, seed=4), output=Output(dry_run=True))
-    ctl = next_batch(synth, Selection(size=10, seed=4, style_control=True), output=Output(dry_run=True))
+    raw = next_batch(synth, BatchSelection(size=10, seed=4), output=Output(dry_run=True))
+    ctl = next_batch(synth, BatchSelection(size=10, seed=4, style_control=True), output=Output(dry_run=True))
     m_raw = raw.manifest["model"]["strengths"]
     m_ctl = ctl.manifest["model"]["strengths"]
     assert m_raw["s3"]["mean"] > m_raw["s0"]["mean"]

@@ -21,7 +21,7 @@ from typer.testing import CliRunner
 
 from cli.main import app
 from planner.store.study import Study, init_study
-from planner.workflows.next_batch import Output, QualityControl, Selection, next_batch
+from planner.workflows.next_batch import BatchSelection, Output, QualityControl, next_batch
 
 SYSTEMS = ("short-a", "short-b", "long-sys")
 LONG_WORDS = 450
@@ -40,7 +40,7 @@ def _files(tmp: Path) -> tuple[Path, Path]:
 
 
 def _shown(path: Path) -> set[str]:
-    res = next_batch(path, Selection(size=12), qc=QualityControl(attention=0, repeat=0, overlap=0),
+    res = next_batch(path, BatchSelection(size=12), qc=QualityControl(attention=0, repeat=0, overlap=0),
                      output=Output(dry_run=True))
     return {s for it in res.items for s in (it.left_system, it.right_system)}
 

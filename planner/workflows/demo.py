@@ -138,7 +138,7 @@ def run_demo(directory, *, n_systems: int = 6, n_prompts: int = 40, rounds: int 
     from planner.simulation import Judge, Truth
     from planner.stats.blas import one_blas_thread
     from planner.store.study import Study, ingest, init_study
-    from planner.workflows.next_batch import Output, QualityControl, Selection, next_batch
+    from planner.workflows.next_batch import BatchSelection, Output, QualityControl, next_batch
 
     limits.check_int("systems", n_systems, 2, 26)
     limits.check_int("prompts", n_prompts, 4, limits.MAX_DEMO_PROMPTS)
@@ -162,7 +162,7 @@ def run_demo(directory, *, n_systems: int = 6, n_prompts: int = 40, rounds: int 
     idx = {s: i for i, s in enumerate(systems)}
     done = []
     for r in range(rounds):
-        res = next_batch(study, Selection(size=size),
+        res = next_batch(study, BatchSelection(size=size),
                          qc=QualityControl(attention=0.05, repeat=0.05, overlap=0.0, acceptability=0.0),
                          output=Output(out=directory / f"batch-{r + 1}.jsonl"))
         def verdict_of(k):

@@ -17,7 +17,7 @@ batch, and ``both_orders`` adds the swapped order of every regular item (see
 :mod:`planner.batch`).
 
 The options come as five frozen objects (:mod:`planner.workflows.next_batch_options`:
-``Selection``, ``QualityControl``, ``Output``, ``TextOptions``, ``HumansDesign``),
+``BatchSelection``, ``QualityControl``, ``Output``, ``TextOptions``, ``HumansDesign``),
 built by the CLI; :func:`options_from` builds them from flat names. The plan
 itself (fit, pairs, strata, prompts) is :mod:`planner.workflows.next_batch_plan`.
 
@@ -54,11 +54,11 @@ from planner.errors import DataError, UsageError, quote
 from planner.limits import check_optional_int
 from planner.workflows.next_batch_options import (
     DEFAULT_SIZE,
+    BatchSelection,
     HumansDesign,
     NextBatchResult,
     Output,
     QualityControl,
-    Selection,
     TextOptions,
     option_objects,
     options_from,
@@ -69,11 +69,11 @@ __all__ = [
     "DEFAULT_SIZE",
     "LEGACY_DEFAULT_MAX_WORDS",
     "MAX_SIZE",
+    "BatchSelection",
     "HumansDesign",
     "NextBatchResult",
     "Output",
     "QualityControl",
-    "Selection",
     "TextOptions",
     "next_batch",
     "options_from",
@@ -230,7 +230,7 @@ def _name_note(batch, systems, redact: bool, notes: list[str]) -> dict:
             "first_items": list(mentions)[:10], "redacted": bool(redact and mentions)}
 
 
-def next_batch(study_path, selection: Selection | None = None, *, qc: QualityControl | None = None,
+def next_batch(study_path, selection: BatchSelection | None = None, *, qc: QualityControl | None = None,
                output: Output | None = None, text: TextOptions | None = None,
                humans: HumansDesign | None = None, reuse: PlanFit | None = None) -> NextBatchResult:
     """Choose the next comparisons for a study and write them as a blinded batch.
@@ -238,7 +238,7 @@ def next_batch(study_path, selection: Selection | None = None, *, qc: QualityCon
     Parameters
     ----------
     study_path : path of the study directory.
-    selection : :class:`Selection`
+    selection : :class:`BatchSelection`
         How many comparisons, strategy, objective, engine, seed, prompt reuse.
     qc : :class:`QualityControl`
         QC rates, both orders, annotators, attention pool.
@@ -355,7 +355,7 @@ def _prepare(study, study_path, output: Output, names, rates, template_text, tem
     return out, n_batches
 
 
-def _plan(study, sel: Selection, humans: HumansDesign, seed: int, rng, max_words, notes: list[str],
+def _plan(study, sel: BatchSelection, humans: HumansDesign, seed: int, rng, max_words, notes: list[str],
           reuse: PlanFit | None = None) -> tuple:
     """``(planned, selection, fit, design, prompt_choice)``: ranked selection (with the prompt draws'
     record under ``--prompts-by discriminative``), or the draw for human labels."""

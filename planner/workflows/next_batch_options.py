@@ -1,6 +1,6 @@
 """The option objects of :func:`planner.workflows.next_batch.next_batch` (re-exported there).
 
-Five frozen groups instead of thirty keyword parameters: :class:`Selection`
+Five frozen groups instead of thirty keyword parameters: :class:`BatchSelection`
 (which comparisons), :class:`QualityControl` (QC items and annotators),
 :class:`Output` (files), :class:`TextOptions` (what the annotator sees),
 :class:`HumansDesign` (``--for humans``). Each group checks its own values when
@@ -31,7 +31,7 @@ FOR = ("ranking", "humans")
 
 
 @dataclass(frozen=True)
-class Selection:
+class BatchSelection:
     """Which comparisons: how many, chosen how, on which posterior.
 
     ``size`` planned comparisons (regular items, 1..:data:`MAX_SIZE`);
@@ -182,7 +182,7 @@ class HumansDesign:
         limits.check_float("floor", self.floor, 0.0, 1.0, low_open=True)   # the uniform share
 
 
-_OPTION_TYPES = {"selection": Selection, "qc": QualityControl, "output": Output, "text": TextOptions,
+_OPTION_TYPES = {"selection": BatchSelection, "qc": QualityControl, "output": Output, "text": TextOptions,
                  "humans": HumansDesign}
 
 
@@ -190,7 +190,7 @@ def options_from(**flat) -> dict:
     """The option objects of :func:`next_batch` from flat field names (for callers that hold them flat).
 
     ``next_batch(study, **options_from(size=12, format="csv", annotators=2))``
-    is ``next_batch(study, Selection(size=12), qc=QualityControl(annotators=2),
+    is ``next_batch(study, BatchSelection(size=12), qc=QualityControl(annotators=2),
     output=Output(format="csv"))``. An unknown name is a usage error.
     """
     grouped: dict[str, dict] = {}

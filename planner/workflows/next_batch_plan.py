@@ -248,7 +248,7 @@ def plan_next_batch(study, selection, *, seed: int, rng: np.random.Generator, ma
                     reuse: PlanFit | None = None):
     """Choose ``selection.size`` (prompt, system pair, stratum) comparisons for the study.
 
-    ``selection`` is a :class:`planner.workflows.next_batch.Selection` (size,
+    ``selection`` is a :class:`planner.workflows.next_batch.BatchSelection` (size,
     strategy, objective, top_k, engine, style_control, frozen_first,
     reuse_prompts, prompts_by); ``seed`` is the seed in force (the fit's), ``rng`` the
     batch's one generator.

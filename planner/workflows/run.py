@@ -138,12 +138,12 @@ def _state(study_path, model: str) -> LoopState:
 def _plan(study_path, judge: JudgeOptions, run: RunOptions, size: int, remaining: int):
     """A dry-run plan whose items fit in ``remaining`` (shrinking ``size``); None if none fits. The
     round's model is fitted once: each smaller retry reuses the first plan's fit."""
-    from planner.workflows.next_batch import Output, QualityControl, Selection, next_batch
+    from planner.workflows.next_batch import BatchSelection, Output, QualityControl, next_batch
 
     reuse = None
     while True:
         plan = next_batch(study_path,
-                          Selection(size=size, strategy=run.strategy, objective=run.objective, engine=run.engine),
+                          BatchSelection(size=size, strategy=run.strategy, objective=run.objective, engine=run.engine),
                           qc=QualityControl(both_orders=run.both_orders),
                           output=Output(format="judge", judge_model=judge.model, dry_run=True), reuse=reuse)
         reuse = plan.plan_fit
@@ -189,7 +189,7 @@ def _resume(study_path, judge: JudgeOptions, state: LoopState, progress, stop, o
 
 
 def _loop(study_path, judge: JudgeOptions, run: RunOptions, progress, stop, on_answer) -> RunResult:
-    from planner.workflows.next_batch import Output, QualityControl, Selection, next_batch
+    from planner.workflows.next_batch import BatchSelection, Output, QualityControl, next_batch
 
     prices = judge.prices
     rounds: list[RoundInfo] = []
@@ -222,7 +222,7 @@ def _loop(study_path, judge: JudgeOptions, run: RunOptions, progress, stop, on_a
             stopped = "settled"
             break
         nb = next_batch(study_path,
-                        Selection(size=size, strategy=run.strategy, objective=run.objective, engine=run.engine),
+                        BatchSelection(size=size, strategy=run.strategy, objective=run.objective, engine=run.engine),
                         qc=QualityControl(both_orders=run.both_orders),
                         output=Output(format="judge", judge_model=judge.model), reuse=plan.plan_fit)
         notes.extend(nb.notes)

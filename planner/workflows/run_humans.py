@@ -67,12 +67,12 @@ def _state(study_path) -> tuple[int, list[int], int]:
 def _plan(study_path, run: RunOptions, human: HumanOptions, size: int, remaining: int):
     """A dry-run plan whose items fit in ``remaining`` (shrinking ``size``); None if none fits. The round's
     model is fitted once: the smaller retries and the batch issued reuse the first plan's fit."""
-    from planner.workflows.next_batch import Output, QualityControl, Selection, next_batch
+    from planner.workflows.next_batch import BatchSelection, Output, QualityControl, next_batch
 
     reuse = None
     while True:
         plan = next_batch(study_path,
-                          Selection(size=size, strategy=run.strategy, objective=run.objective, engine=run.engine),
+                          BatchSelection(size=size, strategy=run.strategy, objective=run.objective, engine=run.engine),
                           qc=QualityControl(annotators=list(human.annotators) or None, both_orders=run.both_orders),
                           output=Output(format="label-studio", dry_run=True), reuse=reuse)
         reuse = plan.plan_fit
@@ -112,7 +112,7 @@ def run_humans_loop(study_path, run: RunOptions, human: HumanOptions, *,
 def _humans_loop(study_path, run: RunOptions, human: HumanOptions, progress, stop, client, sleep, clock):
     import time
 
-    from planner.workflows.next_batch import Output, QualityControl, Selection, next_batch
+    from planner.workflows.next_batch import BatchSelection, Output, QualityControl, next_batch
 
     sleep, clock = sleep or stop.wait, clock or time.monotonic
 
@@ -161,7 +161,7 @@ def _humans_loop(study_path, run: RunOptions, human: HumanOptions, progress, sto
         out = Path(study_path) / "batches" / f"round-{n_round + 1}.json"
         out.parent.mkdir(exist_ok=True)
         nb = next_batch(study_path,
-                        Selection(size=size, strategy=run.strategy, objective=run.objective, engine=run.engine),
+                        BatchSelection(size=size, strategy=run.strategy, objective=run.objective, engine=run.engine),
                         qc=QualityControl(annotators=list(human.annotators) or None, both_orders=run.both_orders),
                         output=Output(format="label-studio", out=out), reuse=plan.plan_fit)
         notes.extend(nb.notes)
