@@ -135,3 +135,32 @@ def test_one_cluster_falls_back_to_the_model():
     f = fit(ja.counts(), clusters=cluster_cells(ja, "item"))
     np.testing.assert_allclose(f.posterior.cov, fit(ja.counts()).posterior.cov, rtol=1e-9, atol=1e-14)
     assert f.clustering.n_clusters == 1 and f.clustering.design_effect == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("by_stratum", [False, True])
+def test_one_pair_meat_is_the_scores_outer_product(by_stratum):
+    """The bincount path for (prompt, pair) clusters is the (G, P) score matrix's ``SᵀS``, both orders shown, ties,
+    strata; clusters holding several pairs (``prompt`` clustering here) take the score-matrix path."""
+    from planner.model.robust import _one_pair_meat
+
+    g = np.random.default_rng(11)
+    base = _clustered(6, n_items=240, votes=3, ties=True)
+    flip = g.random(base.n) < 0.5                                   # both presentation orders within items
+    left, right = np.where(flip, base.right, base.left), np.where(flip, base.left, base.right)
+    ja = JudgmentArrays.build(base.systems, left, right, base.outcome, stratum=base.prompt % 3, prompt=base.prompt,
+                              strata=("x", "y", "z"))
+    counts = ja.counts() if by_stratum else ja.counts().pooled()
+    prob = Problem(counts, by_stratum, Prior())
+    theta = g.normal(0.0, 0.5, prob.p)
+    cells = cluster_cells(ja, "item")
+    cells = cells if by_stratum else cells.pooled()
+    s = cluster_scores(prob, theta, cells)
+    want = np.asarray((s.T @ s).todense())
+    got = _one_pair_meat(prob, theta, cells)
+    # the same sums in another order: 1e-12 relative to the largest entry
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-12 * np.abs(want).max())
+    # four items to a prompt: a prompt's cluster holds several pairs, and the bincount path declines
+    shared = JudgmentArrays.build(base.systems, left, right, base.outcome, stratum=base.prompt // 4 % 3,
+                                  prompt=base.prompt // 4, strata=("x", "y", "z"))
+    prompt_cells = cluster_cells(shared, "prompt")
+    assert _one_pair_meat(prob, theta, prompt_cells if by_stratum else prompt_cells.pooled()) is None

@@ -96,6 +96,63 @@ def cluster_scores(prob, theta: np.ndarray, cells: ClusterCells, x=None) -> spar
     return sparse.csr_matrix((vals, (rows, cols)), shape=(cells.n_clusters, prob.p))
 
 
+def _one_pair_meat(prob, theta: np.ndarray, cells: ClusterCells) -> np.ndarray | None:
+    """``Σ_g s_g s_gᵀ`` (the meat before ``G/(G-1)``) when every cluster holds one unordered pair in one stratum,
+    as (prompt, pair) clusters do; None otherwise (:func:`cluster_scores` then builds the scores).
+
+    Such a cluster's score is ``c_g (e_i - e_j) [+ c_g (e_si - e_sj)] + d_g e_gamma + l_g e_lognu``: ``c_g`` sums
+    ``±u``-scores by the side ``i`` was shown on, ``d_g`` the same without the sign, ``l_g`` the tie scores. Its
+    outer products are summed by bincount over (column, column) keys: no (G, P) matrix is built, which at a
+    million clusters costs most of a report's time.
+    """
+    m, p, g = prob.m, prob.p, cells.n_clusters
+    a, b, st, cl = cells.a, cells.b, cells.stratum, cells.cluster
+    if a.size == 0:
+        return None
+    lo, hi = np.minimum(a, b), np.maximum(a, b)
+    key = (lo * m + hi) * (int(st.max()) + 1) + st
+    first = np.full(g, -1, dtype=np.int64)
+    first[cl[::-1]] = key[::-1]                  # each cluster's key from one of its rows
+    if not np.array_equal(first[cl], key):
+        return None
+    u = 0.5 * (theta[a] - theta[b] + theta[prob.ig])
+    if prob.by_stratum:
+        u = u + 0.5 * (theta[m + st * m + a] - theta[m + st * m + b])
+    lam = theta[prob.il]
+    big = np.maximum(np.abs(u), lam)
+    ea, eb, et = np.exp(u - big), np.exp(-u - big), np.exp(lam - big)
+    tot = ea + eb + et
+    n_a, n_b, n_t = (v.astype(float) for v in (cells.a_wins, cells.b_wins, cells.ties))
+    n = n_a + n_b + n_t
+    s_u = 0.5 * ((n_a - n_b) - n * (ea - eb) / tot)
+    s_l = n_t - n * et / tot
+    c = np.bincount(cl, np.where(a == lo, s_u, -s_u), minlength=g)
+    d = np.bincount(cl, s_u, minlength=g)
+    lg = np.bincount(cl, s_l, minlength=g)
+    glo, ghi, gst = np.zeros(g, dtype=np.int64), np.zeros(g, dtype=np.int64), np.zeros(g, dtype=np.int64)
+    glo[cl], ghi[cl], gst[cl] = lo, hi, st
+    cols = [glo, ghi]
+    signs = [1.0, -1.0]
+    if prob.by_stratum:
+        cols += [m + gst * m + glo, m + gst * m + ghi]
+        signs += [1.0, -1.0]
+    meat = np.zeros(p * p)
+    c2 = c * c
+    for cp, sp in zip(cols, signs, strict=True):
+        for cq, sq in zip(cols, signs, strict=True):
+            meat += np.bincount(cp * p + cq, sp * sq * c2, minlength=p * p)
+        for col, w in ((prob.ig, c * d), (prob.il, c * lg)):
+            cross = np.bincount(cp, sp * w, minlength=p)
+            meat[np.arange(p) * p + col] += cross
+            meat[col * p + np.arange(p)] += cross
+    meat = meat.reshape(p, p)
+    for (r, q), w in (((prob.ig, prob.ig), d @ d), ((prob.il, prob.il), lg @ lg), ((prob.ig, prob.il), d @ lg)):
+        meat[r, q] += w
+        if r != q:
+            meat[q, r] += w
+    return meat
+
+
 def robust_covariance(prob, theta: np.ndarray, prec: np.ndarray, cells: ClusterCells, x=None) -> RobustCovariance:
     """The model posterior covariance at the mode and its cluster-robust version (module docstring).
 
@@ -116,8 +173,11 @@ def _robust_covariance(prob, theta: np.ndarray, prec: np.ndarray, cells: Cluster
     g = cells.n_clusters
     if g < 2:
         return RobustCovariance(model, model, np.zeros(0), g)
-    s = cluster_scores(prob, theta, cells, x)
-    meat = np.asarray((s.T @ s).todense()) * (g / (g - 1.0))
+    meat = _one_pair_meat(prob, theta, cells) if x is None else None
+    if meat is None:
+        s = cluster_scores(prob, theta, cells, x)
+        meat = np.asarray((s.T @ s).todense())
+    meat = meat * (g / (g - 1.0))
     vals, vecs = np.linalg.eigh(j)
     keep = vals > RANGE_TOL * max(float(vals.max()), 0.0) if vals.size else vals > 0
     if not keep.any():
