@@ -234,17 +234,39 @@ def _render_leaderboard(con, r) -> None:
                   soft_wrap=True)
 
 
+def _pairs_shown(r) -> tuple[list, str]:
+    """The pairs the terminal shows: every pair, or past ``LETTERS_MAX_SYSTEMS`` systems (where the letters are left
+    out too) the neighbours in the ranking — a 300-system study has 44,850 pairs, which no terminal reads and rich
+    takes ~15 s to lay out — with a note saying where the rest are."""
+    from itertools import pairwise
+
+    from planner.diagnostics.letters import LETTERS_MAX_SYSTEMS
+
+    rows = list(r.pairs.rows)
+    if len(r.systems) <= LETTERS_MAX_SYSTEMS:
+        return rows, ""
+    order = [x.system for x in r.leaderboard]
+    wanted = {frozenset(p) for p in pairwise(order)}
+    shown = [p for p in rows if frozenset((p.system_a, p.system_b)) in wanted]
+    return shown, (f"{len(shown):,} of {len(rows):,} pairs shown: each system with its neighbour in the ranking "
+                   "(more than 26 systems); every pair is in --json, --markdown and planner export.")
+
+
 def _render_pairs(con, r) -> None:
     from rich.table import Table
 
-    tab = Table(title="pairs (a = earlier in the study's system order)")
-    deff = any(p.design_effect is not None for p in r.pairs.rows)
+    rows, note = _pairs_shown(r)
+    tab = Table(title="pairs (a = earlier in the study's system order)" + (
+        "; neighbours in the ranking only" if note else ""))
+    deff = any(p.design_effect is not None for p in rows)
     for h in ("a", "b", "a wins", "b wins", "ties", "inv", "score", "P(a>b)") + (("deff",) if deff else ()):
         tab.add_column(h, justify="left" if h in ("a", "b") else "right", no_wrap=h in ("a", "b"))
-    for p in r.pairs.rows:
+    for p in rows:
         tab.add_row(p.system_a, p.system_b, f"{p.a_wins:,}", f"{p.b_wins:,}", f"{p.ties:,}", f"{p.invalid:,}",
                     _num(p.score), _num(p.p_a_better), *((_num(p.design_effect, ".2f"),) if deff else ()))
     print_table(tab, key=(0, 1), console=con)
+    if note:
+        con.print(note, markup=False, soft_wrap=True)
 
     if r.anchor_tests is not None:
         at = r.anchor_tests

@@ -4,6 +4,7 @@ in the JSON, the terminal table, Markdown and HTML alike (issue 30)."""
 from __future__ import annotations
 
 import json
+from itertools import pairwise
 
 import numpy as np
 import pytest
@@ -55,3 +56,11 @@ def test_letters_left_out_above_26_systems_everywhere(many):
     header = next(line for line in out.stdout.splitlines() if "system" in line and "rank" in line)
     assert "tied" in header and "letters" not in header
     assert "letters are left out above 26 systems" in out.stderr.replace("\n", " ")
+    # the terminal's pairs table: each system with its ranking neighbour (29 of 435), and where the rest are
+    flat = " ".join(out.stdout.split())
+    assert f"{M - 1} of {M * (M - 1) // 2:,} pairs shown: each system with its neighbour in the ranking" in flat
+    body = out.stdout.split("pairs (a = earlier")[1].split("pairs shown")[0]
+    shown = {frozenset(c.strip() for c in ln.split("│")[1:3]) for ln in body.splitlines() if ln.startswith("│")}
+    order = [x.system for x in r.leaderboard]
+    assert shown == {frozenset(p) for p in pairwise(order)}
+    assert len(doc["pairs"]["rows"]) == M * (M - 1) // 2          # every pair in the JSON
