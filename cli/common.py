@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections.abc import Callable
 from functools import cache
@@ -147,8 +148,12 @@ def _json_visible(doc: str) -> str:
     """
     if doc.isascii():
         return doc
-    return "".join(c if c.isprintable() or c == "\n" else
-                   "".join(f"\\u{u:04x}" for u in _utf16(c)) for c in doc)
+    # only the non-ASCII characters are looked at (a per-character pass took 3 s on a 14 MB report)
+    return _NON_ASCII.sub(lambda m: m.group() if m.group().isprintable() else
+                          "".join(f"\\u{u:04x}" for u in _utf16(m.group())), doc)
+
+
+_NON_ASCII = re.compile(r"[^\x00-\x7e]")   # DEL too: json.dumps leaves it raw
 
 
 def _utf16(c: str) -> tuple[int, ...]:
