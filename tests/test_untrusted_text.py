@@ -165,3 +165,20 @@ def test_json_output_escapes_c1_controls_and_bidi_overrides(older_study):
     assert "\x9b" not in r.output and "\u202e" not in r.output and "\x1b" not in r.output
     names = {a["annotator"] for a in json.loads(r.output)["annotators"]}
     assert {"csi\x9b2J\u202e", TERMINAL} <= names   # the same text, written as \\u escapes
+
+
+def test_print_json_is_indented_and_compact_past_a_million_characters(capsys):
+    """``--json`` documents: indented for reading, one compact line past COMPACT_JSON_CHARS; both parse to the
+    same document, with the same escapes (the ``\\u009b`` a terminal would act on)."""
+    import json as _json
+
+    from cli.common import COMPACT_JSON_CHARS, print_json
+
+    small = {"name": "x\x9by", "rows": [1, 2]}
+    print_json(small)
+    out = capsys.readouterr().out
+    assert out.count("\n") > 2 and "\\u009b" in out and _json.loads(out) == small
+    big = {"name": "x\x9by", "rows": ["r" * 100] * (COMPACT_JSON_CHARS // 100)}
+    print_json(big)
+    out = capsys.readouterr().out
+    assert out.count("\n") == 1 and "\\u009b" in out and _json.loads(out) == big
