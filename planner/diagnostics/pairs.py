@@ -43,6 +43,18 @@ class PairTable:
     systems: tuple[str, ...]
     rows: tuple[PairRow, ...]
 
+    def to_dict(self) -> dict:
+        """The JSON form (as :func:`planner.jsonable.jsonable` would give it), written per row without the generic
+        walk: a 300-system report has 44,850 rows, and the walk's call per value cost half a second."""
+        def num(x):
+            return None if x is None or not math.isfinite(x) else float(x)
+
+        return {"systems": list(self.systems),
+                "rows": [{"system_a": r.system_a, "system_b": r.system_b, "a_wins": int(r.a_wins),
+                          "b_wins": int(r.b_wins), "ties": int(r.ties), "invalid": int(r.invalid),
+                          "score": num(r.score), "p_a_better": num(r.p_a_better),
+                          "design_effect": num(r.design_effect)} for r in self.rows]}
+
 
 def pair_table(counts: Counts, p_better: np.ndarray | None = None,
                design_effects: np.ndarray | None = None) -> PairTable:
