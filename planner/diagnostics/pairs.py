@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import itertools
 import math
 from dataclasses import dataclass
 
 import numpy as np
 
-from planner.counts import Counts, half_tie_score
+from planner.counts import Counts, half_tie_scores
 from planner.diagnostics.records import binom_p, check_level
 from planner.errors import UsageError
 from planner.stats.proportions import proportion, wilson_interval
@@ -81,16 +80,20 @@ def pair_table(counts: Counts, p_better: np.ndarray | None = None,
         if p_better.shape != (m, m):
             raise UsageError(f"`p_better` shape ({p_better.shape}) must be ({m}, {m})", parameters=('p_better',))
     t = counts.pair_tensor()
-    rows = []
-    for i, j in itertools.combinations(range(m), 2):
-        w, l, ti, inv = (int(x) for x in t[i, j])
-        if w + l + ti + inv == 0:
-            continue
-        deff = None if design_effects is None or not np.isfinite(design_effects[i, j]) else float(design_effects[i, j])
-        rows.append(PairRow(counts.systems[i], counts.systems[j], w, l, ti, inv,
-                            half_tie_score(w, l, ti),
-                            None if p_better is None else float(p_better[i, j]), deff))
-    return PairTable(counts.systems, tuple(rows))
+    # by columns over the pairs with any judgment (300 systems: 44,850 rows; a loop per pair cost 0.7 s)
+    i, j = np.triu_indices(m, 1)
+    cells = t[i, j]
+    keep = cells.sum(axis=1) > 0
+    i, j, cells = i[keep], j[keep], cells[keep]
+    w, l, ti, inv = (cells[:, k].tolist() for k in range(4))
+    scores = half_tie_scores(cells[:, 0], cells[:, 1], cells[:, 2])
+    probs = [None] * i.size if p_better is None else p_better[i, j].tolist()
+    deffs = ([None] * i.size if design_effects is None else
+             [x if math.isfinite(x) else None for x in np.asarray(design_effects, dtype=float)[i, j].tolist()])
+    names = counts.systems
+    rows = tuple(PairRow(names[a], names[b], *rest)
+                 for a, b, *rest in zip(i.tolist(), j.tolist(), w, l, ti, inv, scores, probs, deffs, strict=True))
+    return PairTable(counts.systems, rows)
 
 
 def p_better_from_draws(draws: np.ndarray, chunk: int = 64) -> np.ndarray:
