@@ -131,21 +131,25 @@ def _one_pair_meat(prob, theta: np.ndarray, cells: ClusterCells) -> np.ndarray |
     lg = np.bincount(cl, s_l, minlength=g)
     glo, ghi, gst = np.zeros(g, dtype=np.int64), np.zeros(g, dtype=np.int64), np.zeros(g, dtype=np.int64)
     glo[cl], ghi[cl], gst[cl] = lo, hi, st
-    cols = [glo, ghi]
+    # the clusters' products summed per (pair, stratum) first: three bincounts over the clusters, then a
+    # scatter over the (at most M(M-1)/2 per stratum) keys that occur
+    k = int(gst.max()) + 1
+    key = (glo * m + ghi) * k + gst
+    uniq, inv = np.unique(key, return_inverse=True)
+    cc, cd, cl_ = (np.bincount(inv, w, minlength=uniq.size) for w in (c * c, c * d, c * lg))
+    plo, phi, pst = uniq // k // m, uniq // k % m, uniq % k
+    cols = [plo, phi]
     signs = [1.0, -1.0]
     if prob.by_stratum:
-        cols += [m + gst * m + glo, m + gst * m + ghi]
+        cols += [m + pst * m + plo, m + pst * m + phi]
         signs += [1.0, -1.0]
-    meat = np.zeros(p * p)
-    c2 = c * c
+    meat = np.zeros((p, p))
     for cp, sp in zip(cols, signs, strict=True):
         for cq, sq in zip(cols, signs, strict=True):
-            meat += np.bincount(cp * p + cq, sp * sq * c2, minlength=p * p)
-        for col, w in ((prob.ig, c * d), (prob.il, c * lg)):
-            cross = np.bincount(cp, sp * w, minlength=p)
-            meat[np.arange(p) * p + col] += cross
-            meat[col * p + np.arange(p)] += cross
-    meat = meat.reshape(p, p)
+            np.add.at(meat, (cp, cq), sp * sq * cc)
+        for col, w in ((prob.ig, cd), (prob.il, cl_)):
+            np.add.at(meat, (cp, np.full(cp.size, col)), sp * w)
+            np.add.at(meat, (np.full(cp.size, col), cp), sp * w)
     for (r, q), w in (((prob.ig, prob.ig), d @ d), ((prob.il, prob.il), lg @ lg), ((prob.ig, prob.il), d @ lg)):
         meat[r, q] += w
         if r != q:
