@@ -249,7 +249,7 @@ def _pairs_shown(r) -> tuple[list, str]:
     wanted = {frozenset(p) for p in pairwise(order)}
     shown = [p for p in rows if frozenset((p.system_a, p.system_b)) in wanted]
     return shown, (f"{len(shown):,} of {len(rows):,} pairs shown: each system with its neighbour in the ranking "
-                   "(more than 26 systems); every pair is in --json, --markdown and planner export.")
+                   f"(more than {LETTERS_MAX_SYSTEMS} systems); every pair is in --json, --markdown and planner export.")
 
 
 def _render_pairs(con, r) -> None:

@@ -79,21 +79,23 @@ def cluster_scores(prob, theta: np.ndarray, cells: ClusterCells, x=None) -> spar
     row's design (``prob.design``): ``g = 1/2 dl/du x + dl/dlog nu e_lognu``.
     """
     x = prob.design(cells.a, cells.b, cells.stratum) if x is None else sparse.csr_matrix(x)
-    u = 0.5 * (x @ theta)
-    lam = theta[prob.il]
-    big = np.maximum(np.abs(u), lam)
-    ea, eb, et = np.exp(u - big), np.exp(-u - big), np.exp(lam - big)
-    tot = ea + eb + et
-    pa, pb, pt = ea / tot, eb / tot, et / tot
-    n_a, n_b, n_t = (v.astype(float) for v in (cells.a_wins, cells.b_wins, cells.ties))
-    n = n_a + n_b + n_t
-    s_u = (n_a - n_b) - n * (pa - pb)
-    s_l = n_t - n * pt
+    s_u, s_l = _row_scores(0.5 * (x @ theta), theta[prob.il], cells)
     x = x.tocoo()
     rows = np.concatenate([cells.cluster[x.row], cells.cluster])
     cols = np.concatenate([x.col, np.full(cells.cluster.size, prob.il)])
     vals = np.concatenate([0.5 * s_u[x.row] * x.data, s_l])
     return sparse.csr_matrix((vals, (rows, cols)), shape=(cells.n_clusters, prob.p))
+
+
+def _row_scores(u: np.ndarray, lam: float, cells: ClusterCells) -> tuple[np.ndarray, np.ndarray]:
+    """Per row of ``cells`` at ``u = delta/2`` and ``lam = log nu``: ``dl/du`` and ``dl/dlog nu`` (see
+    :func:`cluster_scores`), the probabilities taken with the largest exponent factored out."""
+    big = np.maximum(np.abs(u), lam)
+    ea, eb, et = np.exp(u - big), np.exp(-u - big), np.exp(lam - big)
+    tot = ea + eb + et
+    n_a, n_b, n_t = (v.astype(float) for v in (cells.a_wins, cells.b_wins, cells.ties))
+    n = n_a + n_b + n_t
+    return (n_a - n_b) - n * ((ea / tot) - (eb / tot)), n_t - n * (et / tot)
 
 
 def _one_pair_meat(prob, theta: np.ndarray, cells: ClusterCells) -> np.ndarray | None:
@@ -110,32 +112,23 @@ def _one_pair_meat(prob, theta: np.ndarray, cells: ClusterCells) -> np.ndarray |
     if a.size == 0:
         return None
     lo, hi = np.minimum(a, b), np.maximum(a, b)
-    key = (lo * m + hi) * (int(st.max()) + 1) + st
+    k = int(st.max()) + 1
+    key = (lo * m + hi) * k + st
     first = np.full(g, -1, dtype=np.int64)
-    first[cl[::-1]] = key[::-1]                  # each cluster's key from one of its rows
+    first[cl[::-1]] = key[::-1]                  # each cluster's (pair, stratum) key, from one of its rows
     if not np.array_equal(first[cl], key):
         return None
     u = 0.5 * (theta[a] - theta[b] + theta[prob.ig])
     if prob.by_stratum:
         u = u + 0.5 * (theta[m + st * m + a] - theta[m + st * m + b])
-    lam = theta[prob.il]
-    big = np.maximum(np.abs(u), lam)
-    ea, eb, et = np.exp(u - big), np.exp(-u - big), np.exp(lam - big)
-    tot = ea + eb + et
-    n_a, n_b, n_t = (v.astype(float) for v in (cells.a_wins, cells.b_wins, cells.ties))
-    n = n_a + n_b + n_t
-    s_u = 0.5 * ((n_a - n_b) - n * (ea - eb) / tot)
-    s_l = n_t - n * et / tot
+    s_u, s_l = _row_scores(u, theta[prob.il], cells)
+    s_u = 0.5 * s_u
     c = np.bincount(cl, np.where(a == lo, s_u, -s_u), minlength=g)
     d = np.bincount(cl, s_u, minlength=g)
     lg = np.bincount(cl, s_l, minlength=g)
-    glo, ghi, gst = np.zeros(g, dtype=np.int64), np.zeros(g, dtype=np.int64), np.zeros(g, dtype=np.int64)
-    glo[cl], ghi[cl], gst[cl] = lo, hi, st
     # the clusters' products summed per (pair, stratum) first: three bincounts over the clusters, then a
     # scatter over the (at most M(M-1)/2 per stratum) keys that occur
-    k = int(gst.max()) + 1
-    key = (glo * m + ghi) * k + gst
-    uniq, inv = np.unique(key, return_inverse=True)
+    uniq, inv = np.unique(first, return_inverse=True)
     cc, cd, cl_ = (np.bincount(inv, w, minlength=uniq.size) for w in (c * c, c * d, c * lg))
     plo, phi, pst = uniq // k // m, uniq // k % m, uniq % k
     cols = [plo, phi]
