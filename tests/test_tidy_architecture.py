@@ -13,7 +13,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "architecture.md"
-LAYERS = {"core", "store", "formats", "connectors", "workflow"}
+LAYERS = {"core", "store", "formats", "connectors", "service", "workflow"}
 ROW = re.compile(r"^\| `(planner/[\w/]+\.py)` \| (\w+) \| (.+) \|$")
 
 

@@ -14,7 +14,8 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-FOLDER_LAYER = {"store": "store", "formats": "formats", "connectors": "connectors", "workflows": "workflow"}
+FOLDER_LAYER = {"store": "store", "formats": "formats", "connectors": "connectors", "services": "service",
+                "workflows": "workflow"}
 OPENERS = {("Study", "open"), ("sqlite3", "connect"), (None, "init_study"), ("Study", "create")}
 MAY_OPEN = ("planner/store/", "planner/workflows/")
 
