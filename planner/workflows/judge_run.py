@@ -2,7 +2,7 @@
 
 The pipeline (one function each)::
 
-    study ──► requests (re-rendered byte-identically from the study: planner.workflows.reissue)
+    study ──► requests (re-rendered byte-identically from the study: planner.services.batch_files)
           ──► skip items already judged, answers already cached (planner.store.ledger)
           ──► cost cap (planner.connectors.pricing) ──► send: direct or Batch API
               (planner.connectors.openai_judge), each answer cached as it arrives
@@ -167,7 +167,7 @@ def batch_requests(study, info, model: str) -> list[dict]:
     rule (none for o-series/gpt-5 families).
     """
     from planner.formats.writers import judge_temperature
-    from planner.workflows.reissue import render_recorded
+    from planner.services.batch_files import render_recorded
 
     rendering = info.manifest.get("rendering") or {}
     if rendering.get("format") != "judge":

@@ -331,7 +331,7 @@ def _prepare(study, study_path, output: Output, names, rates, template_text, tem
              notes: list[str]) -> tuple:
     """Checks before the fit; ``(out, n_batches)`` after completing or rolling back an interrupted run."""
     from planner.formats.writers import output_paths
-    from planner.workflows.reissue import recover_interrupted
+    from planner.services.batch_files import recover_interrupted
 
     config = study.config
     n_batches = len(study.batches())

@@ -171,7 +171,7 @@ def _batch_id(study, batch: int | None) -> int:
 # -------------------------------------------------------------------- push
 def batch_tasks(study, batch_id: int, per_annotator: bool) -> dict[str, tuple[str, list[dict]]]:
     """``{project key: (label config, tasks)}`` of a recorded batch, rendered as it was issued."""
-    from planner.workflows.reissue import render_recorded
+    from planner.services.batch_files import render_recorded
 
     info = next(b for b in study.batches() if b.id == batch_id)
     fmt = (info.manifest.get("rendering") or {}).get("format")
