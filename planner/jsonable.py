@@ -9,6 +9,11 @@ The plain types (``str``, ``int``, ``float``, ``bool``, ``None``, ``list``, ``tu
 about a million of them (44,850 pair rows, a 300 x 300 win matrix), and the general
 checks (``to_dict``, ``is_dataclass``, numpy types) cost several times the
 conversion itself.
+
+A class whose ``to_dict()`` already returns such plain values (built with this function or written
+out by hand) says so with a class attribute ``JSON_READY = True``; its result is then taken as it
+is, not walked a second time (a 300-system report's document holds about a million values, and
+the second walk cost 0.17 s).
 """
 
 from __future__ import annotations
@@ -34,7 +39,7 @@ def jsonable(obj: Any) -> Any:
     if t is dict:
         return {str(k): jsonable(v) for k, v in obj.items()}
     if hasattr(obj, "to_dict") and callable(obj.to_dict):
-        return jsonable(obj.to_dict())
+        return obj.to_dict() if getattr(t, "JSON_READY", False) is True else jsonable(obj.to_dict())
     names = _FIELDS.get(t)
     if names is None and dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         names = _FIELDS[t] = tuple(f.name for f in dataclasses.fields(obj))

@@ -320,6 +320,8 @@ class Report:
     # the forecast `planner plan` saved, updated with the judgments now (planner.simulation.remaining.Remaining)
     forecast: Any = None
 
+    JSON_READY = True   # to_dict() gives plain JSON values (planner.jsonable takes them as they are)
+
     def to_dict(self) -> dict:
         """JSON-ready dict of every field except ``fit`` (and ``style_control`` when not computed)."""
         from planner.jsonable import jsonable

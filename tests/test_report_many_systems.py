@@ -64,3 +64,18 @@ def test_letters_left_out_above_26_systems_everywhere(many):
     order = [x.system for x in r.leaderboard]
     assert shown == {frozenset(p) for p in pairwise(order)}
     assert len(doc["pairs"]["rows"]) == M * (M - 1) // 2          # every pair in the JSON
+
+
+def test_json_ready_to_dicts_are_what_the_generic_walk_gives(many):
+    """Report and PairTable declare JSON_READY (planner.jsonable takes their to_dict() as it is): the claim holds
+    when their documents are walked again, value for value and type for type."""
+    from planner.jsonable import jsonable
+
+    r = build_report(many)
+    for obj in (r, r.pairs):
+        assert type(obj).JSON_READY is True
+        doc = jsonable(obj)
+        walked = jsonable(obj.to_dict())   # a plain dict: walked value by value
+        assert walked is not doc
+        assert walked == doc
+        assert json.dumps(walked) == json.dumps(doc)   # same types too (1 vs 1.0, True vs 1)
