@@ -83,6 +83,14 @@ class JudgmentArrays:
     def build(cls, systems, left, right, outcome, *, stratum=None, prompt=None, annotator=None,
               strata=(DEFAULT_STRATUM,)) -> JudgmentArrays:
         """Checked arrays (int64, one length); a missing ``stratum`` is 0, ``prompt`` 0, ``annotator`` -1."""
+        return cls.build_with_counts(systems, left, right, outcome, stratum=stratum, prompt=prompt,
+                                     annotator=annotator, strata=strata)[0]
+
+    @classmethod
+    def build_with_counts(cls, systems, left, right, outcome, *, stratum=None, prompt=None, annotator=None,
+                          strata=(DEFAULT_STRATUM,)) -> tuple[JudgmentArrays, Counts]:
+        """:meth:`build` and the result's :meth:`counts`, computed once: they are the build's range checks
+        (system, outcome and stratum codes), and a caller that needs both need not aggregate twice."""
         cols = [np.asarray(x, dtype=np.int64).ravel() for x in (left, right, outcome)]
         n = cols[0].size
         for value, default in ((stratum, 0), (prompt, 0), (annotator, -1)):
@@ -91,8 +99,7 @@ class JudgmentArrays:
         if any(c.size != n for c in cols):
             raise DataError("judgment arrays differ in length: " + ", ".join(str(c.size) for c in cols))
         out = cls(tuple(systems), tuple(strata), *cols)
-        out.counts()          # the same range checks as the counts (system, outcome and stratum codes)
-        return out
+        return out, out.counts()
 
     @property
     def n(self) -> int:

@@ -95,10 +95,9 @@ def report_scan(con, systems: tuple[str, ...]) -> ReportScan:
     strata = scans.strata_of(con, bool(np.any(code == 0)))
     lut = stratum_lut(con, {s: i for i, s in enumerate(strata)})
     ab_c = a[counted] * (span - 1) + b1[counted] - 1
-    judged = scans.judged_counts(systems, strata, lut, index, span - 1, ab_c, code[counted], right[counted],
-                                 verdict[counted])
-    arrays = _arrays(con, systems, strata, lut, index, span - 1, ab_c, code[counted], right[counted],
-                     verdict[counted])
+    # the counts are the judgments one by one aggregated: made once, with the arrays
+    arrays, judged = _arrays(con, systems, strata, lut, index, span - 1, ab_c, code[counted], right[counted],
+                             verdict[counted])
     totals = dict(zip(OUTCOMES, (int(x) for x in np.bincount(verdict[counted], minlength=4))))
     kinds = _kinds(con, kind)
     ranking = pairwise & ~np.isin(kind, [JUDGMENT_KINDS.index(k) for k in NON_RANKING])
@@ -115,13 +114,16 @@ def report_scan(con, systems: tuple[str, ...]) -> ReportScan:
                       losses)
 
 
-def _arrays(con, systems, strata, lut, index, span, ab, code, right, verdict) -> JudgmentArrays:
-    """The counted judgments as :class:`JudgmentArrays` (prompt codes as :mod:`planner.store.judged` gives them)."""
+def _arrays(con, systems, strata, lut, index, span, ab, code, right, verdict) -> tuple[JudgmentArrays, Counts]:
+    """The counted judgments as :class:`JudgmentArrays` (prompt codes as :mod:`planner.store.judged` gives them)
+    and their counts by stratum (:meth:`Study.counts`, as :func:`planner.store.scans.judged_counts` gives them)."""
     left, right_sys, outcome = scans.shown_cells(index, span, ab, right, verdict)
     prompt = code - 1
     if (prompt < 0).any():
         prompt = unknown_prompt_codes(con, COUNTED_KINDS, prompt)
-    return JudgmentArrays.build(systems, left, right_sys, outcome, stratum=lut[code], prompt=prompt, strata=strata)
+    arrays, judged = JudgmentArrays.build_with_counts(systems, left, right_sys, outcome, stratum=lut[code],
+                                                      prompt=prompt, strata=strata)
+    return arrays, judged if ab.size else Counts.empty(systems, strata)
 
 
 def _kinds(con, kind: np.ndarray) -> dict:
@@ -144,8 +146,9 @@ def _length_rows(con, span: int, a: np.ndarray, b: np.ndarray, code: np.ndarray,
     prompt the study does not hold has no response), in a dense table of every key up to
     :data:`DENSE_LENGTHS` keys, else in the sorted keys of the responses.
     """
-    got = np.array(con.execute("SELECT p.ord + 1, r.system, r.length FROM responses r "
-                               "JOIN prompts p ON p.id = r.prompt").fetchall(), dtype=np.int64).reshape(-1, 3)
+    # one group_concat per column, not a tuple per response (90,000 at Arena scale: 0.07 -> 0.03 s)
+    got = np.stack(scans.int_columns(con, "responses", "r", ["p.ord + 1", "r.system", "r.length"],
+                                     "JOIN prompts p ON p.id = r.prompt"), axis=1).reshape(-1, 3)
     q = int(max(code.max(initial=0), got[:, 0].max(initial=0))) + 1
     if q * span <= DENSE_LENGTHS:   # a (prompt, system) table: one gather per judgment
         table = np.full(q * span, -1, dtype=np.int64)
