@@ -79,3 +79,21 @@ def test_json_ready_to_dicts_are_what_the_generic_walk_gives(many):
         assert walked is not doc
         assert walked == doc
         assert json.dumps(walked) == json.dumps(doc)   # same types too (1 vs 1.0, True vs 1)
+
+
+def test_queries_the_scan_rules_out_are_skipped(many, monkeypatch):
+    """No judgment names an annotator and none is of kind acceptability (the one scan says so): annotator QC and
+    the acceptability counts are not queried (each a further scan of the judgments), and the report is the same."""
+    from planner import sentences
+    from planner.store.queries import Study
+
+    before = build_report(many).to_dict()
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("queried although the scan found nothing to read")
+
+    monkeypatch.setattr(Study, "annotated_judgments", refuse)
+    monkeypatch.setattr(Study, "acceptability_counts", refuse)
+    r = build_report(many)
+    assert sentences.ANNOTATOR_QC_SKIPPED_NOTE in r.notes and r.annotators is None and r.acceptability is None
+    assert r.to_dict() == before

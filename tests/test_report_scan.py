@@ -86,10 +86,11 @@ def rich(tmp_path):
             reason = [None, None, "accuracy", "format", "", "  ", "accuracy "][int(rng.integers(7))]
             position = [None, "left", "right"][int(rng.integers(3))]
             prompt = f"q{rng.integers(6)}" if k % 13 else "elsewhere"
+            annotator = None if k % 3 else f"ann{k % 2}"
             rows.append((k + 1 + (70 if k >= 300 else 0), f"j{k}", prompt, int(a), None if b is None else int(b),
-                         verdict, position, kind, reason))
-        con.executemany("INSERT INTO judgments (seq, id, prompt, a, b, verdict, a_position, kind, reason, file) "
-                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 1)", rows)
+                         verdict, position, kind, reason, annotator))
+        con.executemany("INSERT INTO judgments (seq, id, prompt, a, b, verdict, a_position, kind, reason, annotator, "
+                        "file) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1)", rows)
     return tmp_path / "st"
 
 
@@ -110,6 +111,8 @@ def test_report_scan_equals_the_old_queries(rich, monkeypatch, chunk, split):
         got = dg.reason_shares_counts(scan.reason_rows, st.systems, (scan.no_reason_wins, scan.no_reason_losses))
         assert got == reasons
         assert 0 < reasons.n_without_reason < reasons.n_decisive
+        named = st.connection.execute("SELECT count(*) FROM judgments WHERE annotator IS NOT NULL").fetchone()[0]
+        assert scan.annotated == named == 200
 
 
 def test_report_scan_without_responses_or_judgments(tmp_path):

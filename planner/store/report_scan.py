@@ -7,14 +7,15 @@ over the judgments joined twice to the responses (at Arena scale, 1,000,000 rows
 ~1.4 s and ~2.6 s). Here one ``group_concat`` scan
 (:func:`planner.store.scans.split_scan`) reads every judgment once as a single integer::
 
-    key = ((a * span + b + 1) * q + ord + 1) * 128 + right * 64 + verdict * 16 + kind * 2 + has_reason
+    key = (((a * span + b + 1) * q + ord + 1) * 2 + annotated) * 128
+          + right * 64 + verdict * 16 + kind * 2 + has_reason
 
 (``b + 1`` 0 for single-response judgments, ``ord + 1`` 0 for a prompt the study does
 not hold, ``verdict`` 0 A, 1 B, 2 tie, 3 anything else, ``kind`` the place in
 :data:`planner.vocabulary.JUDGMENT_KINDS` or 7 for another word, ``has_reason`` the
-reason is not NULL); the response lengths are looked up with array operations, and
-only the judgments that carry a reason are read as text (their own ``GROUP BY``).
-``tests/test_report_scan.py`` checks every figure against the queries it replaces.
+reason is not NULL, ``annotated`` the judgment names an annotator); the response lengths
+are looked up with array operations, and only the judgments that carry a reason are read
+as text (their own ``GROUP BY``). ``tests/test_report_scan.py`` checks every figure against the queries it replaces.
 """
 
 from __future__ import annotations
@@ -61,6 +62,9 @@ class ReportScan:
         Ranking judgments that carry a reason (the raw text, blank ones included).
     no_reason_wins, no_reason_losses : tuple of int
         Per system (study order): decisive ranking judgments without a reason, won / lost.
+    annotated : int
+        Stored judgments (every kind) that name an annotator: with none, annotator quality control
+        has nothing to read and its query is skipped.
     """
 
     judged: Counts
@@ -71,11 +75,13 @@ class ReportScan:
     reason_rows: tuple
     no_reason_wins: tuple[int, ...]
     no_reason_losses: tuple[int, ...]
+    annotated: int = 0
 
 
 def _key_sql(span: int, q: int) -> str:
     kind = " ".join(f"WHEN '{k}' THEN {i}" for i, k in enumerate(JUDGMENT_KINDS))
-    return (f"((j.a * {span} + coalesce(j.b, -1) + 1) * {q} + coalesce(p.ord, -1) + 1) * 128 "
+    return (f"(((j.a * {span} + coalesce(j.b, -1) + 1) * {q} + coalesce(p.ord, -1) + 1) * 2 "
+            f"+ (j.annotator IS NOT NULL)) * 128 "
             f"+ {scans.RIGHT} * 64 + ({scans.VERDICT}) * 16 + (CASE j.kind {kind} ELSE {_OTHER_KIND} END) * 2 "
             f"+ (j.reason IS NOT NULL)")
 
@@ -87,6 +93,8 @@ def report_scan(con, systems: tuple[str, ...]) -> ReportScan:
     q = scans.prompt_span(con)
     key = scans.split_scan(con, _key_sql(span, q))
     rest, low = np.divmod(key, 128)
+    annotated = int(np.count_nonzero(rest & 1))
+    rest >>= 1
     ab, code = np.divmod(rest, q)
     a, b1 = np.divmod(ab, span)
     right, verdict, kind, has_reason = (low & 64) == 64, (low >> 4) & 3, (low >> 1) & 7, (low & 1) == 1
@@ -111,7 +119,7 @@ def report_scan(con, systems: tuple[str, ...]) -> ReportScan:
     wins = tuple(int(x) for x in np.bincount(index[win], minlength=m))
     losses = tuple(int(x) for x in np.bincount(index[lose], minlength=m))
     return ReportScan(judged, arrays, totals, kinds, length_rows, _reason_rows(con) if has_reason.any() else (), wins,
-                      losses)
+                      losses, annotated)
 
 
 def _arrays(con, systems, strata, lut, index, span, ab, code, right, verdict) -> tuple[JudgmentArrays, Counts]:

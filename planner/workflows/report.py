@@ -154,9 +154,11 @@ def _strata_report(study, counts: Counts, fit, by_stratum: bool, weights: dict[s
     return StrataReport(tuple(systems), source, tuple(rows), tuple(weighted), float(max(gaps)) if gaps else None)
 
 
-def _acceptability(study, ranking, min_pass_rate: float):
-    acc = study.acceptability_counts()
-    if int(acc.passed.sum() + acc.failed.sum() + acc.invalid.sum()):
+def _acceptability(study, ranking, min_pass_rate: float, judged: bool):
+    """Acceptability from the acceptability judgments (``judged``: the scan met any; otherwise their query, a
+    scan of the judgments, is skipped), else from the responses' labels; ``(None, None)`` without either."""
+    acc = study.acceptability_counts() if judged else None
+    if acc is not None and int(acc.passed.sum() + acc.failed.sum() + acc.invalid.sum()):
         return dg.acceptability(acc, ranking=ranking, min_pass_rate=min_pass_rate), "judgments"
     labels = study.acceptability_labels()
     if labels:
@@ -275,11 +277,11 @@ def build_report(study_path, *, engine: str = "laplace", by_stratum: bool = Fals
             artifact = f"posterior-{engine}{'-by-stratum' if by_stratum else ''}.nc"
             study.save_artifact(artifact, fit.to_netcdf())
         rg = dg.rank_fit(fit, min_rank_draws=draws)
-        acc, acc_source = _acceptability(study, rg.order, min_pass_rate)
+        acc, acc_source = _acceptability(study, rg.order, min_pass_rate, "acceptability" in scan.kinds)
         board, win_matrix = _leaderboard(systems, fit, rg, counts, acc)
         totals, kinds, length, reasons = _judgment_figures(scan, systems)
         notes: list[str] = [] if length is not None else [sentences.LENGTH_NOT_COMPUTED_NOTE]
-        annotators = _annotator_report(study, notes)
+        annotators = _annotator_report(study, notes, scan.annotated)
         chosen_batches, chosen = study.prompt_choice_judgments()
         if chosen:
             notes.append(sentences.prompt_choice_note(chosen_batches, chosen, int(counts.usable.sum())))
@@ -386,12 +388,13 @@ def _judgment_figures(scan, systems) -> tuple[dict, dict, Any, Any]:
     return dict(scan.totals), dict(scan.kinds), length, reasons
 
 
-def _annotator_report(study, notes: list[str]):
+def _annotator_report(study, notes: list[str], n_annotated: int):
     """Annotator QC over the latest :data:`ANNOTATOR_QC_MAX` annotated judgments (``None`` without any).
 
-    Appends to ``notes`` what was skipped or capped.
+    Appends to ``notes`` what was skipped or capped. ``n_annotated``: the scan's count of judgments that
+    name an annotator (0: nothing to read, the query is skipped).
     """
-    annotated, capped = study.annotated_judgments(ANNOTATOR_QC_MAX)
+    annotated, capped = study.annotated_judgments(ANNOTATOR_QC_MAX) if n_annotated else ([], False)
     if not annotated:
         notes.append(sentences.ANNOTATOR_QC_SKIPPED_NOTE)
         return None
