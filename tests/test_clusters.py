@@ -131,6 +131,30 @@ def test_cluster_cells_sum_back_to_the_counts():
     assert (pooled.stratum == 0).all() and pooled.cell_totals(3, 1).sum() == 5
 
 
+
+def test_pooled_cells_reorder_or_tally_alike():
+    """ClusterCells.pooled: item and prompt clusters lie in one stratum, so pooling only reorders the rows (one
+    sort); annotator clusters span strata and are tallied again. Either way the result equals the tallying path,
+    row for row and in the same order (the sandwich sums over the rows in that order)."""
+    rng = np.random.default_rng(29)
+    n, m = 4000, 7
+    left = rng.integers(0, m, n)
+    right = (left + rng.integers(1, m, n)) % m
+    prompt = rng.integers(0, 40, n)
+    ja = cl.JudgmentArrays.build(tuple("abcdefg"), left, right, rng.integers(0, 4, n), stratum=prompt % 3,
+                                 prompt=prompt, annotator=rng.integers(-1, 5, n), strata=("s0", "s1", "s2"))
+    for by in ("item", "prompt", "annotator", "none"):
+        cells = cl.cluster_cells(ja, by)
+        assert cells.stratum.any()
+        assert cells.pooled() == cells.tallied_pooled(), by
+    merged = cl.cluster_cells(ja, "annotator")
+    assert merged.pooled().a.size < merged.a.size          # rows of one annotator in several strata merged
+    # cluster ids with a gap: tallied (and renumbered) alike
+    gap = cl.ClusterCells("item", 3, np.array([0, 2]), np.array([0, 1]), np.array([1, 0]), np.array([1, 0]),
+                          np.array([1, 0]), np.array([0, 1]), np.array([0, 0]))
+    assert gap.pooled() == gap.tallied_pooled() and gap.pooled().n_clusters == 2
+
+
 def test_verdict_icc_by_hand():
     # one pair (x, y), both orders on each of 4 prompts; x shown left scores +1 (x wins) or -1
     # oriented +1 for x: prompt 0: +1, +1; prompt 1: -1, -1; prompt 2: +1, -1; prompt 3: +1, +1 (position-balanced)

@@ -368,7 +368,27 @@ class ClusterCells:
     ties: np.ndarray
 
     def pooled(self) -> ClusterCells:
-        """The same tallies with every stratum merged into one (for a pooled fit)."""
+        """The same tallies with every stratum merged into one (for a pooled fit): rows in (cluster, a, b) order.
+
+        When no two rows share a (cluster, a, b) (a cluster lies in one stratum, as an item or a prompt
+        does), merging is only that reordering, done by one sort of the rows' keys; otherwise the rows
+        are tallied again (the same result either way: tests/test_clusters.py).
+        """
+        if self.a.size:
+            span = int(max(self.a.max(), self.b.max())) + 1
+            key = (self.cluster * span + self.a) * span + self.b
+            order = np.argsort(key)     # distinct keys (checked below): any sort gives this order
+            ordered, ids = key[order], self.cluster[order]
+            # distinct rows, and cluster ids 0..G-1 each present (tallying again would renumber them)
+            if (not np.any(ordered[1:] == ordered[:-1]) and ids[0] == 0 and ids[-1] == self.n_clusters - 1
+                    and not np.any(np.diff(ids) > 1)):
+                return ClusterCells(self.by, self.n_clusters, ids, self.a[order], self.b[order],
+                                    np.zeros_like(self.stratum), self.a_wins[order], self.b_wins[order],
+                                    self.ties[order])
+        return self.tallied_pooled()
+
+    def tallied_pooled(self) -> ClusterCells:
+        """:meth:`pooled` by tallying the rows again (the general case)."""
         return _tally("pooled", (self.cluster,), self.a, self.b, np.zeros_like(self.stratum), None,
                       (self.a_wins, self.b_wins, self.ties)).relabelled(self.by)
 
