@@ -97,3 +97,18 @@ def test_queries_the_scan_rules_out_are_skipped(many, monkeypatch):
     r = build_report(many)
     assert sentences.ANNOTATOR_QC_SKIPPED_NOTE in r.notes and r.annotators is None and r.acceptability is None
     assert r.to_dict() == before
+
+
+def test_per_system_tallies_are_the_pair_tensor_summed():
+    """The stratum table's per-system tallies (bincounts over the cells) equal the by-stratum pair tensor summed
+    over opponents, integer for integer, invalid judgments and unjudged systems included."""
+    from planner.counts import Counts
+    from planner.workflows.report import _per_system
+
+    rng = np.random.default_rng(3)
+    a = rng.integers(0, 9, 5000)
+    b = (a + rng.integers(1, 8, 5000)) % 9          # system 9 never judged
+    c = Counts.from_arrays([f"s{i}" for i in range(10)], a, b, rng.integers(0, 4, 5000), rng.integers(0, 3, 5000),
+                           ("k0", "k1", "k2"))
+    np.testing.assert_array_equal(_per_system(c), c.pair_tensor(by_stratum=True).sum(axis=2))
+    assert _per_system(c).dtype == np.int64

@@ -123,8 +123,7 @@ def _attention_expected(study) -> dict[str, str]:
 def _strata_report(study, counts: Counts, fit, by_stratum: bool, weights: dict[str, float],
                    source: str) -> StrataReport:
     systems, strata = counts.systems, counts.strata
-    t = counts.pair_tensor(by_stratum=True)        # (K, M, M, 4)
-    per = t.sum(axis=2)                            # (K, M, 4): system vs everyone in stratum k
+    per = _per_system(counts)                      # (K, M, 4): system vs everyone in stratum k
     usable_k = (per[:, :, :3].sum(axis=(1, 2)) // 2).astype(np.int64)
     invalid_k = (per[:, :, 3].sum(axis=1) // 2).astype(np.int64)
     all_usable = int(usable_k.sum())
@@ -152,6 +151,19 @@ def _strata_report(study, counts: Counts, fit, by_stratum: bool, weights: dict[s
         weighted.append(num / den if den else None)
     gaps = [abs(r.judgment_share - r.weight) for r in rows if r.judgment_share is not None]
     return StrataReport(tuple(systems), source, tuple(rows), tuple(weighted), float(max(gaps)) if gaps else None)
+
+
+def _per_system(counts: Counts) -> np.ndarray:
+    """``(K, M, 4)``: each system's wins, losses, ties and invalid judgments against everyone, per stratum (the pair
+    tensor ``counts.pair_tensor(by_stratum=True)`` summed over opponents, without building it: the same integers)."""
+    m, k = len(counts.systems), len(counts.strata)
+    side_a, side_b = counts.stratum * m + counts.a, counts.stratum * m + counts.b
+    cols = []
+    for own, other in ((counts.a_wins, counts.b_wins), (counts.b_wins, counts.a_wins),
+                       (counts.ties, counts.ties), (counts.invalid, counts.invalid)):
+        cols.append(np.bincount(side_a, weights=own, minlength=k * m) + np.bincount(side_b, weights=other,
+                                                                                     minlength=k * m))
+    return np.stack(cols, axis=1).astype(np.int64).reshape(k, m, 4)
 
 
 def _acceptability(study, ranking, min_pass_rate: float, judged: bool):
