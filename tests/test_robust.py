@@ -164,3 +164,29 @@ def test_one_pair_meat_is_the_scores_outer_product(by_stratum):
                                   prompt=base.prompt // 4, strata=("x", "y", "z"))
     prompt_cells = cluster_cells(shared, "prompt")
     assert _one_pair_meat(prob, theta, prompt_cells if by_stratum else prompt_cells.pooled()) is None
+
+
+@pytest.mark.parametrize("by_stratum", [False, True])
+def test_scores_per_cell_are_the_scores_per_row_bit_for_bit(by_stratum):
+    """The one-pair meat takes the outcome probabilities once per shown cell (fewer cells than rows) and reads them
+    per row: the same floats as computing them row by row (each row's ``u`` is the same expression)."""
+    from planner.model.robust import _cell_u, _row_scores
+
+    g = np.random.default_rng(12)
+    base = _clustered(7, n_items=200, votes=3, ties=True)
+    ja = JudgmentArrays.build(base.systems, base.left, base.right, base.outcome, stratum=base.prompt % 3,
+                              prompt=base.prompt, strata=("x", "y", "z"))
+    counts = ja.counts() if by_stratum else ja.counts().pooled()
+    prob = Problem(counts, by_stratum, Prior())
+    theta = g.normal(0.0, 0.5, prob.p)
+    cells = cluster_cells(ja, "item")
+    cells = cells if by_stratum else cells.pooled()
+    u, cell = _cell_u(prob, theta, cells.a, cells.b, cells.stratum)
+    assert cell is not None and u.size < cells.a.size
+    row_u = 0.5 * (theta[cells.a] - theta[cells.b] + theta[prob.ig])
+    if by_stratum:
+        m = prob.m
+        row_u = row_u + 0.5 * (theta[m + cells.stratum * m + cells.a] - theta[m + cells.stratum * m + cells.b])
+    lam = theta[prob.il]
+    for got, want in zip(_row_scores(u, lam, cells, cell), _row_scores(row_u, lam, cells), strict=True):
+        np.testing.assert_array_equal(got, want)

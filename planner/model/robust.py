@@ -87,15 +87,24 @@ def cluster_scores(prob, theta: np.ndarray, cells: ClusterCells, x=None) -> spar
     return sparse.csr_matrix((vals, (rows, cols)), shape=(cells.n_clusters, prob.p))
 
 
-def _row_scores(u: np.ndarray, lam: float, cells: ClusterCells) -> tuple[np.ndarray, np.ndarray]:
-    """Per row of ``cells`` at ``u = delta/2`` and ``lam = log nu``: ``dl/du`` and ``dl/dlog nu`` (see
-    :func:`cluster_scores`), the probabilities taken with the largest exponent factored out."""
+def _probs(u: np.ndarray, lam: float) -> tuple[np.ndarray, np.ndarray]:
+    """``(P_A - P_B, P_T)`` at ``u = delta/2`` and ``lam = log nu``, the largest exponent factored out."""
     big = np.maximum(np.abs(u), lam)
     ea, eb, et = np.exp(u - big), np.exp(-u - big), np.exp(lam - big)
     tot = ea + eb + et
+    return (ea / tot) - (eb / tot), et / tot
+
+
+def _row_scores(u: np.ndarray, lam: float, cells: ClusterCells, cell: np.ndarray | None = None):
+    """Per row of ``cells``: ``dl/du`` and ``dl/dlog nu`` (see :func:`cluster_scores`), at ``u = delta/2`` of each
+    row and ``lam = log nu``; or, with ``cell``, at ``u`` per shown cell, row ``r`` reading entry ``cell[r]``
+    (the same floats: the probabilities are a function of the cell, computed once per cell, not per row)."""
+    diff, pt = _probs(u, lam)
+    if cell is not None:
+        diff, pt = diff[cell], pt[cell]
     n_a, n_b, n_t = (v.astype(float) for v in (cells.a_wins, cells.b_wins, cells.ties))
     n = n_a + n_b + n_t
-    return (n_a - n_b) - n * ((ea / tot) - (eb / tot)), n_t - n * (et / tot)
+    return (n_a - n_b) - n * diff, n_t - n * pt
 
 
 def _one_pair_meat(prob, theta: np.ndarray, cells: ClusterCells) -> np.ndarray | None:
@@ -118,10 +127,8 @@ def _one_pair_meat(prob, theta: np.ndarray, cells: ClusterCells) -> np.ndarray |
     first[cl[::-1]] = key[::-1]                  # each cluster's (pair, stratum) key, from one of its rows
     if not np.array_equal(first[cl], key):
         return None
-    u = 0.5 * (theta[a] - theta[b] + theta[prob.ig])
-    if prob.by_stratum:
-        u = u + 0.5 * (theta[m + st * m + a] - theta[m + st * m + b])
-    s_u, s_l = _row_scores(u, theta[prob.il], cells)
+    u, cell = _cell_u(prob, theta, a, b, st)
+    s_u, s_l = _row_scores(u, theta[prob.il], cells, cell)
     s_u = 0.5 * s_u
     c = np.bincount(cl, np.where(a == lo, s_u, -s_u), minlength=g)
     d = np.bincount(cl, s_u, minlength=g)
@@ -148,6 +155,25 @@ def _one_pair_meat(prob, theta: np.ndarray, cells: ClusterCells) -> np.ndarray |
         if r != q:
             meat[q, r] += w
     return meat
+
+
+def _cell_u(prob, theta: np.ndarray, a: np.ndarray, b: np.ndarray, st: np.ndarray):
+    """``(u, cell)``: ``u = delta/2`` per shown cell ``(stratum, a, b)`` and each row's cell, when there are fewer
+    cells (M² per stratum) than rows, as (prompt, pair) clusters at a million verdicts have; else per row
+    (``cell`` None)."""
+    m = prob.m
+    k = prob.k if prob.by_stratum else 1
+    if m * m * k < a.size:
+        cell = (st * m + a) * m + b if prob.by_stratum else a * m + b
+        at = np.arange(m * m * k)
+        st, rest = np.divmod(at, m * m)
+        a, b = np.divmod(rest, m)
+    else:
+        cell = None
+    u = 0.5 * (theta[a] - theta[b] + theta[prob.ig])
+    if prob.by_stratum:
+        u = u + 0.5 * (theta[m + st * m + a] - theta[m + st * m + b])
+    return u, cell
 
 
 def robust_covariance(prob, theta: np.ndarray, prec: np.ndarray, cells: ClusterCells, x=None) -> RobustCovariance:
