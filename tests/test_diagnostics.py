@@ -71,6 +71,36 @@ def test_pair_table_orients_to_system_order():
     assert dg.pair_table(_counts(recs)).rows[0].p_a_better is None
 
 
+def test_pair_rows_are_a_sequence_of_pair_rows_and_the_json_walks_them_alike():
+    """PairTable keeps its rows as columns (PairRows): indexing, slicing and iterating give PairRow objects with the
+    values of the pair table, and to_dict() equals the generic walk of those rows (NaN and infinities as null)."""
+    import dataclasses
+
+    rng = np.random.default_rng(5)
+    names = tuple(f"s{i}" for i in range(6))
+    a = rng.integers(0, 5, 400)
+    c = Counts.from_arrays(names, a, (a + rng.integers(1, 5, 400)) % 5, rng.integers(0, 4, 400))   # s5: no data
+    p = rng.random((6, 6))
+    p[0, 2] = np.nan
+    deff = 1 + rng.random((6, 6))
+    deff[1, 3] = np.inf
+    t = dg.pair_table(c, p_better=p, design_effects=deff)
+    rows = list(t.rows)
+    assert len(rows) == len(t.rows) == 10 and all(isinstance(r, dg.PairRow) for r in rows)   # pairs of s0..s4
+    assert t.rows[0] == rows[0] and t.rows[-1] == rows[-1] and t.rows[2:5] == tuple(rows[2:5])
+    tensor = c.pair_tensor()
+    for r in rows:
+        i, j = names.index(r.system_a), names.index(r.system_b)
+        assert i < j and (r.a_wins, r.b_wins, r.ties, r.invalid) == tuple(int(x) for x in tensor[i, j])
+        assert type(r.a_wins) is int
+        assert (r.p_a_better == p[i, j]) or (np.isnan(p[i, j]) and np.isnan(r.p_a_better))
+    walked = {"systems": list(names), "rows": [jsonable(dataclasses.asdict(r)) for r in rows]}
+    assert t.to_dict() == walked and json.dumps(t.to_dict()) == json.dumps(walked)
+    assert any(r["p_a_better"] is None for r in walked["rows"]) and any(r["design_effect"] is None
+                                                                         for r in walked["rows"])
+    empty = dg.pair_table(Counts.empty(names))
+    assert len(empty.rows) == 0 and list(empty.rows) == [] and empty.to_dict() == {"systems": list(names), "rows": []}
+
 def test_pair_table_bad_matrix_shape():
     with pytest.raises(UsageError, match="`p_better` shape"):
         dg.pair_table(_counts([("x", "y", "A")]), p_better=np.eye(2))

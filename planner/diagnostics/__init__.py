@@ -72,6 +72,7 @@ from planner.diagnostics.pairs import (
     AnchorRow,
     AnchorTests,
     PairRow,
+    PairRows,
     PairTable,
     StratumTieRate,
     TieRates,
@@ -150,6 +151,7 @@ __all__ = [
     "NearThreshold",
     # pairs
     "PairRow",
+    "PairRows",
     "PairTable",
     "PositionBias",
     # proportions (re-exported from planner.stats.proportions)
