@@ -415,11 +415,14 @@ def _tally(by, group, a, b, stratum, outcome, tallies=None) -> ClusterCells:
     r = int(rows.max()) + 1
     first = np.zeros(r, dtype=np.int64)
     first[rows[::-1]] = np.arange(rows.size - 1, -1, -1)      # a representative judgment of each row
-    if tallies is None:
-        tallies = tuple((outcome == o) for o in range(3))
-    counts = [np.bincount(rows, weights=t, minlength=r).astype(np.int64) for t in tallies]
+    if tallies is None:     # one integer bincount over (row, outcome): the A / B / tie tallies of every row
+        tab = np.bincount(rows * 3 + outcome, minlength=3 * r).astype(np.int64, copy=False).reshape(r, 3)
+        counts = [np.ascontiguousarray(tab[:, o]) for o in range(3)]
+    else:
+        counts = [np.bincount(rows, weights=t, minlength=r).astype(np.int64) for t in tallies]
     if by == "item":
-        cluster = dense_codes(group[0][first], np.minimum(a, b)[first], np.maximum(a, b)[first])
+        a_f, b_f = a[first], b[first]
+        cluster = dense_codes(group[0][first], np.minimum(a_f, b_f), np.maximum(a_f, b_f))
     else:
         cluster = dense_codes(*(g[first] for g in group))
     n_clusters = int(cluster.max()) + 1
@@ -433,12 +436,14 @@ def cluster_cells(arrays: JudgmentArrays, by: str = "item") -> ClusterCells:
     """
     check_cluster_by(by)
     keep = arrays.outcome < 3
-    left, right, stratum, outcome = (getattr(arrays, f)[keep] for f in ("left", "right", "stratum", "outcome"))
+    every = bool(keep.all())        # no invalid judgment: the arrays as they are, not copies
+    left, right, stratum, outcome = (getattr(arrays, f) if every else getattr(arrays, f)[keep]
+                                     for f in ("left", "right", "stratum", "outcome"))
     group: tuple[np.ndarray, ...]
     if by in ("item", "prompt"):
-        group = (arrays.prompt[keep],)
+        group = (arrays.prompt if every else arrays.prompt[keep],)
     elif by == "annotator":
-        ann = arrays.annotator[keep]
+        ann = arrays.annotator if every else arrays.annotator[keep]
         group = (ann, np.where(ann >= 0, -1, np.arange(ann.size, dtype=np.int64)))
     else:
         group = (np.arange(int(keep.sum()), dtype=np.int64),)
