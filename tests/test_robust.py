@@ -159,6 +159,15 @@ def test_one_pair_meat_is_the_scores_outer_product(by_stratum):
     got = _one_pair_meat(prob, theta, cells)
     # the same sums in another order: 1e-12 relative to the largest entry
     np.testing.assert_allclose(got, want, rtol=0, atol=1e-12 * np.abs(want).max())
+    # fewer clusters than (pair, stratum) keys: the keys are found by a sort instead of a dense bincount
+    few = JudgmentArrays.build(base.systems, left[:20], right[:20], base.outcome[:20], stratum=base.prompt[:20] % 3,
+                               prompt=base.prompt[:20], strata=("x", "y", "z"))
+    few_cells = cluster_cells(few, "item")
+    few_cells = few_cells if by_stratum else few_cells.pooled()
+    assert few_cells.n_clusters < M * M * (3 if by_stratum else 1) <= cells.n_clusters
+    s = cluster_scores(prob, theta, few_cells)
+    want = np.asarray((s.T @ s).todense())
+    np.testing.assert_allclose(_one_pair_meat(prob, theta, few_cells), want, rtol=0, atol=1e-12 * np.abs(want).max())
     # four items to a prompt: a prompt's cluster holds several pairs, and the bincount path declines
     shared = JudgmentArrays.build(base.systems, left, right, base.outcome, stratum=base.prompt // 4 % 3,
                                   prompt=base.prompt // 4, strata=("x", "y", "z"))

@@ -135,8 +135,14 @@ def _one_pair_meat(prob, theta: np.ndarray, cells: ClusterCells) -> np.ndarray |
     lg = np.bincount(cl, s_l, minlength=g)
     # the clusters' products summed per (pair, stratum) first: three bincounts over the clusters, then a
     # scatter over the (at most M(M-1)/2 per stratum) keys that occur
-    uniq, inv = np.unique(first, return_inverse=True)
-    cc, cd, cl_ = (np.bincount(inv, w, minlength=uniq.size) for w in (c * c, c * d, c * lg))
+    keys = m * m * k
+    if keys <= g:       # summed by key directly (the same sums, in the same order), no sort of the clusters
+        present = np.bincount(first, minlength=keys) > 0
+        uniq = np.flatnonzero(present)
+        cc, cd, cl_ = (np.bincount(first, w, minlength=keys)[uniq] for w in (c * c, c * d, c * lg))
+    else:
+        uniq, inv = np.unique(first, return_inverse=True)
+        cc, cd, cl_ = (np.bincount(inv, w, minlength=uniq.size) for w in (c * c, c * d, c * lg))
     plo, phi, pst = uniq // k // m, uniq // k % m, uniq % k
     cols = [plo, phi]
     signs = [1.0, -1.0]
