@@ -93,6 +93,7 @@ def report_scan(con, systems: tuple[str, ...]) -> ReportScan:
     q = scans.prompt_span(con)
     key = scans.split_scan(con, _key_sql(span, q))
     rest, low = np.divmod(key, 128)
+    low = low.astype(np.uint8)     # the seven low bits: one byte per judgment for the flags cut from them
     annotated = int(np.count_nonzero(rest & 1))
     rest >>= 1
     ab, code = np.divmod(rest, q)
@@ -102,16 +103,16 @@ def report_scan(con, systems: tuple[str, ...]) -> ReportScan:
     counted = pairwise & np.isin(kind, [JUDGMENT_KINDS.index(k) for k in COUNTED_KINDS])
     strata = scans.strata_of(con, bool(np.any(code == 0)))
     lut = stratum_lut(con, {s: i for i, s in enumerate(strata)})
-    ab_c = a[counted] * (span - 1) + b1[counted] - 1
+    cut = _cutter(counted)
+    ab_c = cut(a) * (span - 1) + cut(b1) - 1
     # the counts are the judgments one by one aggregated: made once, with the arrays
-    arrays, judged = _arrays(con, systems, strata, lut, index, span - 1, ab_c, code[counted], right[counted],
-                             verdict[counted])
-    totals = dict(zip(OUTCOMES, (int(x) for x in np.bincount(verdict[counted], minlength=4))))
+    arrays, judged = _arrays(con, systems, strata, lut, index, span - 1, ab_c, cut(code), cut(right), cut(verdict))
+    totals = dict(zip(OUTCOMES, (int(x) for x in np.bincount(cut(verdict), minlength=4))))
     kinds = _kinds(con, kind)
     ranking = pairwise & ~np.isin(kind, [JUDGMENT_KINDS.index(k) for k in NON_RANKING])
     decisive = ranking & (verdict < 2)
-    length_rows = _length_rows(con, span - 1, a[pairwise], b1[pairwise] - 1, code[pairwise], verdict[pairwise],
-                               decisive[pairwise])
+    cut = _cutter(pairwise)
+    length_rows = _length_rows(con, span - 1, cut(a), cut(b1) - 1, cut(code), cut(verdict), cut(decisive))
     plain = decisive & ~has_reason
     win = np.where(verdict[plain] == 0, a[plain], b1[plain] - 1)
     lose = np.where(verdict[plain] == 0, b1[plain] - 1, a[plain])
@@ -120,6 +121,14 @@ def report_scan(con, systems: tuple[str, ...]) -> ReportScan:
     losses = tuple(int(x) for x in np.bincount(index[lose], minlength=m))
     return ReportScan(judged, arrays, totals, kinds, length_rows, _reason_rows(con) if has_reason.any() else (), wins,
                       losses, annotated)
+
+
+def _cutter(mask: np.ndarray):
+    """``x -> x[mask]``, or the array itself when ``mask`` keeps every judgment (at scale, every judgment is
+    usually pairwise and of a counted kind: no copy of a million values)."""
+    if mask.all():
+        return lambda x: x
+    return lambda x: x[mask]
 
 
 def _arrays(con, systems, strata, lut, index, span, ab, code, right, verdict) -> tuple[JudgmentArrays, Counts]:
