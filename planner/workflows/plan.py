@@ -11,7 +11,7 @@ The method is written out in docs/methods.md, "Forecasting a study".
 The forecast of the first target is saved in the study (artifact
 ``forecast.json``) with the options that made it, so ``status`` and
 ``next-batch`` can show it updated to their data
-(:mod:`planner.workflows.forecast_saved`).
+(:mod:`planner.services.forecast_saved`).
 """
 
 from __future__ import annotations
@@ -297,7 +297,7 @@ def plan(study_path=None, options: PlanOptions | None = None, *, assumptions: As
         result, particles = _forecast(pilot, posterior_params(pilot, o.engine, o.seed), o, p, notes,
                                       str(study_path), study_path, anchor, progress)
         if save:
-            from planner.workflows.forecast_saved import ARTIFACT, artifact
+            from planner.services.forecast_saved import ARTIFACT, artifact
 
             study.save_artifact(ARTIFACT, artifact(o, p, result, particles))
     return result
@@ -341,7 +341,7 @@ def _forecast(pilot: Pilot, params, o: PlanOptions, p: PriceOptions, notes: list
 
 # ------------------------------------------------------------------ the saved forecast
 def _saved(o: PlanOptions, spec, traces, design, pilot: Pilot, result):
-    """The first target's repetitions as particles for :mod:`planner.workflows.forecast_saved`."""
+    """The first target's repetitions as particles for :mod:`planner.services.forecast_saved`."""
     from planner.simulation.loop import truth_rng
     from planner.simulation.remaining import SavedForecast, cell_table
 
