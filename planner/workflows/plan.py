@@ -237,7 +237,7 @@ def _design(pilot: Pilot, o: PlanOptions):
 
 def _run(spec, workers, progress) -> tuple[list, int]:
     """The spec's runs (failed ones left out, counted); all failing raises the first error."""
-    from planner.workflows.simulate_runs import run_tasks
+    from planner.services.simulation_tasks import run_tasks
 
     tasks = [(0, rep) for rep in range(spec.reps)]
     workers = min(2, len(tasks)) if workers is None else workers
