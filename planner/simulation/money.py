@@ -184,7 +184,7 @@ def simulate_money(budgets, *, human_cost: float, judge_cost: float, win_rate: f
 
 def replay_money(items, budgets, *, human_cost: float, judge_cost: float, reps: int = 200,
                  confidence_level: float = 0.9, rng: np.random.Generator) -> tuple[float, list[MoneyRow]]:
-    """(ρ̂, rows) on real items (:class:`planner.workflows.hybrid_report.HybridItems`; those without human
+    """(ρ̂, rows) on real items (:class:`planner.hybrid.items.HybridItems`; those without human
     votes are left out, since the replay needs each item's human score).
 
     Truth: the human-only fit on all items. ρ̂: :func:`planner.hybrid.budget.rho_from_items` on all

@@ -63,10 +63,10 @@ def study_source(study_path: str | Path, budget: int, seed: int = 0):
     truth from the study's posterior and the verdicts of a fresh study of its design (its prompts per pair,
     one order per prompt) — the study's judgments are the posterior's data, not the runs' start."""
     from planner.counts import Counts
+    from planner.services.study_pilot import read_pilot
     from planner.simulation.pilot import JudgeOverrides, forecast_source, posterior_params
     from planner.simulation.study_pool import PilotVerdicts, PoolDesign
     from planner.store.study import Study
-    from planner.workflows.plan import read_pilot
 
     with Study.open(study_path) as study:
         pilot, _ = read_pilot(study, otherwise=("simulate a `scenario` instead of `from_study`",
