@@ -22,8 +22,9 @@ from _loopback import second_host
 from fake_openai_server import FakeOpenAI, judge_text
 
 from planner.errors import DataError
+from planner.services.judging import JudgeOptions
 from planner.store.study import Study, status
-from planner.workflows.judge_run import JudgeOptions, judge_batch
+from planner.workflows.judge_run import judge_batch
 from planner.workflows.run import RunOptions, run_loop
 
 KEY = proc.KEY
