@@ -1,4 +1,5 @@
-"""``planner push`` / ``planner pull`` against a real Label Studio 1.23 server (issue 15).
+"""``planner push`` / ``planner pull`` against a real Label Studio 1.23 server: the
+whole annotator loop, end to end, on the server users run.
 
 One module-scoped flow (the server start costs 26–190 s): a study, a batch
 written with ``--format label-studio`` for annotators alice and bob (pairwise

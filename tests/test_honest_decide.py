@@ -77,7 +77,7 @@ def test_no_ties_is_wilson_with_continuity_correction():
 
 
 def test_issue_examples_no_longer_collapse():
-    # issue 13: 1-0-1 gave 75.0% (35.3-75.0), 0-2-4 gave 33.3% (33.3-55.3): one end on the estimate
+    # the old interval: 1-0-1 gave 75.0% (35.3-75.0), 0-2-4 gave 33.3% (33.3-55.3): one end on the estimate
     for (w, l, t), est in (((1, 0, 1), 0.75), ((0, 2, 4), 1 / 3)):
         lo, hi = half_tie_interval(w, l, t)
         assert lo < est - 0.1 and hi > est + 0.1, (w, l, t, lo, hi)

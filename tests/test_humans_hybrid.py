@@ -1,4 +1,5 @@
-"""Issue 16 items 1, 3, 4: Davidson ties, IPW (active) PPI, strata, `next-batch --for humans`.
+"""The hybrid (humans + judge) fit beyond the logistic PPI++: Davidson ties, IPW (active) PPI, strata,
+`next-batch --for humans`.
 
 References: the logistic PPI++ path (itself pinned to ppi_py in tests/test_hybrid.py), scipy's
 optimiser on the hand-written Davidson likelihood, finite differences, and closed forms written

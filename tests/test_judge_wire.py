@@ -1,4 +1,5 @@
-"""`planner judge` against hostile OpenAI-compatible servers on loopback (issue 27 items 8, 9, 12, 13, 14, 17):
+"""`planner judge` against hostile OpenAI-compatible servers on loopback, each a way a
+real endpoint misbehaves:
 keys echoed back, redirects to another host, the served model name, unbounded waits and Ctrl-C, connection
 refused, Batch API failures, hostile bodies, conflicting Batch lines, huge answers, reasoning models."""
 

@@ -1,4 +1,5 @@
-"""Issue 12 for planner/stats/ and planner/gate/: small modules, short functions, no import cycle, no scipy.stats.
+"""planner/stats/ and planner/gate/ stay readable and light: small modules, short functions, no import cycle,
+no scipy.stats.
 
 Checked on the source with ``ast`` (every import, lazy ones included) and, for
 the heavy imports, in fresh subprocesses that look at ``sys.modules``.

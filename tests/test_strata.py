@@ -1,6 +1,6 @@
 """planner.strata: the one stratum-weight rule, and the three places that must use it.
 
-Issue 12's example: stratum a with weights 3 and 1, stratum b with two prompts without
+The example that showed three rules: stratum a with weights 3 and 1, stratum b with two prompts without
 a weight. Before, next_batch gave a/b = 1.00/0.00, decide 0.50/0.50 and report
 0.67/0.33. The rule (a missing weight counts as 1) gives 4/6 and 2/6, by hand.
 """
