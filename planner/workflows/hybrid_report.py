@@ -50,15 +50,6 @@ class HybridReport:
 TIES = ("half", "davidson")
 
 
-def _collect(study, study_path, surrogate: str):
-    """``(items, votes per annotator, verdicts of other judges)`` for ``plan_for_humans``
-    (:func:`planner.services.study_pilot.hybrid_votes`)."""
-    from planner.services.study_pilot import hybrid_votes
-
-    v = hybrid_votes(study, surrogate)
-    return v.items, v.annotators, v.other_judges
-
-
 def plan_for_humans(study, *, surrogate: str | None, size: int, rng, floor: float = 0.2,
                     objective: str = "strengths"):
     """``next-batch --for humans``: the (prompt, pair) items where a human label is worth most.
@@ -71,12 +62,13 @@ def plan_for_humans(study, *, surrogate: str | None, size: int, rng, floor: floa
     """
     from planner.batch.items import PlannedComparison
     from planner.hybrid.select import select_for_humans
+    from planner.services.study_pilot import hybrid_votes
     from planner.strata import stratum_of
 
     if not surrogate:
         raise UsageError("`for` humans needs `surrogate` JUDGE (the annotator whose verdicts predict the humans)",
                          parameters=('for', 'surrogate'))
-    items, _, _ = _collect(study, study.path, surrogate)
+    items = hybrid_votes(study, surrogate).items
     names = items.names
     keyed = {(p, int(a), int(b)): k for k, (p, (a, b)) in enumerate(zip(items.prompts, items.pairs))}
     pending = np.zeros(len(items.y), dtype=bool)
