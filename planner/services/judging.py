@@ -241,7 +241,7 @@ def _write_output(path: Path, lines: list[dict]) -> None:
 
 
 def _prepare(study, o: JudgeOptions, batch_id: int):
-    """``(info, requests, judged_before)`` from the open study (read only, once the batch is locked)."""
+    """``(info, requests, judged_before)`` from the open study (read only; under the batch lock but in a dry run)."""
     info = pick_batch(study, batch_id)
     if o.both_orders:
         check_both_orders(study, info.id)
