@@ -552,7 +552,7 @@ def test_compact_letters_do_not_chain():
     r = dg.rank_groups(["W", "X", "Y", "Z"], [120, 80, 40, 0], sds=[20] * 4)
     assert not hasattr(r, "groups")            # chained groups are not transitive: gone
     assert r.letters == ("a", "ab", "bc", "c")
-    # the seed (1512, 1508, 1497, 1491, 1483; SE 22): nothing separated, one letter
+    # the seed fixture (1512, 1508, 1497, 1491, 1483; SE 22): nothing separated, one letter
     assert dg.rank_groups(list("ABCDE"), [1512, 1508, 1497, 1491, 1483], sds=[22] * 5).letters == ("a",) * 5
 
 

@@ -90,7 +90,7 @@ def exact():
     return load_bench("exact_decide")
 
 
-# Where the test without the continuity correction (the test before) exceeded 0.030: the two
+# Where the test without the continuity correction (the test before) exceeded 0.030: the two reported
 # points (pass, margin 0.05, N 30, no ties 0.0334; regress, margin 0.05, N 100, ties 0.9 0.0399) and
 # the worst per test of the enumeration over N = 20..300, tie share step 0.01 (bench/exact_decide.py size
 # --continuity 0; bench/RESULTS.md "Decide's exact size and coverage"): regress 0.05 N 63 ties 0.88

@@ -72,7 +72,7 @@ def test_bad_weight_is_a_data_error(bad):
 
 
 def test_next_batch_decide_and_report_use_the_rule(tmp_path):
-    """The three consumers give the same shares on the issue's prompts."""
+    """The three consumers give the same shares on the example's prompts."""
     import json
 
     from planner.store.study import ingest, init_study
