@@ -8,10 +8,12 @@ of real items); this workflow opens the study and reads its items
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:   # the simulation imports scipy.stats, which `size --hybrid --pilot` (pilot_rho) never needs
+    import numpy as np
 
-from planner.simulation.money import MoneyRow, replay_money
+    from planner.simulation.money import MoneyRow
 
 __all__ = ["pilot_rho", "replay_study"]
 
@@ -22,6 +24,7 @@ def replay_study(study_path: str | Path, surrogate: str, budgets, *, human_cost:
     """(ρ̂, rows) of :func:`planner.simulation.money.replay_money` on a study's items, scored as
     ``report --surrogate`` scores them (``surrogate``: the judge's annotator name)."""
     from planner.services.study_pilot import items_from_study
+    from planner.simulation.money import replay_money
     from planner.store.study import Study
 
     with Study.open(study_path) as study:
