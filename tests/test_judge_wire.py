@@ -1,4 +1,5 @@
-"""`planner judge` against hostile OpenAI-compatible servers on loopback (issue 27 items 8, 9, 12, 13, 14, 17):
+"""`planner judge` against hostile OpenAI-compatible servers on loopback, each a way a
+real endpoint misbehaves:
 keys echoed back, redirects to another host, the served model name, unbounded waits and Ctrl-C, connection
 refused, Batch API failures, hostile bodies, conflicting Batch lines, huge answers, reasoning models."""
 
@@ -22,8 +23,9 @@ from _loopback import second_host
 from fake_openai_server import FakeOpenAI, judge_text
 
 from planner.errors import DataError
+from planner.services.judging import JudgeOptions
 from planner.store.study import Study, status
-from planner.workflows.judge_run import JudgeOptions, judge_batch
+from planner.workflows.judge_run import judge_batch
 from planner.workflows.run import RunOptions, run_loop
 
 KEY = proc.KEY

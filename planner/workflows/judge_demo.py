@@ -44,9 +44,9 @@ def run_demo_live(directory, *, n_systems: int = 6, n_prompts: int = 40, budget:
 
     from planner import limits
     from planner.errors import UsageError
+    from planner.services.judging import JudgeOptions
     from planner.store.study import init_study
     from planner.workflows.demo import build_demo_files, check_demo_target
-    from planner.workflows.judge_run import JudgeOptions
     from planner.workflows.judge_server import JudgeRule, JudgeServer, rule_answer
     from planner.workflows.run import RunOptions, run_loop
 

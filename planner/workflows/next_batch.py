@@ -322,7 +322,7 @@ def next_batch(study_path, selection: BatchSelection | None = None, *, qc: Quali
 def _forecast(study):
     """The forecast saved by ``planner plan``, updated with the judgments now (None when none is saved);
     ``resolved`` is read on the plain Laplace fit, as the forecast's loop reads it."""
-    from planner.workflows.forecast_saved import remaining
+    from planner.services.forecast_saved import remaining
 
     return remaining(study)
 

@@ -15,7 +15,7 @@ Each round (one function each, reading top to bottom):
    items fit in the budget left; the round's model is fitted once, by the
    first dry run, and its fit serves the smaller retries and the batch issued
    (``reuse``: a fit is reused only on the same judgments, engine and seed);
-4. **judge + ingest** — :func:`planner.workflows.judge_run.judge_batch`; the next
+4. **judge + ingest** — :func:`planner.services.judging.judge_recorded_batch`; the next
    round's fit sees the new judgments.
 
 ``stop`` (Ctrl-C) lets the current step finish: requests in flight are
@@ -34,8 +34,8 @@ from dataclasses import dataclass, replace
 
 from planner import limits
 from planner.errors import DataError
+from planner.services.judging import JudgeOptions, JudgeResult, judge_recorded_batch
 from planner.vocabulary import ENGINES, OBJECTIVES, STUDY_STRATEGIES
-from planner.workflows.judge_run import JudgeOptions, JudgeResult, judge_batch
 
 UNTIL = ("settled", "budget")
 STOP_REASONS = ("settled", "budget", "cost", "interrupted", "exhausted", "no-answers")
@@ -157,7 +157,10 @@ def _plan(study_path, judge: JudgeOptions, run: RunOptions, size: int, remaining
 
 def _judge(study_path, judge, batch_id, progress, stop, on_answer) -> JudgeResult:
     ev = (lambda e: progress({**e, "batch": batch_id})) if progress is not None else None
-    return judge_batch(study_path, judge, batch=batch_id, progress=ev, stop=stop, on_answer=on_answer)
+    from planner.store.study import Study
+
+    with Study.open(study_path) as study:
+        return judge_recorded_batch(study, judge, batch=batch_id, progress=ev, stop=stop, on_answer=on_answer)
 
 
 def run_loop(study_path, judge: JudgeOptions, run: RunOptions, *,

@@ -5,7 +5,7 @@ pending items is pushed again — pushing is idempotent — and waited for) →
 **stop?** (interrupted, the judgment budget, or with ``until="settled"`` the
 stopping advice of a dry-run plan) → **next-batch** (``format="label-studio"``,
 written under ``STUDY/batches/``) → **push** → **wait** for the annotators
-(:func:`planner.workflows.push_pull.wait_for_annotations`: polls, then pulls and ingests
+(:func:`planner.services.labelstudio.wait_for_annotations`: polls, then pulls and ingests
 incrementally). A wait that times out stops the loop with the count of items
 still waiting; rerunning the same command continues where it stopped.
 """
@@ -38,7 +38,7 @@ class HumanOptions:
 
     def __post_init__(self):
         from planner.names import annotator_name_problem
-        from planner.workflows.push_pull import check_wait
+        from planner.services.labelstudio import check_wait
 
         for a in self.annotators:   # before any path or project title is built from a name
             if annotator_name_problem(a):
@@ -84,12 +84,14 @@ def _plan(study_path, run: RunOptions, human: HumanOptions, size: int, remaining
 
 
 def _round(study_path, batch_id: int, human: HumanOptions, client, on_wait, sleep, clock, stop):
-    from planner.workflows.push_pull import push, wait_for_annotations
+    from planner.services.labelstudio import push_batch, wait_for_annotations
+    from planner.store.study import Study
 
-    push(study_path, batch=batch_id, per_annotator=human.per_annotator, client=client)
-    return wait_for_annotations(study_path, batch_id, timeout=human.timeout, poll=human.poll, on_wait=on_wait,
-                                accept_changes=human.accept_changes, client=client, sleep=sleep, clock=clock,
-                                stop=stop)
+    with Study.open(study_path) as study:
+        push_batch(study, batch=batch_id, per_annotator=human.per_annotator, client=client)
+        return wait_for_annotations(study, batch_id, timeout=human.timeout, poll=human.poll, on_wait=on_wait,
+                                    accept_changes=human.accept_changes, client=client, sleep=sleep, clock=clock,
+                                    stop=stop)
 
 
 def run_humans_loop(study_path, run: RunOptions, human: HumanOptions, *,
