@@ -15,7 +15,7 @@ token and the ``rendering`` (everything the files depend on, so ``--rewrite`` wr
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from planner.errors import DataError, UsageError, quote
@@ -35,11 +35,13 @@ class PreparedOutput:
 
 @dataclass(frozen=True)
 class IssuedBatch:
-    """A batch recorded in the study: its id, the files put in place, and the manifest as recorded."""
+    """A batch recorded in the study: its id, the files put in place, the manifest as recorded, and its
+    notes (the plan's, after those of an interrupted run completed or rolled back first)."""
 
     batch_id: int
     files: tuple[str, ...]
     manifest: Mapping
+    notes: tuple[str, ...] = ()
 
 
 def read_template(template) -> str | None:
@@ -94,6 +96,8 @@ def issue_batch(study, plan, output: Output, prepared: PreparedOutput | None = N
         opts = plan.options
         prepared = prepare_output(study, output, annotators=opts.annotators,
                                   acceptability=dict(plan.rates)["acceptability"] > 0)
+        if prepared.notes:
+            plan = replace(plan, notes=prepared.notes + plan.notes)
     if prepared.out is None:
         raise UsageError("the output was prepared for a dry run", parameters=("dry_run",))
     rendering = _rendering(study, plan, output, prepared.out, prepared)
@@ -162,4 +166,4 @@ def _issue(study, plan, planned: dict, rendering: dict, out, force: bool) -> Iss
                         f"({exc.strerror or exc}); the next `planner next-batch` completes them, or run "
                         f"`planner next-batch STUDY `rewrite` {batch_id} `out` PATH`",
                         parameters=('rewrite', 'out')) from None
-    return IssuedBatch(batch_id, tuple(str(p) for p, _ in files), manifest)
+    return IssuedBatch(batch_id, tuple(str(p) for p, _ in files), manifest, tuple(plan.notes))

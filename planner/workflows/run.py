@@ -9,12 +9,12 @@ Each round (one function each, reading top to bottom):
    study, QC items included; pending items hold their share back, but an item
    that failed in transport is not counted as used), the cost cap (the
    ledger's spend for the model),
-   or with ``until="settled"`` the stopping advice of a dry-run plan;
-3. **next-batch** — :func:`planner.workflows.next_batch.next_batch` with ``format="judge"``
-   (the same seed as the dry run, so the same plan), sized so the round's
-   items fit in the budget left; the round's model is fitted once, by the
-   first dry run, and its fit serves the smaller retries and the batch issued
-   (``reuse``: a fit is reused only on the same judgments, engine and seed);
+   or with ``until="settled"`` the stopping advice of the round's plan;
+3. **plan + issue** — on one open study, :func:`planner.services.batch_round.plan_round`
+   plans the round's batch (:func:`planner.services.batch_plan.plan_batch`, ``format="judge"``)
+   sized so its items fit in the budget left: the model is fitted once, and
+   smaller plans reuse that fit; the plan is issued as it is
+   (:func:`planner.services.batch_issue.issue_batch`), not planned again;
 4. **judge + ingest** — :func:`planner.workflows.judge_run.judge_batch`; the next
    round's fit sees the new judgments.
 
@@ -32,72 +32,10 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from planner import limits
-from planner.errors import DataError
-from planner.vocabulary import ENGINES, OBJECTIVES, STUDY_STRATEGIES
+from planner.services.batch_round import STOP_REASONS, UNTIL, RoundInfo, RunOptions, RunResult, final_top3
 from planner.workflows.judge_run import JudgeOptions, JudgeResult, judge_batch
 
-UNTIL = ("settled", "budget")
-STOP_REASONS = ("settled", "budget", "cost", "interrupted", "exhausted", "no-answers")
-
-
-@dataclass(frozen=True)
-class RunOptions:
-    """``budget`` judgments (items the judge model answered, QC included; pending items are reserved, not
-    counted as used); ``batch_size`` planned
-    comparisons per round; ``until`` ``settled`` (stopping advice, budget or cost) or ``budget``."""
-
-    budget: int
-    batch_size: int = 20
-    until: str = "settled"
-    both_orders: bool = False
-    strategy: str = "active"
-    objective: str = "ranking"
-    engine: str = "laplace"
-
-    def __post_init__(self):
-        limits.check_int("budget", self.budget, 1)   # judgments
-        limits.check_int("batch_size", self.batch_size, 1, limits.MAX_BATCH_SIZE)
-        limits.check_choice("until", self.until, UNTIL)
-        limits.check_flag("both_orders", self.both_orders)
-        limits.check_choice("strategy", self.strategy, STUDY_STRATEGIES)
-        limits.check_choice("objective", self.objective, OBJECTIVES)
-        limits.check_choice("engine", self.engine, ENGINES)
-
-
-@dataclass(frozen=True)
-class RoundInfo:
-    """One round: its batch, items, answers, spend after it, uncertainty left before it, top-3 before it."""
-
-    round: int
-    batch_id: int
-    items: int
-    answered: int
-    failed: int
-    spent_usd: float | None
-    uncertainty: float | None
-    top3: tuple[str, ...]
-    resumed: bool = False
-
-
-@dataclass(frozen=True)
-class RunResult:
-    """Why the loop stopped (one of :data:`STOP_REASONS`), the rounds run now, totals and notes."""
-
-    stopped: str
-    advice: str
-    rounds: tuple[RoundInfo, ...]
-    judgments_used: int
-    budget: int
-    spent_usd: float | None
-    top3: tuple[str, ...]
-    notes: tuple[str, ...] = ()
-
-    def to_dict(self) -> dict:
-        from dataclasses import asdict
-
-        return asdict(self)
-
+__all__ = ["STOP_REASONS", "UNTIL", "LoopState", "RoundInfo", "RunOptions", "RunResult", "final_top3", "run_loop"]
 
 # a round of at least this many requests with none answered stops the run at once (smaller: two in a row)
 MIN_DRY_ROUND = 5
@@ -123,36 +61,43 @@ class LoopState:
     spent: float
 
 
-def _state(study_path, model: str) -> LoopState:
+def _state(study, model: str) -> LoopState:
     from planner.store.ledger import Ledger
-    from planner.store.study import Study
 
-    with Study.open(study_path) as study:
-        mine = _judge_batches(study, model)
-    with Ledger(study_path) as ledger:
+    mine = _judge_batches(study, model)
+    with Ledger(study.path) as ledger:
         spent = ledger.spent(model)
     return LoopState(sum(b.returned for b in mine), sum(b.pending for b in mine),
                      tuple(b.id for b in mine if b.pending > 0), len(mine), spent)
 
 
-def _plan(study_path, judge: JudgeOptions, run: RunOptions, size: int, remaining: int):
-    """A dry-run plan whose items fit in ``remaining`` (shrinking ``size``); None if none fits. The
-    round's model is fitted once: each smaller retry reuses the first plan's fit."""
-    from planner.workflows.next_batch import BatchSelection, Output, QualityControl, next_batch
+def _read_state(study_path, model: str) -> LoopState:
+    from planner.store.study import Study
 
-    reuse = None
-    while True:
-        plan = next_batch(study_path,
-                          BatchSelection(size=size, strategy=run.strategy, objective=run.objective, engine=run.engine),
-                          qc=QualityControl(both_orders=run.both_orders),
-                          output=Output(format="judge", judge_model=judge.model, dry_run=True), reuse=reuse)
-        reuse = plan.plan_fit
-        n = len(plan.items)
-        if n <= remaining or (plan.settled and run.until == "settled"):
-            return plan, size
-        if size == 1:
-            return None, size
-        size = max(1, size - max(1, (n - remaining) // (2 if run.both_orders else 1)))
+    with Study.open(study_path) as study:
+        return _state(study, model)
+
+
+def _start_round(study_path, judge: JudgeOptions, run: RunOptions, stop, advice: str) -> tuple:
+    """On one open study: ``(state, start)``: the loop's state, then the stop checks, the round's plan
+    (one fit; smaller retries reuse it while its items overflow the budget left) and that plan issued
+    as judge requests (:func:`planner.services.batch_round.plan_and_issue`)."""
+    from planner.services.batch_options import Output
+    from planner.services.batch_round import RoundStart, plan_and_issue
+    from planner.store.study import Study
+
+    with Study.open(study_path) as study:
+        state = _state(study, judge.model)
+        remaining = run.budget - state.answered - state.pending
+        if stop.is_set():
+            return state, RoundStart("interrupted", advice)
+        if remaining <= 0:
+            return state, RoundStart("budget", advice)
+        if judge.max_cost is not None and state.spent >= judge.max_cost - 1e-12:
+            return state, RoundStart("cost", advice)
+        options = run.plan_options(min(run.batch_size, remaining), "judge")
+        return state, plan_and_issue(study, run, options, remaining, Output(format="judge", judge_model=judge.model),
+                                     advice=advice, per_comparison=2 if run.both_orders else 1)
 
 
 def _judge(study_path, judge, batch_id, progress, stop, on_answer) -> JudgeResult:
@@ -189,52 +134,31 @@ def _resume(study_path, judge: JudgeOptions, state: LoopState, progress, stop, o
 
 
 def _loop(study_path, judge: JudgeOptions, run: RunOptions, progress, stop, on_answer) -> RunResult:
-    from planner.workflows.next_batch import BatchSelection, Output, QualityControl, next_batch
+    from planner.store.study import Study
 
     prices = judge.prices
     rounds: list[RoundInfo] = []
     notes: list[str] = []
-    _resume(study_path, judge, _state(study_path, judge.model), progress, stop, on_answer, rounds, notes)
+    _resume(study_path, judge, _read_state(study_path, judge.model), progress, stop, on_answer, rounds, notes)
     stopped, advice = "", ""
     dry_rounds = 0
     while not stopped:
-        state = _state(study_path, judge.model)
-        used, n_round = state.answered, state.rounds
-        remaining = run.budget - state.answered - state.pending
-        if stop.is_set():
-            stopped = "interrupted"
-        elif remaining <= 0:
-            stopped = "budget"
-        elif judge.max_cost is not None and state.spent >= judge.max_cost - 1e-12:
-            stopped = "cost"
-        if stopped:
+        state, r = _start_round(study_path, judge, run, stop, advice)
+        stopped, advice = r.stopped, r.advice
+        plan, issued = r.plan, r.issued
+        if stopped or plan is None or issued is None:
             break
-        try:
-            plan, size = _plan(study_path, judge, run, min(run.batch_size, remaining), remaining)
-        except DataError as exc:  # every pair has used its prompts
-            stopped, advice = "exhausted", exc.lines()[0]
-            break
-        if plan is None:
-            stopped = "budget"
-            break
-        advice = plan.advice
-        if plan.settled and run.until == "settled":
-            stopped = "settled"
-            break
-        nb = next_batch(study_path,
-                        BatchSelection(size=size, strategy=run.strategy, objective=run.objective, engine=run.engine),
-                        qc=QualityControl(both_orders=run.both_orders),
-                        output=Output(format="judge", judge_model=judge.model), reuse=plan.plan_fit)
-        notes.extend(nb.notes)
-        jr = _judge(study_path, judge, nb.issued, progress, stop, on_answer)
+        notes.extend(issued.notes)
+        jr = _judge(study_path, judge, issued.batch_id, progress, stop, on_answer)
         notes.extend(jr.notes)
-        info = RoundInfo(n_round + 1, nb.issued, jr.requests, jr.answered + jr.cached, jr.failed, jr.spent_usd,
-                         plan.summary.objective_before, plan.summary.top3)
+        info = RoundInfo.of(state.rounds + 1, issued.batch_id, plan, jr.requests, jr.answered + jr.cached,
+                            jr.failed, jr.spent_usd)
         rounds.append(info)
         if progress is not None:
-            progress({"phase": "round", "round": info.round, "batch": nb.batch_id, "used": used + jr.answered,
-                      "budget": run.budget, "spent": jr.spent_usd, "uncertainty": info.uncertainty,
-                      "top3": list(info.top3), "answered": info.answered, "failed": info.failed})
+            progress({"phase": "round", "round": info.round, "batch": issued.batch_id,
+                      "used": state.answered + jr.answered, "budget": run.budget, "spent": jr.spent_usd,
+                      "uncertainty": info.uncertainty, "top3": list(info.top3), "answered": info.answered,
+                      "failed": info.failed})
         if jr.stopped_by_cost:
             stopped = "cost"
         elif jr.interrupted:
@@ -250,21 +174,11 @@ def _loop(study_path, judge: JudgeOptions, run: RunOptions, progress, stop, on_a
                              + "; stopping (check the endpoint; rerun to retry the failed items)")
         else:
             dry_rounds = 0
-    state = _state(study_path, judge.model)
+    with Study.open(study_path) as study:
+        state = _state(study, judge.model)
+        top3 = final_top3(study)
     if state.pending:
         notes.append(f"{state.pending} item(s) of this judge's batches are unanswered (not counted as used); "
                      "rerun the same command to ask again")
     return RunResult(stopped, advice, tuple(rounds), state.answered, run.budget,
-                     state.spent if prices.known else None, final_top3(study_path), tuple(dict.fromkeys(notes)))
-
-
-def final_top3(study_path) -> tuple[str, ...]:
-    """The current top 3 by posterior mean strength (Laplace fit of every judgment so far)."""
-    from planner.model import fit
-    from planner.stats.blas import one_blas_thread
-    from planner.store.study import Study
-
-    with Study.open(study_path) as study, one_blas_thread():
-        f = fit(study.counts().pooled(), engine="laplace")
-    order = sorted(range(len(f.systems)), key=lambda i: -float(f.mean[i]))
-    return tuple(f.systems[i] for i in order[:3])
+                     state.spent if prices.known else None, top3, tuple(dict.fromkeys(notes)))
