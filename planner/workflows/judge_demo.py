@@ -1,7 +1,7 @@
 """The demo's loop through the live judge path: a simulated judge behind a local OpenAI-compatible server.
 
 :func:`run_demo_live` builds the same synthetic study as ``planner demo``
-(:func:`planner.workflows.demo.build_demo_files`), starts the local judge of
+(:func:`planner.services.demo_study.build_demo_files`), starts the local judge of
 ``planner judge-server`` (:class:`planner.workflows.judge_server.JudgeServer`, on 127.0.0.1, a
 free port) with the demo's true strengths as its hidden ones, and runs
 :func:`planner.workflows.run.run_loop` against it: next-batch → judge (real HTTP through
@@ -44,8 +44,8 @@ def run_demo_live(directory, *, n_systems: int = 6, n_prompts: int = 40, budget:
 
     from planner import limits
     from planner.errors import UsageError
+    from planner.services.demo_study import build_demo_files, check_demo_target
     from planner.store.study import init_study
-    from planner.workflows.demo import build_demo_files, check_demo_target
     from planner.workflows.judge_run import JudgeOptions
     from planner.workflows.judge_server import JudgeRule, JudgeServer, rule_answer
     from planner.workflows.run import RunOptions, run_loop
