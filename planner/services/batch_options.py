@@ -168,7 +168,7 @@ class HumansDesign:
     """``for_="humans"``: items for human labels where the ``surrogate`` judge is least reliable.
 
     Drawn with known probabilities (``size`` = expected labels, ``floor`` the
-    uniform share); see :func:`planner.workflows.hybrid_report.plan_for_humans`.
+    uniform share); see :func:`planner.hybrid.draw.draw_for_humans`.
     The design is recorded in the manifest (``for_humans``) for ``report --surrogate``.
     """
 

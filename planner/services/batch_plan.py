@@ -281,10 +281,8 @@ def plan_batch(study, options: PlanOptions, *, reuse: PlanFit | None = None) -> 
     words = word_limit(text.max_words, config)
     design = prompt_choice = fit = None
     if options.humans.for_ == "humans":
-        from planner.workflows.hybrid_report import plan_for_humans
-
-        planned, selection, design, plan_notes = plan_for_humans(study, surrogate=options.humans.surrogate,
-                                                                 size=sel.size, rng=rng, floor=options.humans.floor)
+        drawn = _draw_for_humans(study, options.humans, sel.size, rng)
+        planned, selection, design, plan_notes = drawn.planned, drawn.selection, drawn.design, drawn.notes
     else:
         planned, selection, fit, plan_notes, prompt_choice = plan_next_batch(
             study, sel, seed=seed, rng=rng, max_words=None if text.truncate else words, reuse=reuse)
@@ -297,6 +295,25 @@ def plan_batch(study, options: PlanOptions, *, reuse: PlanFit | None = None) -> 
     return BatchPlan(options, number, seed, None if fit is None else FitSummary.of(fit), SelectionSummary.of(selection),
                      tuple(planned), batch, tuple(rates.items()), words, tuple(notes), mentions, prompt_choice,
                      design, _forecast(study), None if fit is None else PlanFit.of(fit, sel, seed))
+
+
+def _draw_for_humans(study, humans: HumansDesign, size: int, rng):
+    """``--for humans``: the surrogate's items, those an earlier live round chose that still wait for
+    votes, the prompts' strata, read from the study; the draw itself is
+    :func:`planner.hybrid.draw.draw_for_humans`."""
+    from planner.hybrid.draw import draw_for_humans, waiting_mask
+    from planner.strata import stratum_of
+    from planner.workflows.hybrid_report import items_from_study
+
+    if not humans.surrogate:
+        raise UsageError("`for` humans needs `surrogate` JUDGE (the annotator whose verdicts predict the humans)",
+                         parameters=('for', 'surrogate'))
+    items = items_from_study(study.path, humans.surrogate)
+    chosen = [c for b in study.batches() if not b.voided and b.manifest.get("for_humans") and b.pending
+              for c in b.manifest["for_humans"]["chosen"]]
+    return draw_for_humans(items, surrogate=humans.surrogate, size=size, rng=rng,
+                           stratum_of={p.id: stratum_of(p) for p in study.prompts()},
+                           waiting=waiting_mask(items, chosen), floor=humans.floor)
 
 
 def _forecast(study):
