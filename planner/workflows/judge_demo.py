@@ -2,14 +2,14 @@
 
 :func:`run_demo_live` builds the same synthetic study as ``planner demo``
 (:func:`planner.services.demo_study.build_demo_files`), starts the local judge of
-``planner judge-server`` (:class:`planner.workflows.judge_server.JudgeServer`, on 127.0.0.1, a
+``planner judge-server`` (:class:`planner.connectors.judge_server.JudgeServer`, on 127.0.0.1, a
 free port) with the demo's true strengths as its hidden ones, and runs
 :func:`planner.workflows.run.run_loop` against it: next-batch → judge (real HTTP through
 the ``openai`` SDK, cache, ledger) → ingest → refit, until settled or the budget.
 
 The judge knows which system wrote each answer (the demo's texts) and answers
 ``[[A]]``/``[[B]]``/``[[C]]`` with Bradley–Terry–Davidson probabilities, with ties and a
-left-position bias like real LLM judges (the rule of :mod:`planner.workflows.judge_server`). The
+left-position bias like real LLM judges (the rule of :mod:`planner.connectors.judge_server`). The
 ``openai`` package is checked for before anything is written.
 """
 
@@ -43,11 +43,11 @@ def run_demo_live(directory, *, n_systems: int = 6, n_prompts: int = 40, budget:
     import importlib.util
 
     from planner import limits
+    from planner.connectors.judge_server import JudgeRule, JudgeServer, rule_answer
     from planner.errors import UsageError
     from planner.services.demo_study import build_demo_files, check_demo_target
     from planner.store.study import init_study
     from planner.workflows.judge_run import JudgeOptions
-    from planner.workflows.judge_server import JudgeRule, JudgeServer, rule_answer
     from planner.workflows.run import RunOptions, run_loop
 
     limits.check_int("systems", n_systems, 2, 26)
