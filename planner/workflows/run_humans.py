@@ -62,33 +62,24 @@ def _state(study) -> tuple[int, list[int], int]:
     return sum(b.issued for b in mine), [b.id for b in mine if b.pending > 0], len(mine)
 
 
-def _read_state(study_path) -> tuple[int, list[int], int]:
-    from planner.store.study import Study
-
-    with Study.open(study_path) as study:
-        return _state(study)
-
-
-def _start_round(study_path, run: RunOptions, human: HumanOptions, stop, advice: str) -> tuple:
-    """On one open study: ``(used, n_round, start)``: the stop checks, the round's plan (one fit; smaller
-    retries reuse it while its items overflow the budget left) and that plan issued as a Label Studio
-    file under ``STUDY/batches/`` (:func:`planner.services.batch_round.plan_and_issue`)."""
+def _start_round(study, run: RunOptions, human: HumanOptions, stop, advice: str) -> tuple:
+    """``(used, n_round, start)``: the stop checks, the round's plan (one fit; smaller retries reuse it
+    while its items overflow the budget left) and that plan issued as a Label Studio file under
+    ``STUDY/batches/`` (:func:`planner.services.batch_round.plan_and_issue`)."""
     from planner.services.batch_options import Output
     from planner.services.batch_round import RoundStart, plan_and_issue
-    from planner.store.study import Study
 
-    with Study.open(study_path) as study:
-        used, _, n_round = _state(study)
-        remaining = run.budget - used
-        if stop.is_set():
-            return used, n_round, RoundStart("interrupted", advice)
-        if remaining <= 0:
-            return used, n_round, RoundStart("budget", advice)
-        options = run.plan_options(min(run.batch_size, remaining), "label-studio", human.annotators)
-        out = Path(study_path) / "batches" / f"round-{n_round + 1}.json"
-        out.parent.mkdir(exist_ok=True)
-        return used, n_round, plan_and_issue(study, run, options, remaining, Output(format="label-studio", out=out),
-                                             advice=advice)
+    used, _, n_round = _state(study)
+    remaining = run.budget - used
+    if stop.is_set():
+        return used, n_round, RoundStart("interrupted", advice)
+    if remaining <= 0:
+        return used, n_round, RoundStart("budget", advice)
+    options = run.plan_options(min(run.batch_size, remaining), "label-studio", human.annotators)
+    out = Path(study.path) / "batches" / f"round-{n_round + 1}.json"
+    out.parent.mkdir(exist_ok=True)
+    return used, n_round, plan_and_issue(study, run, options, remaining, Output(format="label-studio", out=out),
+                                         advice=advice)
 
 
 def _round(study_path, batch_id: int, human: HumanOptions, client, on_wait, sleep, clock, stop):
@@ -111,14 +102,18 @@ def run_humans_loop(study_path, run: RunOptions, human: HumanOptions, *,
     the pauses wake when ``stop`` is set). The study's ``run`` lock is held throughout.
     """
     from planner.store.locks import hold
+    from planner.store.study import Study
 
     stop = stop if stop is not None else threading.Event()
-    with hold(study_path, "run", "the study's `planner run` loop"):
-        return _humans_loop(study_path, run, human, progress, stop, client, sleep, clock)
+    with hold(study_path, "run", "the study's `planner run` loop"), Study.open(study_path) as study:
+        return _humans_loop(study, run, human, progress, stop, client, sleep, clock)
 
 
-def _humans_loop(study_path, run: RunOptions, human: HumanOptions, progress, stop, client, sleep, clock):
+def _humans_loop(study, run: RunOptions, human: HumanOptions, progress, stop, client, sleep, clock):
+    """The rounds on the open ``study`` (push and the wait use the study's path: their own connections)."""
     import time
+
+    study_path = study.path
 
     sleep, clock = sleep or stop.wait, clock or time.monotonic
 
@@ -131,7 +126,7 @@ def _humans_loop(study_path, run: RunOptions, human: HumanOptions, progress, sto
     rounds: list[RoundInfo] = []
     notes: list[str] = []
     stopped, advice = "", ""
-    used, unfinished, n_round = _read_state(study_path)
+    used, unfinished, n_round = _state(study)
     for bid in unfinished:  # an earlier run left this batch with annotators
         if stop.is_set():
             break
@@ -144,7 +139,7 @@ def _humans_loop(study_path, run: RunOptions, human: HumanOptions, progress, sto
             notes.append(f"batch {bid}: {w.waiting} item(s) still waiting for annotators after "
                          f"{human.timeout:g} s; rerun the same command to keep waiting")
     while not stopped:
-        used, n_round, r = _start_round(study_path, run, human, stop, advice)
+        used, n_round, r = _start_round(study, run, human, stop, advice)
         stopped, advice = r.stopped, r.advice
         plan, issued = r.plan, r.issued
         if stopped or plan is None or issued is None:
@@ -164,9 +159,6 @@ def _humans_loop(study_path, run: RunOptions, human: HumanOptions, progress, sto
             stopped = "waiting"
             notes.append(f"batch {issued.batch_id}: {w.waiting} item(s) still waiting for annotators after "
                          f"{human.timeout:g} s; rerun the same command to keep waiting")
-    from planner.store.study import Study
-
-    with Study.open(study_path) as study:
-        used, _, _ = _state(study)
-        top3 = final_top3(study)
-    return RunResult(stopped, advice, tuple(rounds), used, run.budget, None, top3, tuple(dict.fromkeys(notes)))
+    used, _, _ = _state(study)
+    return RunResult(stopped, advice, tuple(rounds), used, run.budget, None, final_top3(study),
+                     tuple(dict.fromkeys(notes)))
