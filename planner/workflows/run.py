@@ -1,23 +1,8 @@
-"""`planner run`: the active loop unattended — next-batch → judge → ingest → refit, round after round.
+"""`planner run`: the active loop unattended — plan → issue → judge → ingest → refit, round after round.
 
-The study is opened once for the whole run (:func:`planner.services.judge_loop.run_rounds` holds
-the rounds). Each round:
-
-1. **resume** — batches this judge model was sent earlier that still have
-   pending items (an interrupted run, transport failures) are judged first;
-   the response cache makes what was already answered free;
-2. **stop?** — the judgment budget (items this judge model answered in the
-   study, QC items included; pending items hold their share back, but an item
-   that failed in transport is not counted as used), the cost cap (the
-   ledger's spend for the model),
-   or with ``until="settled"`` the stopping advice of the round's plan;
-3. **plan + issue** — :func:`planner.services.batch_round.plan_round`
-   plans the round's batch (:func:`planner.services.batch_plan.plan_batch`, ``format="judge"``)
-   sized so its items fit in the budget left: the model is fitted once, and
-   smaller plans reuse that fit; the plan is issued as it is
-   (:func:`planner.services.batch_issue.issue_batch`), not planned again;
-4. **judge + ingest** — :func:`planner.workflows.judge_run.judge_batch`; the next
-   round's fit sees the new judgments.
+The study is opened once for the whole run; :func:`planner.services.judge_loop.run_rounds` runs the
+rounds on it (resume what an earlier run left, the stop checks — budget, cost cap, or the round's
+plan settled — one plan a round fitted once and issued as judge requests, then judge and ingest).
 
 ``stop`` (Ctrl-C) lets the current step finish: requests in flight are
 answered, cached and stored; no new round starts. A fatal endpoint error
@@ -32,10 +17,10 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
-from planner.services.batch_round import STOP_REASONS, UNTIL, RoundInfo, RunOptions, RunResult, final_top3
+from planner.services.batch_round import RunOptions, RunResult
 from planner.workflows.judge_run import JudgeOptions
 
-__all__ = ["STOP_REASONS", "UNTIL", "RoundInfo", "RunOptions", "RunResult", "final_top3", "run_loop"]
+__all__ = ["run_loop"]
 
 
 def run_loop(study_path, judge: JudgeOptions, run: RunOptions, *,
