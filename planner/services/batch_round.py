@@ -139,6 +139,14 @@ def plan_and_issue(study, run: RunOptions, options: PlanOptions, remaining: int,
     return RoundStart("", plan.advice, plan, issue_batch(study, plan, output))
 
 
+def hold_run(study_path):
+    """The study's ``run`` lock: a second loop on the same study is refused (it would spend the same
+    budget twice). Taken before the study is opened, so a refused loop never touches the study."""
+    from planner.store.locks import hold
+
+    return hold(study_path, "run", "the study's `planner run` loop")
+
+
 def final_top3(study) -> tuple[str, ...]:
     """The current top 3 by posterior mean strength (Laplace fit of every judgment so far)."""
     from planner import model

@@ -102,15 +102,12 @@ def run_rounds(study, judge: JudgeOptions, run: RunOptions, *, progress: Callabl
     """Run rounds on the open ``study`` until settled (``until="settled"``), the budget or the cost cap.
 
     ``progress(event)`` gets ``{"phase": "round", ...}`` after each round and the judge's own events
-    (``phase`` ``direct``/``batch``) while a round runs. The study's ``run`` lock is held throughout: a
-    second loop on the same study is refused (it would spend the same budget twice).
+    (``phase`` ``direct``/``batch``) while a round runs. The caller holds the study's ``run`` lock
+    (:func:`planner.services.batch_round.hold_run`) from before it opens the study until the rounds end.
     """
-    from planner.store.locks import hold
-
     judge = replace(judge, model=judge.model.strip(), dry_run=False)
     stop = stop if stop is not None else threading.Event()
-    with hold(study.path, "run", "the study's `planner run` loop"):
-        return _rounds(study, judge, run, progress, stop, on_answer)
+    return _rounds(study, judge, run, progress, stop, on_answer)
 
 
 def _rounds(study, judge: JudgeOptions, run: RunOptions, progress, stop, on_answer) -> RunResult:

@@ -47,7 +47,7 @@ def run_demo_live(directory, *, n_systems: int = 6, n_prompts: int = 40, budget:
     from planner import limits
     from planner.connectors.judge_server import JudgeRule, JudgeServer, rule_answer
     from planner.errors import UsageError
-    from planner.services.batch_round import RunOptions
+    from planner.services.batch_round import RunOptions, hold_run
     from planner.services.demo_study import build_demo_files, check_demo_target
     from planner.services.judge_loop import run_rounds
     from planner.store.study import Study, init_study
@@ -77,7 +77,7 @@ def run_demo_live(directory, *, n_systems: int = 6, n_prompts: int = 40, budget:
     study = directory / "study"
     init_study(study, prompts_file=prompts, responses_file=responses, anchor=systems[0], seed=seed)
     rule = JudgeRule(tuple(systems), tuple(float(x) for x in elo), tie_rate=0.15, position=0.3, seed=seed)
-    with JudgeServer(rule_answer(rule, system_of.get)) as srv, Study.open(study) as st:
+    with JudgeServer(rule_answer(rule, system_of.get)) as srv, hold_run(study), Study.open(study) as st:
         res = run_rounds(st, JudgeOptions(model="simulated-judge", base_url=srv.base_url, concurrency=4, seed=seed),
                          RunOptions(budget=budget, batch_size=batch_size), progress=progress)
         calls = srv.calls

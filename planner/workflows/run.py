@@ -34,8 +34,9 @@ def run_loop(study_path, judge: JudgeOptions, run: RunOptions, *,
     study's ``run`` lock is held throughout: a second loop on the same study is
     refused (it would spend the same budget twice).
     """
+    from planner.services.batch_round import hold_run
     from planner.services.judge_loop import run_rounds
     from planner.store.study import Study
 
-    with Study.open(study_path) as study:
+    with hold_run(study_path), Study.open(study_path) as study:
         return run_rounds(study, judge, run, progress=progress, stop=stop, on_answer=on_answer)

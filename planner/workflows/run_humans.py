@@ -101,11 +101,11 @@ def run_humans_loop(study_path, run: RunOptions, human: HumanOptions, *,
     ``clock`` are for tests (default: the connection from the environment, real time;
     the pauses wake when ``stop`` is set). The study's ``run`` lock is held throughout.
     """
-    from planner.store.locks import hold
+    from planner.services.batch_round import hold_run
     from planner.store.study import Study
 
     stop = stop if stop is not None else threading.Event()
-    with hold(study_path, "run", "the study's `planner run` loop"), Study.open(study_path) as study:
+    with hold_run(study_path), Study.open(study_path) as study:
         return _humans_loop(study, run, human, progress, stop, client, sleep, clock)
 
 
