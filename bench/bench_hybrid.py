@@ -21,8 +21,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from planner.hybrid.items import items_from_verdicts
 from planner.hybrid.ppi import human_only_bradley_terry, ppi_bradley_terry
-from planner.workflows.hybrid_report import items_from_verdicts
 
 SYSTEMS = ("gpt-4", "gpt-3.5-turbo", "bard", "vicuna-13b", "guanaco-7b", "guanaco-13b", "guanaco-33b", "guanaco-65b")
 

@@ -68,7 +68,8 @@ def judge_cmd(
 
     Local server: planner judge my-study --model llama3 --base-url http://localhost:11434/v1
     """
-    from planner.workflows.judge_run import JudgeOptions, graceful_interrupt, judge_batch
+    from planner.services.judging import JudgeOptions, graceful_interrupt
+    from planner.workflows.judge_run import judge_batch
 
     opts = call(JudgeOptions, model=model, base_url=base_url, api_key_env=api_key_env,
                 transport="batch" if batch_api else "direct", concurrency=concurrency, both_orders=both_orders,

@@ -80,7 +80,7 @@ def run_cmd(
     Example: planner run my-study --judge-model gpt-4o-mini --budget 500 --batch-size 40 --price-in 0.15 --price-out 0.6 --max-cost 5
     """
     from planner.services.batch_round import RunOptions
-    from planner.workflows.judge_run import JudgeOptions, graceful_interrupt
+    from planner.services.judging import JudgeOptions, graceful_interrupt
     from planner.workflows.run import run_loop
 
     if annotators_via is not None:
@@ -102,7 +102,7 @@ def run_cmd(
 
 def _run_humans(study, via, annotators, per_annotator, wait_timeout, poll, ropts, json_out) -> None:
     from planner.errors import UsageError, quote
-    from planner.workflows.judge_run import graceful_interrupt
+    from planner.services.judging import graceful_interrupt
     from planner.workflows.run_humans import HumanOptions, run_humans_loop
 
     if via != "label-studio":

@@ -249,9 +249,9 @@ def _size_hybrid(effect, win_rate, alpha, power, alternative, tie_rate, systems,
         r = call(hb.rho_from_agreement, o["--agreement"])
         source = f"from agreement {o['--agreement']:.0%} (rho = 2a - 1)"
     else:
-        from planner.workflows.hybrid_report import rho_from_study
+        from planner.workflows.simulate_hybrid import pilot_rho
 
-        r, used = call(rho_from_study, o["--pilot"], o["--surrogate"])
+        r, used = call(pilot_rho, o["--pilot"], o["--surrogate"])
         lo, hi = hb.rho_interval(r, used)
         source = (f"estimated on {used:,} pilot items of {o['--pilot']} ({o['--surrogate']} vs humans), "
                   f"90% interval {lo:.2f} to {hi:.2f}")

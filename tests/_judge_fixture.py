@@ -44,7 +44,7 @@ def judge_batch_in(study, size: int = 4, model: str = "judge-x", **kw):
 
 def judge_options(srv, **kw):
     """JudgeOptions against the loopback server ``srv``: model judge-x, no real pauses, fast Batch API polls."""
-    from planner.workflows.judge_run import JudgeOptions
+    from planner.services.judging import JudgeOptions
 
     delays = kw.pop("delays", None)
     return JudgeOptions(**{"model": "judge-x", "base_url": srv.base_url, "poll_interval": 0.01,

@@ -49,7 +49,7 @@ def round_robin_counts(systems, per_pair):
     return Counts.from_arrays(systems, a, b, np.zeros(a.size, dtype=int))
 
 
-# Issue 6 fixture: eight systems, two of them close (0.05 logit apart), the rest
+# The close-pair fixture: eight systems, two of them close (0.05 logit apart), the rest
 # 1 logit apart; posterior from a round-robin design of 10 judgments per pair.
 CLOSE_MEAN = np.array([0.0, 0.05, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0])
 
@@ -358,7 +358,7 @@ def test_settled_advice(close_fixture):
 
 
 def test_speed_100_systems_batch_200():
-    # issue 6: selection for 100 systems, batch 200 "well under a second"; the bench
+    # selection for 100 systems, batch 200 must stay "well under a second" (interactive use); the bench
     # measures ~0.1 s; 3 s here leaves room for a loaded CI machine.
     import time
     m = 100
@@ -401,14 +401,14 @@ def test_bad_input(close_fixture):
         acq.select_pairs(post, 5, draws=np.zeros((10, 3)), rng=rng())
 
 
-# ------------------------------------------------- options (issue 12: no module-global knobs)
+# ------------------------------------------------- options (no module-global knobs: every setting is an option)
 def test_default_options_are_the_former_module_values_and_change_nothing(close_fixture):
-    # the values the module globals had before issue 12 (bench/README.md chose them)
+    # the values the former module globals had (bench/README.md chose them): the defaults change nothing
     o = acq.SelectionOptions()
     assert (o.settle_prob, o.ranking_risk, o.risk_eps, o.pool_min, o.lookahead, o.lazy_chunk, o.arena_floor,
             o.batch_cap, o.cap_min, o.cap_yield, o.sparse_rel, o.draws_pool, o.explore, o.thompson) == (
         0.95, "bayes", 1e-7, 256, (1, 4, 16), 8, 1e-3, 0.1, 5, 0.25, 1e-4, 64, 0.0, False)
-    assert o.cap_even == 2.0        # issue 14, session 6: the even-share floor of the batch cap
+    assert o.cap_even == 2.0        # the even-share floor of the batch cap
     post, judged = close_fixture
     for strategy in acq.STRATEGIES:
         kw = dict(strategy=strategy, judged=judged, anchor="s0", true_mean=CLOSE_MEAN)

@@ -1,4 +1,4 @@
-"""Issue 14: strategies honour per-pair capacity (unused prompts) and return what they can, with a note;
+"""Strategies honour per-pair capacity (unused prompts) and return what they can, with a note;
 the exploration floor and the Thompson-style ranking objective of ``active``."""
 
 from __future__ import annotations

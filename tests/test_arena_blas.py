@@ -1,6 +1,6 @@
 """planner.stats.blas.one_blas_thread: BLAS on one thread inside the block, restored after, a no-op without
-threadpoolctl (issue 14: the Arena-scale next-batch's fit and selection run inside it); and the one policy
-(``blas_policy``) in every command that fits (issue 30)."""
+threadpoolctl (the Arena-scale next-batch's fit and selection run inside it: many BLAS threads on small
+matrices cost more than they save); and the one policy (``blas_policy``) in every command that fits."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""next-batch's plan at Arena scale (issue 14): the fast paths against the slow ones they replace.
+"""next-batch's plan at Arena scale (hundreds of systems): the fast paths against the slow ones they replace.
 
 Each oracle below is the code ``planner/services/batch_choice.py (was workflows/next_batch_plan.py)`` ran before
 (copied here unchanged): the stratum totals summed cell by cell in Python, the

@@ -8,7 +8,7 @@ answers must equal those methods' exactly, and its strata
 ``Study.strata()`` (including the "all" stratum appended when a judgment of any
 kind, single-response ones too, is on a prompt the study does not hold). The
 ``mixed`` study of tests/test_study_scans.py holds every shape of judgment; the
-counts are also checked against that file's oracle (the query before issue 14).
+counts are also checked against that file's oracle (the query before the array scan).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The selection's fast paths (issue 14, Arena scale) against the code they replace.
+"""The selection's fast paths (Arena scale: hundreds of systems) against the code they replace.
 
 The lazy greedy's top candidates come from a partition (``greedy._top``) instead of a
 full stable sort; ``state.pair_capacity`` builds its pair index from ``tolist()``. The old

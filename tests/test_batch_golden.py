@@ -1,4 +1,4 @@
-"""Golden bytes of seeded batches (issue 12: the batch/next-batch refactor must not move a byte).
+"""Golden bytes of seeded batches: a refactor of batch/next-batch must not move a byte.
 
 The files under ``tests/data/golden/batch_*.json`` were written by this module
 (``PLANNER_REGEN_GOLDEN=1``) on the tree *before* ``assemble_batch`` was decomposed, the manifest

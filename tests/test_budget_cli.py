@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from cli.main import app
 from planner.hybrid import budget as hb
-from planner.workflows.hybrid_report import rho_from_study
+from planner.workflows.simulate_hybrid import pilot_rho
 
 runner = CliRunner()
 DATA = vicuna_dir()   # the real Vicuna-80 files: the package's one copy, as `planner example vicuna80` writes it
@@ -115,7 +115,7 @@ def pilot(tmp_path_factory):
 
 
 def test_pilot_rho_matches_the_item_arrays(pilot):
-    from planner.workflows.hybrid_report import items_from_verdicts
+    from planner.hybrid.items import items_from_verdicts
 
     study, first20 = pilot
     rows = []
@@ -130,7 +130,7 @@ def test_pilot_rho_matches_the_item_arrays(pilot):
     assert set(names) == set(systems)
     it = items_from_verdicts(names, [(r["prompt"], r["a"], r["b"], r["verdict"], r["judge"]) for r in rows], "gpt-4")
     want, used = hb.rho_from_items(it.pairs, it.y, it.yhat)
-    got, n = rho_from_study(study, "gpt-4")
+    got, n = pilot_rho(study, "gpt-4")
     assert (got, n) == (pytest.approx(want, abs=1e-12), used) and n == 560
     assert 0.2 < got < 0.6          # GPT-4 vs the MTurk crowd: a weak surrogate (guide: 65% agreement)
     d = json.loads(run(*BASE, "--effect", "0.05", "--pilot", str(study), "--surrogate", "gpt-4", "--json").stdout)
@@ -146,7 +146,7 @@ def test_simulate_hybrid_replays_a_study(pilot):
     r = run(*args)
     assert r.exit_code == 0, r.stderr
     d = json.loads(r.stdout)
-    assert d["rho"] == pytest.approx(rho_from_study(study, "gpt-4")[0])
+    assert d["rho"] == pytest.approx(pilot_rho(study, "gpt-4")[0])
     hum, hyb = d["rows"]
     assert (hum["n"], hum["N"]) == (100, 0)
     assert hyb["n"] + hyb["N"] <= 560 and hyb["cost"] <= 100 and hyb["effective_n"] > 100

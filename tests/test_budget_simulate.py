@@ -84,7 +84,7 @@ def test_vicuna_replay_for_money():
     about the planned factor; both cover the full-human strengths at about the 90% level."""
     if not (DATA / "judgments").is_dir():
         pytest.skip(f"{DATA} absent")
-    from planner.workflows.hybrid_report import items_from_verdicts
+    from planner.hybrid.items import items_from_verdicts
 
     rows = []
     for name in ("qlora_vicuna80_gpt4.jsonl", "qlora_vicuna80_human.jsonl"):

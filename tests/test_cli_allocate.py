@@ -162,7 +162,7 @@ def test_missing_files_and_bad_out(tmp_path, vicuna):
 
 
 def test_allocate_out_feeds_init(vicuna, tmp_path):
-    # issue 13: the chosen prompts are a prompts file `planner init` accepts (id, text, stratum, weight)
+    # the chosen prompts are a prompts file `planner init` accepts (id, text, stratum, weight)
     from planner.store.study import Study, init_study
 
     for name in ("chosen.csv", "chosen.jsonl"):

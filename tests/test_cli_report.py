@@ -36,7 +36,7 @@ def test_tables_on_stdout_notes_on_stderr(synth):
     assert r.exit_code == 0, r.stderr
     assert "leaderboard" in r.stdout and "sys-a" in r.stdout
     assert "against the anchor sys-b" in r.stdout
-    assert "posterior-laplace.nc" not in r.stdout      # issue 13: Laplace netcdf only on request
+    assert "posterior-laplace.nc" not in r.stdout      # Laplace netcdf only on request (writing it imports arviz)
     assert "reasons: share of each system's wins / losses" in r.stdout   # fixture: reason codes given
     # fixture: true gamma 0.4 logit -> about 60% left wins, flagged (> 8 points) on stderr only
     assert "warning: position bias" in r.stderr

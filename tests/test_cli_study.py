@@ -33,7 +33,8 @@ def test_seed_fixture_through_cli(tmp_path):
     assert (f["A"], f["B"], f["tie"], f["invalid"]) == (1, 1, 1, 1)
     r = runner.invoke(app, ["status", st, "--json"])
     doc = json.loads(r.stdout)
-    # Seed fixture (issue 3): A=1 B=1 tie=1 invalid=1, score 0.500 over three usable judgments
+    # Seed fixture (the hand-counted four-verdict study): A=1 B=1 tie=1 invalid=1, score 0.500 over three
+    # usable judgments
     assert doc["totals"] == {"A": 1, "B": 1, "tie": 1, "invalid": 1}
     assert doc["per_system"][0]["score"] == 0.5 and doc["pairs"][0]["invalid"] == 1
     r = runner.invoke(app, ["status", st])

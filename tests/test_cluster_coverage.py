@@ -1,10 +1,10 @@
 """Clustered verdicts: the report's intervals cover (bench/bench_cluster_coverage.py), NUTS widens like Laplace.
 
-Coverage (slow): the issue's simulation — ICC 0.3 inside each (prompt, pair), the marginal model exactly
+Coverage (slow): a realistic clustered design — ICC 0.3 inside each (prompt, pair), the marginal model exactly
 Bradley–Terry–Davidson, both orders judged or three annotators, 200 studies each. bench/RESULTS.md
 "Clustered verdicts" has the table: strength intervals 0.918 / 0.894 treating the judgments as
-independent, 0.947 / 0.962 clustered; anchor win rates 0.957 / 0.921 and 0.974 / 0.967. The bound is the
-issue's: >= 0.93 (200 studies x 6 strengths: a binomial SE of about 0.006 at 0.95).
+independent, 0.947 / 0.962 clustered; anchor win rates 0.957 / 0.921 and 0.974 / 0.967. The bound, >= 0.93,
+is the nominal 0.95 less three binomial SEs (200 studies x 6 strengths: an SE of about 0.006 at 0.95).
 """
 
 from __future__ import annotations

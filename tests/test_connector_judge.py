@@ -20,9 +20,10 @@ from _judge_fixture import make_study
 from fake_openai_server import judge_text
 
 from planner.errors import DataError, UsageError
+from planner.services.judging import JudgeOptions
 from planner.store.ledger import judge_totals
 from planner.store.study import Study, status
-from planner.workflows.judge_run import JudgeOptions, judge_batch
+from planner.workflows.judge_run import judge_batch
 
 NO_QC = _jf.NO_QC
 
@@ -371,7 +372,7 @@ def test_v2_study_gets_the_v3_tables_on_open(study):
 def test_first_ctrl_c_sets_the_flag_second_interrupts():
     import signal
 
-    from planner.workflows.judge_run import graceful_interrupt
+    from planner.services.judging import graceful_interrupt
 
     before = signal.getsignal(signal.SIGINT)
     with graceful_interrupt() as stop:

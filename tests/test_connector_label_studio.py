@@ -1,4 +1,5 @@
-"""``planner push`` / ``planner pull`` against a real Label Studio 1.23 server (issue 15).
+"""``planner push`` / ``planner pull`` against a real Label Studio 1.23 server: the
+whole annotator loop, end to end, on the server users run.
 
 One module-scoped flow (the server start costs 26–190 s): a study, a batch
 written with ``--format label-studio`` for annotators alice and bob (pairwise
@@ -6,7 +7,7 @@ and acceptability items), ``planner push --per-annotator-projects`` through the
 CLI (twice: no duplicate tasks), annotations posted through the REST API as
 alice and bob with their own Personal Access Tokens, ``pull``, more annotations
 and an edit, ``pull`` again (refused), ``pull --accept-changes``, and
-:func:`planner.workflows.push_pull.wait_for_annotations` until the batch is complete.
+:func:`planner.services.labelstudio.wait_for_annotations` until the batch is complete.
 Every posted verdict derives from the batch KEY (pairwise: the side showing the
 alphabetically first system wins, every fifth item a tie; acceptability: pass),
 so every stored judgment's orientation is checked against the key.
@@ -30,9 +31,10 @@ from typer.testing import CliRunner
 from cli.main import app
 from planner.connectors.label_studio import LabelStudioClient
 from planner.errors import DataError
+from planner.services.labelstudio import ARTIFACT, wait_for_annotations, waiting_items
 from planner.store.study import DB_NAME, Study, init_study
 from planner.workflows.next_batch import BatchSelection, Output, QualityControl, next_batch
-from planner.workflows.push_pull import ARTIFACT, pull, wait_for_annotations, waiting_items
+from planner.workflows.push_pull import pull
 
 pytestmark = [pytest.mark.labelstudio, pytest.mark.slow]
 
@@ -140,12 +142,14 @@ def flow(label_studio, tmp_path_factory, request):
     out["pull1"] = _cli(ls, "pull", study, "--from", "label-studio", "--json")
     clock["pull"] = time.monotonic() - t
     out["pull1_again"] = pull(study, client=client)
-    out["waiting1"] = waiting_items(study, res.batch_id, client=client)
     calls = []
-    # the timeout must outlast one poll's round trip, or a slow server (a loaded CI machine: 1.9 s) ends the
-    # wait after the first poll without an on_wait call; nothing is annotated meanwhile, so it still times out
-    out["wait_timeout"] = wait_for_annotations(study, res.batch_id, timeout=5.0, poll=0.4, client=client,
-                                               on_wait=lambda n, s: calls.append((n, s)))
+    with Study.open(study) as st:
+        out["waiting1"] = waiting_items(st, res.batch_id, client=client)
+        # the timeout must outlast one poll's round trip, or a slow server (a loaded CI machine: 1.9 s) ends
+        # the wait after the first poll without an on_wait call; nothing is annotated meanwhile, so it still
+        # times out
+        out["wait_timeout"] = wait_for_annotations(st, res.batch_id, timeout=5.0, poll=0.4, client=client,
+                                                   on_wait=lambda n, s: calls.append((n, s)))
     out["wait_calls"] = calls
     # Round 2: all but alice's last item (bob re-does the skipped one); alice edits her first annotation.
     for email in PLAN:
@@ -163,7 +167,8 @@ def flow(label_studio, tmp_path_factory, request):
     # Round 3: the last item; wait_for_annotations sees the batch complete and pulls.
     poster.post(alice, mine[alice][-1])
     t = time.monotonic()
-    out["wait_done"] = wait_for_annotations(study, res.batch_id, timeout=120.0, poll=1.0, client=client)
+    with Study.open(study) as st:
+        out["wait_done"] = wait_for_annotations(st, res.batch_id, timeout=120.0, poll=1.0, client=client)
     out["wait_seconds"] = time.monotonic() - t
     out.update(expected=poster.expected, edited=edited, mine=mine, flow_seconds=time.monotonic() - t0)
     reporter = request.config.pluginmanager.get_plugin("terminalreporter")
@@ -290,6 +295,6 @@ def test_tasks_are_listed_by_id_on_the_real_server(label_studio, monkeypatch):
     seen = [t["id"] for t in client.tasks(pid)]
     assert seen == ids and len(calls) == 4   # 3 + 3 + 3 + 1: nothing skipped, nothing twice
     assert sorted(t["id"] for t in real("GET", f"/api/tasks/?project={pid}&page_size=100")["tasks"]) == ids[2:]
-    from planner.workflows.push_pull import project_by_token
+    from planner.services.labelstudio import project_by_token
 
     assert project_by_token(client, "5e1f0c0ffee") == pid

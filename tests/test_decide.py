@@ -34,7 +34,7 @@ def counts_of(strata: dict[str, tuple[int, int, int]], extra=()) -> Counts:
     return Counts.from_records(SYSTEMS, recs, strata=tuple(strata) or ("all",))
 
 
-# --------------------------------------------------------------------------- the fixtures
+# --------------------------------------------------------------------------- the hand-worked fixtures
 def test_wins_overall_but_loses_one_stratum_regresses(tmp_path):
     # new beats old overall (720 of 1,400 = 51.4%) but coding is 70/200 = 35%
     path = build_study(tmp_path, "reg", {"chat": (330, 270, 0), "coding": (70, 130, 0), "math": (320, 280, 0)})

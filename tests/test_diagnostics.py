@@ -405,7 +405,7 @@ def test_acceptability_bad_verdict():
 
 # --------------------------------------------------------------- rank groups
 def test_rank_groups_seed_one_group():
-    # seed (issue 4): Elo 1512, 1508, 1497, 1491, 1483 with SE 22 are one group:
+    # seed fixture: Elo 1512, 1508, 1497, 1491, 1483 with SE 22 are one group:
     # largest adjacent gap 11 < 1.96·22·√2 = 61
     names = ["s1", "s2", "s3", "s4", "s5"]
     r = dg.rank_groups(names, [1512, 1508, 1497, 1491, 1483], sds=[22] * 5)
@@ -432,7 +432,7 @@ def test_rank_groups_separated_and_draws():
 
 
 def test_rank_groups_never_chain_a_separated_pair():
-    # issue 13 item 1, synthetic chain: A~B and B~C but A > C. Draws: means 0.6, 0.3, 0.0 with
+    # why chained groups went, a synthetic chain: A~B and B~C but A > C. Draws: means 0.6, 0.3, 0.0 with
     # independent sd 0.1 -> sd of a difference 0.141, 95% half-width 0.277: A-B (0.3) and B-C (0.3)
     # ... both exclude 0 at 0.277; use sd 0.12 -> half-width 0.333 > 0.3 (A~B, B~C), A-C 0.6 > 0.333.
     rng = np.random.default_rng(3)
@@ -550,9 +550,9 @@ def test_compact_letters_do_not_chain():
     # 80 ± 55.4 excludes 0 -> separated. Chained groups put all four together; the letter
     # display (Piepho 2004) gives a / ab / bc / c: neighbours share a letter, the ends do not.
     r = dg.rank_groups(["W", "X", "Y", "Z"], [120, 80, 40, 0], sds=[20] * 4)
-    assert not hasattr(r, "groups")            # the chained groups are gone (issue 13)
+    assert not hasattr(r, "groups")            # chained groups are not transitive: gone
     assert r.letters == ("a", "ab", "bc", "c")
-    # the issue's seed (1512, 1508, 1497, 1491, 1483; SE 22): nothing separated, one letter
+    # the seed fixture (1512, 1508, 1497, 1491, 1483; SE 22): nothing separated, one letter
     assert dg.rank_groups(list("ABCDE"), [1512, 1508, 1497, 1491, 1483], sds=[22] * 5).letters == ("a",) * 5
 
 

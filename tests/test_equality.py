@@ -1,4 +1,5 @@
-"""Frozen dataclasses holding numpy arrays compare by value (issue 12: ``Counts == Counts`` raised)."""
+"""Frozen dataclasses holding numpy arrays compare by value (``Counts == Counts`` must not raise
+the ambiguous-truth-value error of an array comparison)."""
 
 from __future__ import annotations
 

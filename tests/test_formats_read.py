@@ -78,7 +78,7 @@ def test_arena_hard_positions_and_confidence(tmp_path):
         ("beta", "gpt-4-0314", "invalid", None)]  # unparsed score -> invalid
     bad = jl(tmp_path / "b.jsonl", [{"question_id": "q", "model": "m", "games": [{"score": "A>>>B"}]}])
     probs = [p for _, r, p in rows("arena-hard", bad, baseline="z") if p]
-    # issue 11: all ten upstream labels are accepted, so the message lists them
+    # every one of the ten upstream labels is accepted, so the message lists them
     assert probs == ["b.jsonl:1: games[0].score 'A>>>B'; expected one of A>>B, A>B, A=B, B>A, B>>A "
                      "(or B<<A, B<A, B=A, A<B, A<<B) or null"]
     nob = [p for _, r, p in rows("arena-hard", bad) if p]
@@ -93,7 +93,7 @@ def test_alpaca_eval_preferences(tmp_path):
     # line where each element starts (indent=2): "[" is line 1; an element with k keys spans k + 2 lines
     # (7, 7, 5, 5 keys) -> 2, 2+9, 11+9, 20+7, 27+7
     assert [line for line, _, _ in got] == [2, 11, 20, 27, 34]
-    # issue 11: continuous preferences are accepted (tie only within tie_band of 1.5); rows without
+    # continuous preferences are accepted (tie only within tie_band of 1.5); rows without
     # raw_completion / referenced_models do not say which output was shown first -> position unknown
     assert {r["a_position"] for _, r, p in got} == {None}
     f.write_text(json.dumps([dict(ALPACA[0], preference=1.27)]), encoding="utf-8")
@@ -108,7 +108,7 @@ def test_label_studio_export(tmp_path):
     f = tmp_path / "export.json"
     f.write_text(json.dumps(LABEL_STUDIO, indent=1), encoding="utf-8")
     got = [r for _, r, p in rows("label-studio", f)]
-    # issue 11: numeric LS user ids read as ls-user:<id>; records carry the task label for messages
+    # numeric LS user ids read as ls-user:<id>; records carry the task label for messages
     assert got[0] == {"item": "it1", "verdict": "left", "id": "ls:11:101", "annotator": "ls-user:3",
                       "reason": "accuracy", "seconds": 12.5, "confidence": None, "where": "export.json:task 11"}
     # the cancelled annotation is not a judgment: a skip record, counted by the store
@@ -129,7 +129,7 @@ def test_spreadsheet_csv_positions(tmp_path):
     assert got[0][1] == {"item": "it1", "verdict": "left", "id": None, "annotator": "Zoë",
                          "reason": "format, length", "seconds": 4.5, "confidence": None, "where": "v.csv:row 1"}
     assert got[1][1]["reason"] == "multi\r\nline 東京"
-    # issue 11: CSV problems cite logical data rows (header not counted, the 2-line cell does not shift)
+    # CSV problems cite logical data rows (header not counted, the 2-line cell does not shift)
     assert got[2] == (3, None, "v.csv:row 3: verdict 'draw'; expected one of left, right, tie, invalid "
                                "(pass, fail for acceptability items)")
 
@@ -166,9 +166,9 @@ def test_registry_is_extensible(tmp_path):
         READERS.pop("judge-test")
 
 
-# Store side of issue 11 (skip records, a_position unknown) lives in planner/store/study.py (lead's branch).
+# The store side (skip records, a_position unknown) lives in planner/store/; these tests need it.
 needs_store_v2 = pytest.mark.skipif(not hasattr(Study, "unanswered_items"),
-                                    reason="needs the issue-11 store (skip records, unknown positions)")
+                                    reason="needs a store with skip records and unknown positions")
 
 
 @needs_store_v2

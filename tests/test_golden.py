@@ -1,4 +1,4 @@
-"""Golden outputs pinned before the one-home refactor (issue 12): the numbers must not move.
+"""Golden outputs pinned before the one-home refactor: the numbers must not move.
 
 The files under ``tests/data/golden/`` were written by this module (``PLANNER_REGEN_GOLDEN=1``)
 on the tree *before* Wilson/Newcombe, the pair tensor, length bias and reason shares were
@@ -14,14 +14,14 @@ report/decide intervals) moved by at most 2e-16 absolute (a few units in the las
 the report and decide goldens did not move at all, and ``pass_rate_size``'s item counts are
 unchanged on a 112-case grid.
 
-Issue 13 (regenerated deliberately): the report goldens lose ``groups``/``group`` (chained
+Regenerated deliberately once: the report goldens lose ``groups``/``group`` (chained
 rank groups) and gain ``tied_with_leader``, ``p_leader_better`` and ``judges``; the position
 and length-bias p-values moved by ~2.5e-13 relative (``scipy.special.bdtr`` doubling instead
 of ``scipy.stats.binomtest``, identical in exact arithmetic); in ``decide_counts`` the
 intervals, z and p values are the trinomial score procedures (ties' sampling error included)
 and a note names the model behind the posterior columns. Every other number is unchanged.
 
-Issues 26 and 30 (regenerated deliberately, only the values that moved): under Laplace,
+Regenerated deliberately a second time (only the values that moved): under Laplace,
 ``p_leader_better`` and the pairs' ``p_a_better`` are the exact Gaussian probabilities
 ``Φ(Δ/sd)`` instead of shares of 1,000 seeded draws (e.g. 1.0 → 0.99999, 0.861 → 0.865), and
 ``p_best`` comes from 24,375 Gaussian draws instead of 1,000; the report gains the key

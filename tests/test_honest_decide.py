@@ -77,7 +77,7 @@ def test_no_ties_is_wilson_with_continuity_correction():
 
 
 def test_issue_examples_no_longer_collapse():
-    # issue 13: 1-0-1 gave 75.0% (35.3-75.0), 0-2-4 gave 33.3% (33.3-55.3): one end on the estimate
+    # the old interval: 1-0-1 gave 75.0% (35.3-75.0), 0-2-4 gave 33.3% (33.3-55.3): one end on the estimate
     for (w, l, t), est in (((1, 0, 1), 0.75), ((0, 2, 4), 1 / 3)):
         lo, hi = half_tie_interval(w, l, t)
         assert lo < est - 0.1 and hi > est + 0.1, (w, l, t, lo, hi)
@@ -90,7 +90,7 @@ def exact():
     return load_bench("exact_decide")
 
 
-# Where the test without the continuity correction (the test before) exceeded 0.030: the issue's two
+# Where the test without the continuity correction (the test before) exceeded 0.030: the two reported
 # points (pass, margin 0.05, N 30, no ties 0.0334; regress, margin 0.05, N 100, ties 0.9 0.0399) and
 # the worst per test of the enumeration over N = 20..300, tie share step 0.01 (bench/exact_decide.py size
 # --continuity 0; bench/RESULTS.md "Decide's exact size and coverage"): regress 0.05 N 63 ties 0.88

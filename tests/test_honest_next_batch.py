@@ -1,4 +1,4 @@
-"""Issue 13 item 4: no silent length filter; --size honoured; one note naming the prompts."""
+"""next-batch never filters by length silently: --size honoured; one note naming the prompts."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ def v80(vicuna_data, tmp_path_factory):
 
 
 def test_vicuna_long_answers(vicuna_data):
-    # issue 13: 22 of 640 Vicuna80 answers exceed 400 words, 12 of them gpt-4's (count_words = the
+    # 22 of 640 Vicuna80 answers exceed 400 words, 12 of them gpt-4's (count_words = the
     # batch writer's own word count)
     rows = [json.loads(x) for x in (vicuna_data / "vicuna80" / "responses.jsonl").read_text().splitlines() if x]
     text_key = next(k for k in ("response", "text", "output") if k in rows[0])

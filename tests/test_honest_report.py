@@ -1,4 +1,4 @@
-"""Issue 13 items 5/6 and judge totals for `planner report`: no arviz on a Laplace run, fast failure
+"""`planner report`'s costs and totals: no arviz on a Laplace run, fast failure
 on an empty study, judge totals shown."""
 
 from __future__ import annotations

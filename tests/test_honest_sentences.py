@@ -1,4 +1,4 @@
-"""Issue 13 item 3: every plain sentence agrees with the numbers in its own table."""
+"""Every plain sentence agrees with the numbers in its own table."""
 
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ def test_significance_sentence_matches_the_table(wins, losses):
 
 
 def test_significance_60_40_explains_wald():
-    # issue 13: 60-40 Wald [50.4%, 69.6%] excludes 50%, exact p = 0.0569 does not reject
+    # the disagreement this guards: 60-40 Wald [50.4%, 69.6%] excludes 50%, exact p = 0.0569 does not reject
     out = _flat(_run("significance", "--wins", "60", "--losses", "40").stdout)
     assert "[50.4%, 69.6%]" in out and "p = 0.0569" in out and "not distinguishable from 50%" in out
     assert "The Wald interval [50.4%, 69.6%] excludes 50%: it is a normal approximation" in out
@@ -54,7 +54,7 @@ def test_significance_60_40_explains_wald():
 
 
 def test_size_budget_mde_consistent_with_the_headline_n():
-    # issue 13: --budget 200 said d = 0.102 is detectable, and the table said that d needs 206
+    # the disagreement this guards: --budget 200 said d = 0.102 is detectable, and the table said that d needs 206
     r = pw.size(None, budget=200)
     assert r.comparisons_exact <= 200                 # the table's headline n at the reported MDE
     # the headline n at a slightly smaller effect exceeds 200 (so the MDE is the smallest such d)

@@ -1,4 +1,4 @@
-"""A battery of hostile option values and paths across the commands (issue 11, "Hostile input").
+"""A battery of hostile option values and paths across the commands: hostile input is input.
 
 Every case must end in exit 1 (data) or 2 (usage) with exactly one line on
 stderr that starts with ``error:`` (a data error about rows of an input file
@@ -11,8 +11,8 @@ NaN, values above the documented maxima (planner/limits.py), empty and 1 MB
 strings, control characters, unknown choices; paths that are directories, lie
 under a file, are under a read-only file system (/proc), or do not exist.
 
-Cases fixed by other work of issue 11 (next-batch outputs, ingest) are listed in
-``OTHERS``; they pass since those branches were merged into main.
+Cases whose checks live in other modules (next-batch's writers, ingest's readers) are listed in
+``OTHERS``, so a failure there points at its home.
 """
 
 from __future__ import annotations
@@ -151,7 +151,7 @@ def _cases() -> list[tuple[str, list[str]]]:
     return c
 
 
-#: cases other branches of issue 11 fixed (next-batch: writers; ingest: lead/readers)
+#: cases checked by other modules (next-batch: writers; ingest: readers)
 OTHERS = [
     ("next-batch", S, "--seed", "-1"),
     # not run here: `next-batch --size 10**9` runs for minutes until the writers branch bounds it;
@@ -248,7 +248,7 @@ def test_hostile_value_other_branches(env, tmp_path, args):
 
 
 def test_battery_size():
-    """The battery stays a battery (issue 11 asks for ~270 inputs across all commands)."""
+    """The battery stays a battery (some 270 inputs across all commands), so no command loses its cases."""
     assert len(CASES) >= 250
 
 

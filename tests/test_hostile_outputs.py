@@ -1,4 +1,5 @@
-"""Output paths are checked before any work and before the study changes (issue 11, item 6).
+"""Output paths are checked before any work and before the study changes: a bad
+--out never costs a fit or a half-written study.
 
 ``report`` caches its fit in the study (an artifact); before this check a bad
 ``--plot``/``--markdown`` stored the fit and only then refused. The positive
@@ -46,7 +47,7 @@ def _bad_paths(tmp_path):
 
 def test_good_report_run_changes_the_study(study, tmp_path):
     """Positive control: the fit is cached in study.sqlite by a successful report (asked for with
-    --save-posterior: a Laplace report writes no netcdf by default since issue 13)."""
+    --save-posterior: a Laplace report writes no netcdf by default)."""
     before = _digest(study)
     r = runner.invoke(app, ["report", str(study), "--markdown", str(tmp_path / "r.md"), "--save-posterior"])
     assert r.exit_code == 0, r.stderr

@@ -1,4 +1,5 @@
-"""Issue 16 items 1, 3, 4: Davidson ties, IPW (active) PPI, strata, `next-batch --for humans`.
+"""The hybrid (humans + judge) fit beyond the logistic PPI++: Davidson ties, IPW (active) PPI, strata,
+`next-batch --for humans`.
 
 References: the logistic PPI++ path (itself pinned to ppi_py in tests/test_hybrid.py), scipy's
 optimiser on the hand-written Davidson likelihood, finite differences, and closed forms written
@@ -406,10 +407,10 @@ def test_population_weights_select_a_stratum(tmp_path):
     rep = hybrid_report(study, surrogate="judge")
     assert rep.strata["weights"] == {"x": 1.0, "y": 0.0}
     # weight 0 on stratum y: the population fit is the IPW fit on stratum x's items alone
+    from planner.services.study_pilot import items_from_study
     from planner.store.study import Study
-    from planner.workflows.hybrid_report import _collect
-    st = Study.open(study)
-    items, _, _ = _collect(st, study, "judge")
+    with Study.open(study) as st:
+        items = items_from_study(st, "judge")
     x_only = np.array([int(p[1:]) % 2 == 0 for p in items.prompts])
     lab = items.labelled[x_only]
     ref = ipw_bradley_terry(NAMES, items.pairs[x_only], items.y[x_only], items.yhat[x_only], lab,

@@ -10,6 +10,7 @@ from _example_data import vicuna_dir
 from _lazy import lazy_import
 
 from planner.errors import DataError, UsageError
+from planner.hybrid.items import items_from_verdicts
 from planner.hybrid.ppi import (
     compare_hybrid,
     design_matrix,
@@ -17,7 +18,7 @@ from planner.hybrid.ppi import (
     judge_only_bradley_terry,
     ppi_bradley_terry,
 )
-from planner.workflows.hybrid_report import hybrid_report, items_from_verdicts
+from planner.workflows.hybrid_report import hybrid_report
 
 ppi_py = lazy_import("ppi_py")   # the test oracle (test extra: ppi-python), imported by its first use
 pytestmark = [pytest.mark.filterwarnings("ignore::FutureWarning"),          # sklearn, inside ppi_py

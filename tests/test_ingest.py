@@ -55,7 +55,7 @@ def totals(study):
 
 
 def test_seed_fixture(st, tmp_path):
-    # Seed fixture (issue 3): q1 A, q2 tie, q3 B, q4 invalid -> A=1 B=1 tie=1 invalid=1
+    # Seed fixture (the hand-counted four-verdict study): q1 A, q2 tie, q3 B, q4 invalid -> A=1 B=1 tie=1 invalid=1
     f = write_jsonl(tmp_path / "seed.jsonl", [
         {"id": f"q{i}", "prompt": f"q{i}", "a": "s0", "b": "s1", "verdict": v}
         for i, v in enumerate(["A", "tie", "B", "invalid"], 1)])
@@ -118,7 +118,7 @@ def test_at_most_20_problems_listed(st, tmp_path):
 def test_reingest_and_duplicates_against_study(st, tmp_path):
     f = write_jsonl(tmp_path / "a.jsonl", [{"id": "x1", "prompt": "p", "a": "s0", "b": "s1", "verdict": "A"}])
     ingest(st, [f])
-    res = ingest(st, [f]).files[0]  # the same content again: a counted no-op (issue 11: idempotent)
+    res = ingest(st, [f]).files[0]  # the same content again: a counted no-op (ingest is idempotent)
     assert (res.rows, res.already, res.stored) == (0, 1, True) and "nothing new" in res.notes[0]
     copy = tmp_path / "renamed.jsonl"
     copy.write_bytes(f.read_bytes())  # same content under another name: the same no-op
@@ -173,7 +173,7 @@ def test_position_verdicts_annotator_twice_and_planned_repeat(tmp_path):
     p = e.value.problems
     assert "again.jsonl:2: unknown item 'zzz'" in p[0]
     assert "again.jsonl:3: verdict 'pass' for regular item 'i1'; expected one of left, right, tie, invalid" in p[1]
-    # ann's verdict on i1 changed (left -> tie): never overwritten silently (issue 11)
+    # ann's verdict on i1 changed (left -> tie): never overwritten silently (an edit is refused unless accepted)
     assert p[2].startswith("again.jsonl: 1 stored judgment(s) changed at the source ('i1@ann' A -> tie)")
 
 

@@ -178,7 +178,7 @@ def test_round_trip_with_real_gpt4_judgments(tmp_path, vicuna_data):
     assert not by_id and n == 2 * len(planned)  # 28 pairs x 3 prompts x 2 orders
 
 
-# --------------------------------------------------------------- issue 11: transport failures vs answers
+# --------------------------------------------------------------- transport failures vs answers (never invalid)
 def _completion(cid, content, *, refusal=None, finish="stop", model="gpt-4o-2024-08-06"):
     """An OpenAI batch output line whose body is a real ``ChatCompletion`` (validated below)."""
     body = {"id": f"chatcmpl-{cid}", "object": "chat.completion", "created": 1732960000, "model": model,

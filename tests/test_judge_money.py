@@ -1,6 +1,6 @@
 """Never pay twice, never pay and lose: `planner judge` under kill -9, concurrency, a read-only study, a full disk
-and servers that report absurd usage (issue 27 items 1, 2, 3, 4, 6). Real subprocesses and real SIGKILL against
-the loopback server of tests/fake_openai_server.py."""
+and servers that report absurd usage: every way a paid request could be paid for twice or lost. Real
+subprocesses and real SIGKILL against the loopback server of tests/fake_openai_server.py."""
 
 from __future__ import annotations
 

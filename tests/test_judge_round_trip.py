@@ -1,4 +1,4 @@
-"""Issue 11, end to end: a judge batch, OpenAI batch output + error files, retry, round two — every verdict
+"""The judge round trip, end to end: a judge batch, OpenAI batch output + error files, retry, round two — every verdict
 stored once, with the orientation the requests showed, transport failures never counted as invalid."""
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""`planner judge` against hostile OpenAI-compatible servers on loopback (issue 27 items 8, 9, 12, 13, 14, 17):
+"""`planner judge` against hostile OpenAI-compatible servers on loopback, each a way a
+real endpoint misbehaves:
 keys echoed back, redirects to another host, the served model name, unbounded waits and Ctrl-C, connection
 refused, Batch API failures, hostile bodies, conflicting Batch lines, huge answers, reasoning models."""
 
@@ -23,8 +24,9 @@ from fake_openai_server import FakeOpenAI, judge_text
 
 from planner.errors import DataError
 from planner.services.batch_round import RunOptions
+from planner.services.judging import JudgeOptions
 from planner.store.study import Study, status
-from planner.workflows.judge_run import JudgeOptions, judge_batch
+from planner.workflows.judge_run import judge_batch
 from planner.workflows.run import run_loop
 
 KEY = proc.KEY

@@ -1,7 +1,8 @@
-"""`planner push`/`pull` against a hostile Label Studio on loopback (tests/fake_label_studio.py), issue 27 items 2, 5,
-7, 8, 13, 14: two pushes at once, kill -9 while a project is created, tasks deleted between pages, listings that
-never end, redirects to another host, keys echoed back, a dribbled export, answers of the wrong type, waits that
-never end and Ctrl-C."""
+"""`planner push`/`pull` against a hostile Label Studio on loopback (tests/fake_label_studio.py): the
+server misbehaviours a real deployment shows, none of which may lose or duplicate work: two pushes at
+once, kill -9 while a project is created, tasks deleted between pages, listings that never end, redirects
+to another host, keys echoed back, a dribbled export, answers of the wrong type, waits that never end and
+Ctrl-C."""
 
 from __future__ import annotations
 

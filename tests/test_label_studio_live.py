@@ -1,4 +1,5 @@
-"""The Label Studio round trip against a real Label Studio 1.23 server (issue 11).
+"""The Label Studio round trip against a real Label Studio 1.23 server: the files
+planner writes import, and the exports it reads back are what the server really sends.
 
 planner writes a blinded batch (``format="label-studio"``, annotators alice
 and bob); a real server gets a project with planner's labeling config, the

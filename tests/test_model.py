@@ -458,7 +458,7 @@ def test_nuts_without_data_samples_the_prior():
 
 
 def test_model_package_layout():
-    """Issue 12: types / laplace / dispatch submodules, re-exported by the package; nuts is loaded only
+    """The model package: types / laplace / dispatch submodules, re-exported by the package; nuts is loaded only
     for the NUTS engine and imports neither the package's dispatcher nor its ``__init__`` names."""
     import ast
     import subprocess
@@ -484,7 +484,7 @@ def test_model_package_layout():
 
 
 def test_gaussian_posterior_compares_by_value():
-    """A frozen dataclass holding arrays: ``==`` compares values instead of raising (issue 12)."""
+    """A frozen dataclass holding arrays: ``==`` compares values instead of raising."""
     def post(mean):
         return bt.GaussianPosterior(("x", "y"), np.array(mean), np.eye(2), gamma=0.1, nu=0.3)
 

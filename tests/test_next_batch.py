@@ -215,7 +215,7 @@ def test_style_options_never_change_stored_responses(study, tmp_path):
 
 def test_max_words_skips_and_says_so(study):
     # responses have 26, 31, 36, 41, 46, 51 words (6-word lead + 20 + 5k): --max-words 40 keeps only
-    # pairs among the first three systems. Issue 13: the long responses are excluded before prompts are
+    # pairs among the first three systems. The long responses are excluded before prompts are
     # chosen, so --size is honoured with other comparisons, and one note names the prompts affected
     res = next_batch(study, BatchSelection(size=30), qc=QualityControl(attention=0, repeat=0, overlap=0),
                      output=Output(dry_run=True), text=TextOptions(max_words=40))

@@ -1,4 +1,4 @@
-"""One home per concept (issue 12): the same input means the same thing everywhere.
+"""One home per concept: the same input means the same thing everywhere.
 
 * normalized judgments: ``ingest``, ``simulate --replay`` and ``allocate --pilot``
   read one file through one reader (formerly the last two refused ``"verdict": "a"``

@@ -9,7 +9,7 @@ from planner.batch.pair_prompts import pair_prompts
 
 
 def _reference(systems, responses, usage, reuse_prompts):
-    """The per-pair Python loop of plan_next_batch before issue 14, written out (sets, one pair at a time)."""
+    """The per-pair Python loop of plan_next_batch before the vectorised one, written out (sets, one pair at a time)."""
     have: dict[str, set] = {}
     for p, s in responses:
         have.setdefault(s, set()).add(p)

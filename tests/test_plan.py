@@ -292,7 +292,7 @@ def test_the_hybrid_split_of_a_pilot_with_a_surrogate_judge(tmp_path):
     data = vicuna_dir()
 
     from planner.simulation.costing import Prices
-    from planner.workflows.hybrid_report import rho_from_study
+    from planner.workflows.simulate_hybrid import pilot_rho
 
     lines = (data / "judgments" / "qlora_vicuna80_human.jsonl").read_text().splitlines()
     (tmp_path / "h.jsonl").write_text("\n".join(ln for ln in lines
@@ -306,7 +306,7 @@ def test_the_hybrid_split_of_a_pilot_with_a_surrogate_judge(tmp_path):
     doc = _plan_json(str(study), "--reps", "4", "--batch", "400", "--votes", "3", "--margin", "150", "--workers", "1",
                      "--surrogate", "gpt-4", "--human-cost", "1", "--judge-cost", "0.01")
     assert doc["pilot_judgments"] == 8 * 28 * 3          # the humans' votes only
-    rho, n = rho_from_study(study, "gpt-4")
+    rho, n = pilot_rho(study, "gpt-4")
     assert doc["prices"]["rho"] == pytest.approx(rho) and f"{n:,} items" in doc["prices"]["rho_source"]
     want = Prices(1.0, 0.01, rho).of(doc["comparisons_needed"]["median"], 28)
     assert doc["cost"]["median"] == pytest.approx(want.total)

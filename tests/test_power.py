@@ -27,7 +27,7 @@ D0 = pw.Design()
 
 
 def test_seed_n_1225():
-    # Issue 2: n = ((z_.975*0.5 + z_.8*sqrt(.54*.46))/0.04)^2 = 1224.03 -> 1,225
+    # Hand calculation: n = ((z_.975*0.5 + z_.8*sqrt(.54*.46))/0.04)^2 = 1224.03 -> 1,225
     assert math.ceil(pw.n_normal(0.04, D0)) == 1225
     assert pw.size(0.04).comparisons_normal == 1225
 
@@ -35,7 +35,7 @@ def test_seed_n_1225():
 @pytest.mark.parametrize("d,n", [(0.02, 4904), (0.03, 2178), (0.04, 1225), (0.05, 783), (0.06, 543),
                                  (0.08, 305), (0.10, 194), (0.15, 85), (0.20, 47)])
 def test_seed_effect_table(d, n):
-    # Issue 2's effect table (two-sided alpha 0.05, power 0.8, n rounded up)
+    # The effect table worked by hand (two-sided alpha 0.05, power 0.8, n rounded up)
     assert math.ceil(pw.n_normal(d, D0)) == n
 
 
@@ -46,7 +46,7 @@ def test_table_rows_match_seed():
 
 
 def test_seed_exact_power_at_1225():
-    # Issue 2: exact power at n=1,225, d=0.04 is about 0.789 (rounding to 3 decimals)
+    # Exact power at n=1,225, d=0.04 is about 0.789 (rounding to 3 decimals)
     assert pw.power_exact(0.04, 1225, D0)[0] == pytest.approx(0.789, abs=5e-4)
     r = pw.size(0.04)
     assert r.exact_power_at_normal_n == pytest.approx(0.789, abs=5e-4)
@@ -54,13 +54,13 @@ def test_seed_exact_power_at_1225():
 
 
 def test_seed_budget_200():
-    # Issue 2: with a budget of 200 you can detect d ~ 0.098 (normal formula solved for d).
+    # With a budget of 200 you can detect d ~ 0.098 (normal formula solved for d).
     # Hand check: d*sqrt(200) = 1.95996*0.5 + 0.84162*sqrt(0.25 - d^2) -> d = 0.09847
     r = pw.size(0.04, budget=200)
     assert r.mde_normal == pytest.approx(0.0985, abs=5e-4)
     # plain exact MDE: exact power at n=200 reaches 0.8 exactly there (brentq root, tolerance 1e-12)
     assert pw.power_exact(pw.mde_exact(200, D0), 200, D0)[0] == pytest.approx(0.8, abs=1e-6)
-    # reported MDE (issue 13): consistent with the headline n rule, so its size is <= 200 and power
+    # reported MDE: consistent with the headline n rule, so its size is <= 200 and power
     # at 200 is at least 0.8; it sits a little above the plain point (0.1016)
     assert pw.n_exact(r.mde, D0).n <= 200 and pw.power_exact(r.mde, 200, D0)[0] >= 0.8
     assert 0.1016 < r.mde < 0.11
@@ -257,7 +257,7 @@ def test_sequential_single_look_and_alpha_spent():
 
 def test_significance_seed():
     r = significance(54, 46)
-    # Issue 2: 54 +- 1.96*5.0% = [44.2%, 63.8%]; Wald se = sqrt(.54*.46/100) = 0.04984
+    # Hand calculation: 54 +- 1.96*5.0% = [44.2%, 63.8%]; Wald se = sqrt(.54*.46/100) = 0.04984
     assert round(r.wald.low, 3) == 0.442 and round(r.wald.high, 3) == 0.638
     assert r.pvalue == pytest.approx(stats.binomtest(54, 100, 0.5).pvalue)  # 0.4841
     assert not r.significant and "not distinguishable from 50%" in r.conclusion

@@ -18,8 +18,9 @@ from typer.testing import CliRunner
 
 from cli.main import app
 from planner.errors import DataError, UsageError
+from planner.services.labelstudio import ARTIFACT, wait_for_annotations, waiting_items
 from planner.store.study import Study
-from planner.workflows.push_pull import ARTIFACT, pull, push, wait_for_annotations, waiting_items
+from planner.workflows.push_pull import pull, push
 
 
 class FakeLS:
@@ -189,11 +190,12 @@ def test_wait_for_annotations_polls_then_pulls(tmp_path):
             ls.annotate(item, "tie", ALICE)
         del items[:2]
 
-    res = wait_for_annotations(study, 1, timeout=600, poll=30, client=ls, sleep=sleep, clock=lambda: now[0],
-                               on_wait=lambda n, s: calls.append((n, s)))
+    with Study.open(study) as st:
+        res = wait_for_annotations(st, 1, timeout=600, poll=30, client=ls, sleep=sleep, clock=lambda: now[0],
+                                   on_wait=lambda n, s: calls.append((n, s)))
+        assert res.polls == len(calls) + 1 and waiting_items(st, 1, client=ls) == 0
     assert res.done and res.waiting == 0 and res.pull.new == len(key)
     assert [n for n, _ in calls] == list(range(len(key), 0, -2)) and calls[1][1] == 30.0
-    assert res.polls == len(calls) + 1 and waiting_items(study, 1, client=ls) == 0
 
 
 def test_wait_times_out_and_keeps_what_was_done(tmp_path):
@@ -202,11 +204,12 @@ def test_wait_times_out_and_keeps_what_was_done(tmp_path):
     push(study, client=ls)
     ls.annotate(next(iter(key)), "tie", ALICE)
     now = [0.0]
-    res = wait_for_annotations(study, 1, timeout=90, poll=30, client=ls, sleep=lambda s: now.__setitem__(0, now[0] + s),
-                               clock=lambda: now[0])
-    assert not res.done and res.waiting == len(key) - 1 and res.pull.new == 1 and res.polls == 4
-    with pytest.raises(UsageError, match="poll"):
-        wait_for_annotations(study, 1, poll=0, client=ls)
+    with Study.open(study) as st:
+        res = wait_for_annotations(st, 1, timeout=90, poll=30, client=ls,
+                                   sleep=lambda s: now.__setitem__(0, now[0] + s), clock=lambda: now[0])
+        assert not res.done and res.waiting == len(key) - 1 and res.pull.new == 1 and res.polls == 4
+        with pytest.raises(UsageError, match="poll"):
+            wait_for_annotations(st, 1, poll=0, client=ls)
 
 
 def test_cli_without_connection_settings(tmp_path, monkeypatch):

@@ -194,7 +194,7 @@ def test_letters_left_out_above_26_systems():
 
 # ------------------------------------------------------------------ Vicuna-80: no seed in the reading
 VICUNA_LETTERS = {
-    # issue 26: the exact rule separates gpt-3.5-turbo from guanaco-33b (|z| = 1.966 > 1.960)
+    # the case that needed the exact rule: it separates gpt-3.5-turbo from guanaco-33b (|z| = 1.966 > 1.960)
     "gpt4": ("a", "b", "c", "cd", "d", "e", "ef", "f"),
     # the crowd's verdicts: the 1,000-draw reading gave "a b b bc bc c d d" for 22 of seeds 0-99
     "human": ("a", "b", "b", "b", "bc", "c", "d", "d"),
@@ -246,7 +246,7 @@ def test_vicuna_reading_is_the_same_for_seeds_0_to_99(vicuna_data, tmp_path_fact
 
 @pytest.mark.parametrize("which", ["gpt4", "human"])
 def test_vicuna_draws_reading_changed_with_the_seed(vicuna_data, tmp_path_factory, which):
-    # what issue 26 reproduced: the letters read from 1,000 seeded draws (the 2.5/97.5% quantiles of each
+    # the flaw the exact rule removes: the letters read from 1,000 seeded draws (the 2.5/97.5% quantiles of each
     # drawn difference, the rule before) differ between seeds; the exact rule gives one display
     fit = _vicuna_fit(vicuna_data, tmp_path_factory, which)
     order = np.argsort(-fit.mean, kind="stable")

@@ -2,7 +2,7 @@
 
 For every registered reader a small valid file is written first (and must read cleanly); each hostile
 variant of it must then give at least one problem, and every problem must be one line, bounded, without
-Python's ``None``. Classes (issue 11): truncated JSON arrays, duplicated keys with conflicting values, blank
+Python's ``None``. Classes: truncated JSON arrays, duplicated keys with conflicting values, blank
 ids, lone UTF-16 surrogates, integers of hundreds of digits, 100k-level nesting, NUL bytes, bytes that are
 not UTF-8, an I/O error while reading, control characters in echoed values.
 """

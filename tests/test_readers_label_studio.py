@@ -191,11 +191,11 @@ def test_detection_when_the_first_task_is_longer_than_the_head(tmp_path):
 def test_real_exports_round_trip_through_the_store(tmp_path):
     """Real LS exports through ``ingest``: round 1 in all three types (the later two all already stored), then
     the cumulative round-2 export (5 new, the edit refused, then applied), every judgment's orientation
-    checked against the batch key. Needs the issue-11 store (lead's branch)."""
+    checked against the batch key. Needs a store that counts already stored, changed and skipped rows."""
     from planner.store.study import BatchItem, Study, init_study
 
     if not hasattr(Study, "unanswered_items"):
-        pytest.skip("needs the issue-11 store (already stored / changed / skipped counts)")
+        pytest.skip("needs a store that counts already stored / changed / skipped rows")
     from planner.errors import DataError
     from planner.store.study import ingest
 

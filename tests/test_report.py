@@ -99,7 +99,7 @@ def _separated(fit, i, j):
 
 
 def test_vicuna_no_displayed_grouping_holds_a_separated_pair(v80_report):
-    # issue 13 item 1: the old chained groups put bard and guanaco-65b together although
+    # why groups are gone: the old chained groups put bard and guanaco-65b together although
     # P(bard > guanaco-65b) = 0.000. Now the only groupings shown are letters: two systems share a
     # letter iff the 95% interval of their difference (exact, from the posterior covariance) includes 0.
     fit = v80_report.fit
@@ -197,7 +197,7 @@ def test_vicuna_by_stratum_reweighted(v80):
 def test_vicuna_posterior_saved_as_netcdf(v80, v80_report):
     import arviz as az
 
-    # issue 13: a Laplace report no longer writes netcdf unless asked (it imported arviz every run)
+    # a Laplace report writes no netcdf unless asked (writing it imports arviz)
     assert v80_report.posterior_artifact is None
     r = build_report(v80, seed=0, save_posterior=True)
     assert r.posterior_artifact == "posterior-laplace.nc"
@@ -217,7 +217,7 @@ def test_vicuna_markdown_and_plots(v80_report, tmp_path):
     md = render_markdown(v80_report)
     assert md.startswith("# Report: ")
     # gpt-4 is the only system tied with the leader and the only one with letter "a"
-    # (credibly above every other system); no chained "Groups:" line any more (issue 13)
+    # (credibly above every other system); no chained "Groups:" line (chained groups are not transitive)
     tied_rows = [ln for ln in md.splitlines() if ln.startswith("| tied | ") and "| letters |" not in ln]
     assert tied_rows and tied_rows[0].startswith("| tied | a | gpt-4 |") and len(tied_rows) == 1
     assert "Groups:" not in md and "no order is established inside a group" not in md
@@ -368,8 +368,8 @@ def test_small_nuts_report_agrees_with_laplace(tmp_path):
     assert d.max_r_hat is not None and d.min_ess_bulk is not None
     assert nuts.model.tune == 300 and nuts.model.chains == 2
     lm = {x.system: x.mean for x in lap.leaderboard}
-    # issue 4: Laplace means agree with NUTS within 0.05 logit; 600 draws add Monte Carlo error of about
-    # sd / sqrt(ESS) ~ 0.15 / 20 < 0.01, so 0.06 keeps the issue's tolerance with that margin
+    # Laplace means agree with NUTS within 0.05 logit (the approximation's stated accuracy); 600 draws add
+    # Monte Carlo error of about sd / sqrt(ESS) ~ 0.15 / 20 < 0.01, so 0.06 keeps that tolerance with this margin
     for x in nuts.leaderboard:
         assert abs(x.mean - lm[x.system]) < 0.06
     with Study.open(st) as s:
@@ -384,7 +384,7 @@ def test_vicuna_nuts_report(v80, v80_report):
     assert not [f for f in r.flags if f.startswith("model:")]   # r-hat, ESS, divergences fine
     lm = {x.system: x.mean for x in v80_report.leaderboard}
     for x in r.leaderboard:
-        assert abs(x.mean - lm[x.system]) < 0.05                # issue 4 tolerance
+        assert abs(x.mean - lm[x.system]) < 0.05                # the stated tolerance
 
 
 # ------------------------------------------------- end to end with next-batch

@@ -2,7 +2,7 @@
 
 Without a browser (tests that read the file): nothing is fetched (no URL in any src/href, a
 Content-Security-Policy that allows no network), names are escaped, the bytes are the same on a
-rerun, every section the issue lists is there. In Chromium (Debian's chromium + chromium-driver
+rerun, every section the report promises is there. In Chromium (Debian's chromium + chromium-driver
 through selenium, the flags of the machine notes: headless, no sandbox as root, no background
 networking): the page loads with no console error, the script ran (sortable headers), the
 leaderboard, tied-with-leader set, heatmap and style tables hold the numbers `report --json`

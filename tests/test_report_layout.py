@@ -1,4 +1,4 @@
-"""Issue 12, diagnostics and the report: one home per piece, sizes, and sentences from the table's numbers.
+"""Diagnostics and the report: one home per piece, sizes, and sentences from the table's numbers.
 
 * ``planner.diagnostics`` is a package of small modules; ``__init__`` re-exports every public name.
 * The report's Markdown lives in ``planner.formats.markdown`` (one table writer), its sentences in
@@ -25,8 +25,8 @@ OWNED = sorted((ROOT / "planner" / "diagnostics").glob("*.py")) + [
     ROOT / "planner" / "sentences.py", ROOT / "planner" / "report_results.py",
     ROOT / "planner" / "formats" / "markdown.py", ROOT / "planner" / "formats" / "plots.py",
     ROOT / "planner" / "workflows" / "report.py", ROOT / "planner" / "services" / "style_report.py"]
-MAX_MODULE_LINES = 500      # issue 12: "modules under ~500 lines"
-MAX_FUNCTION_LINES = 80     # issue 12: "functions under ~80" (code lines, the docstring not counted)
+MAX_MODULE_LINES = 500      # a module a reader can hold in mind (docs/architecture.md rule 7)
+MAX_FUNCTION_LINES = 80     # a function on one screen (code lines, the docstring not counted; rule 7)
 
 
 # ------------------------------------------------------------------ layout

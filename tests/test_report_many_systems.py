@@ -1,5 +1,5 @@
 """A report over more than 26 systems: no letters (and a note saying why), rank intervals and `tied` kept,
-in the JSON, the terminal table, Markdown and HTML alike (issue 30)."""
+in the JSON, the terminal table, Markdown and HTML alike (letters run out at 26)."""
 
 from __future__ import annotations
 

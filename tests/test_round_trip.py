@@ -1,4 +1,4 @@
-"""Issue 11, the store side: idempotent incremental ingest, audited edits, skipped rows, unanswered
+"""The store side of the annotation round trip: idempotent incremental ingest, audited edits, skipped rows, unanswered
 (transport-failed) items, void/retract, annotator aliases, unknown positions, schema v1 -> v2."""
 
 from __future__ import annotations

@@ -14,8 +14,8 @@ from _judge_fixture import QUALITY, make_study
 
 from planner.errors import UsageError
 from planner.services.batch_round import RunOptions
+from planner.services.judging import JudgeOptions
 from planner.store.study import Study, status
-from planner.workflows.judge_run import JudgeOptions
 from planner.workflows.run import run_loop
 
 TRUE_ORDER = tuple(sorted(QUALITY, key=lambda s: -QUALITY[s]))

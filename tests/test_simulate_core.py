@@ -1,4 +1,5 @@
-"""planner.simulation: the simulator's core takes records and arrays, never files (issue 12).
+"""planner.simulation: the simulator's core takes records and arrays, never files: the same runs serve the CLI,
+the forecast and the tests without touching a disk.
 
 The replay pool is built from records in core (:func:`pool_from_records`); the workflow only
 reads the file. These tests pin that the two paths give the same pool, that the grouping by

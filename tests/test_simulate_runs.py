@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 import planner.acquisition as acq
-import planner.workflows.simulate_runs as runs
+import planner.services.simulation_tasks as runs
 from cli.main import app
 from planner.errors import DataError, UsageError
 from planner.simulation.loop import run_one as _run_one

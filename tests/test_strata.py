@@ -1,6 +1,6 @@
 """planner.strata: the one stratum-weight rule, and the three places that must use it.
 
-Issue 12's example: stratum a with weights 3 and 1, stratum b with two prompts without
+The example that showed three rules: stratum a with weights 3 and 1, stratum b with two prompts without
 a weight. Before, next_batch gave a/b = 1.00/0.00, decide 0.50/0.50 and report
 0.67/0.33. The rule (a missing weight counts as 1) gives 4/6 and 2/6, by hand.
 """
@@ -72,7 +72,7 @@ def test_bad_weight_is_a_data_error(bad):
 
 
 def test_next_batch_decide_and_report_use_the_rule(tmp_path):
-    """The three consumers give the same shares on the issue's prompts."""
+    """The three consumers give the same shares on the example's prompts."""
     import json
 
     from planner.store.study import ingest, init_study

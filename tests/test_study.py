@@ -142,7 +142,8 @@ def test_record_batch_pending_and_status(small, tmp_path):
 
 
 def test_status_seed_fixture(tmp_path):
-    # Seed fixture (issue 3): q1 A, q2 tie, q3 B, q4 invalid -> A=1 B=1 tie=1 invalid=1, score 0.500
+    # Seed fixture (the hand-counted four-verdict study): q1 A, q2 tie, q3 B, q4 invalid -> A=1 B=1 tie=1
+    # invalid=1, score 0.500
     init_study(tmp_path / "s", systems=["m", "n"])
     empty = status(tmp_path / "s")
     assert [s.score for s in empty.per_system] == [None, None]  # empty -> null

@@ -1,6 +1,6 @@
 """Study.counts and Study.pair_prompt_usage (array scans, planner/store/scans.py) against the old queries.
 
-The oracles below are the queries these methods ran before issue 14 (a ``GROUP BY``
+The oracles below are the queries these methods ran before the array scans (a ``GROUP BY``
 over the judgments with the orientation and outcome worked out in SQL; a
 ``UNION`` of judged and issued ``(a, b, prompt)`` rows folded in Python), copied
 here unchanged. The study mixes every case the fast path must get right: known

@@ -228,7 +228,7 @@ def test_nuts_agrees_with_laplace():
 
 
 def test_design_compares_by_value():
-    """A frozen dataclass holding arrays: ``==`` compares values instead of raising (issue 12)."""
+    """A frozen dataclass holding arrays: ``==`` compares values instead of raising."""
     fa = np.array([[10, 0, 0, 0], [30, 0, 0, 0]], float)
     fb = np.array([[30, 0, 0, 0], [10, 0, 0, 0]], float)
 

@@ -1,4 +1,5 @@
-"""Every dataclass holding numpy arrays compares by value (issue 12: ``Counts == Counts`` raised).
+"""Every dataclass holding numpy arrays compares by value (``Counts == Counts`` must
+not raise the ambiguous-truth-value error of an array comparison).
 
 A ``@dataclass`` keeps ``eq=True`` unless told otherwise, and its generated
 ``__eq__`` compares fields with ``==``; with an array field that is an array, and

@@ -1,4 +1,4 @@
-"""The CLI entry (issue 12): --version/-V, -h on every command, and the `cli` folder installed as `planner_cli`.
+"""The CLI entry: --version/-V, -h on every command, and the `cli` folder installed as `planner_cli`.
 
 A wheel maps the checkout's ``cli/`` folder to the package ``planner_cli``
 (pyproject ``package-dir``), so an installed planner never claims the generic

@@ -1,7 +1,7 @@
 """planner.stats.distributions against scipy.stats itself: bit-for-bit on grids including the support's edges.
 
 The module exists so that ``decide``, ``size`` and the reports never import
-``scipy.stats`` (issue 13); the existing tests pin figures that were computed
+``scipy.stats`` (its import alone costs a second); the existing tests pin figures that were computed
 with ``scipy.stats``, so the replacement must not move a single bit. The
 tolerance is therefore zero: ``np.testing.assert_array_equal`` (NaN == NaN).
 """

@@ -1,4 +1,4 @@
-"""The layers are folders (issue 12): a module's folder says its layer, and only the
+"""The layers are folders: a module's folder says its layer, and only the
 store and the workflows open a study.
 
 docs/architecture.md lists each module with its layer; here the folder must agree

@@ -1,4 +1,4 @@
-"""`init --max-words`: not given means no limit, stored honestly as null (issue 13).
+"""`init --max-words`: not given means no limit, stored honestly as null (never a made-up cap).
 
 ``planner init`` used to store ``"max_words": 400`` whether asked or not, and
 ``next-batch`` had learnt to read that 400 as "no limit". New studies

@@ -1,4 +1,4 @@
-"""`simulate --anchor NAME`: the anchor strategies' reference system, by name (issue 13 item 5).
+"""`simulate --anchor NAME`: the anchor strategies' reference system, by name, never by position.
 
 The option used to take a 0-based index into a system list the user never saw
 spelled out; it now takes a name from that list (synthetic scenarios: sys01,

@@ -1,4 +1,4 @@
-"""planner/vocabulary.py is the one home of the tool's words (issue 12): every module that lists them agrees.
+"""planner/vocabulary.py is the one home of the tool's words: every module that lists them agrees.
 
 Modules that import the tuple from the vocabulary agree by construction (``is``); the
 ones that still spell a copy must hold the same words, so a copy cannot drift unseen.

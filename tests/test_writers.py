@@ -165,7 +165,7 @@ def test_label_studio_tasks_and_config_parse(tmp_path):
 
 # ------------------------------------------------------------------ Argilla
 def test_argilla_records_and_settings(tmp_path):
-    # issue 11: flat records (records.log maps keys by name) and settings in the SDK's own serialized shape;
+    # flat records (records.log maps keys by name) and settings in the SDK's own serialized shape;
     # tests/test_writers_argilla.py loads both with the real argilla SDK
     batch = batch_of(annotators=None)
     paths = {p.name: p for p in written(tmp_path, batch, "argilla")}

@@ -92,7 +92,7 @@ def test_settings_load_and_every_record_maps_onto_fields_and_metadata(tmp_path, 
 
 
 def test_old_nested_record_shape_would_have_been_dropped(offline_client, tmp_path):
-    # the shape planner wrote before issue 11: the SDK ignores both keys and builds a record with no fields
+    # the shape older planners wrote: the SDK ignores both keys and builds a record with no fields
     batch = _batch(acceptability=0.0, attention=0.0, repeat=0.0)
     write_batch(batch, tmp_path / "b", "argilla", reasons=REASONS)
     settings = rg.Settings.from_json(tmp_path / "b.argilla-settings.json")

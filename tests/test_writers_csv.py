@@ -69,7 +69,7 @@ def test_allocate_out_csv_neutralises_ids_and_strata(tmp_path):
     rows = _rows(out)
     assert len(rows) == 8
     for r in rows:
-        for key in ("id", "stratum"):   # allocate --out writes a prompts file (id, text, ...) since issue 13
+        for key in ("id", "stratum"):   # allocate --out writes a prompts file (id, text, ...) that init reads
             assert not r[key].startswith(CSV_DANGEROUS), r
         assert r["id"].startswith("'") == (r["id"][1:2] in {c for c in "=+-@\t\r"})
     assert any(r["id"].startswith("'=") for r in rows) or any(r["stratum"].startswith("'=") for r in rows)

@@ -127,7 +127,7 @@ def _round(names: list[str], x: np.ndarray, n: int, lo: np.ndarray, hi: np.ndarr
     left = int(n - fl.sum())
     frac = x - fl
     order = sorted((i for i in range(len(names)) if fl[i] < hi[i]),
-                   key=lambda i: (-round(frac[i], 12), -round(x[i], 12), names[i]))
+                   key=lambda i: (-round(float(frac[i]), 12), -round(float(x[i]), 12), names[i]))
     for i in order[:left]:
         fl[i] += 1
     return {k: int(v) for k, v in zip(names, fl)}

@@ -114,7 +114,8 @@ def _records(rid: str, item: str, by_q: dict, label: str) -> list[dict]:
     reasons = {}
     for user, value, status in by_q.get("reason", ()):
         reasons[str(user)] = (value, status)
-    out, seen = [], set()
+    out: list[dict] = []
+    seen: set = set()
     for user, value, status in by_q["verdict"]:
         uid = text_id(user)
         at = f"{label}: user {quote(user)}"

@@ -271,7 +271,8 @@ def read_judge_outputs(path: str | os.PathLike) -> Iterator[tuple[int, str, str,
         if kind == "problem":
             raise DataError(f"{Path(path).name}:{n}: {text}")
         if kind == "unanswered":
-            yield n, obj["custom_id"].strip(), "invalid", None, text
+            # classify always gives an unanswered line its error text (never None)
+            yield n, obj["custom_id"].strip(), "invalid", None, text or ""
             continue
         verdict, reason = parse_judge_verdict(text) if text is not None else ("invalid", None)
         yield n, obj["custom_id"].strip(), verdict, reason, text if text is not None else ""

@@ -52,7 +52,7 @@ def read_pointwise(path: str | os.PathLike, known: set[str]) -> list[dict]:
     for where, rec in _records(path, "pointwise"):
         prompt, system, score = rec.get("prompt"), rec.get("system"), rec.get("score")
         try:
-            score = float(score) if not isinstance(score, bool) else float("nan")
+            score = float("nan") if score is None or isinstance(score, bool) else float(score)
         except (TypeError, ValueError):
             score = float("nan")
         if prompt is None or system is None:

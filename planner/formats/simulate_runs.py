@@ -1,7 +1,7 @@
 """The simulator's results file (``simulate --out``/``--resume``): one finished run per JSON line.
 
 Each line carries ``format`` (``planner-simulate-run/1``), the simulation's
-``fingerprint`` (:func:`planner.workflows.simulate_runs.fingerprint`), the
+``fingerprint`` (:func:`planner.services.simulation_tasks.fingerprint`), the
 strategy index and repetition, and the run's trace; floats round-trip exactly
 (NaN as ``NaN``). A torn last line (the process was killed mid-write) is
 ignored on reading; any other bad line is an error naming ``file:line``.

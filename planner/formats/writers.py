@@ -289,9 +289,10 @@ def output_paths(path: str | os.PathLike, format: str, annotators: Sequence[str]
     path = Path(path)
     if not path.suffix:
         path = path.with_name(path.name + DEFAULT_EXT.get(format, ""))
-    out = [_annotator_path(path, a) for a in (annotators or [None])]
+    names: Sequence[str | None] = annotators or [None]   # None: the one file without an annotator
+    out = [_annotator_path(path, a) for a in names]
     if format in ("label-studio", "argilla") and acceptability:
-        out += [_annotator_path(path, a, "acceptability") for a in (annotators or [None])]
+        out += [_annotator_path(path, a, "acceptability") for a in names]
     if format == "label-studio":
         out.append(_shared_path(path, "label-config.xml"))
         if acceptability:

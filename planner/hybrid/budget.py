@@ -1,6 +1,6 @@
 """Budgeting a hybrid (humans + judge) study: how many human and judge labels, at what cost.
 
-Pure functions (a pilot study is read by :func:`planner.workflows.hybrid_report.rho_from_study`).
+Pure functions (a pilot study is read by :func:`planner.services.study_pilot.rho_from_study`).
 
 Model (PPI++ with the optimal λ; Angelopoulos, Duchi & Zrnic 2023, arXiv:2311.01453, and the cost
 analysis of Broska, Howes & van Loon 2024, the "mixed subjects design", which ``ppi_py.ppi_power``

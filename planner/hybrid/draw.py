@@ -46,8 +46,9 @@ def waiting_mask(items, chosen: Iterable[Iterable[str]]) -> np.ndarray:
 
 def draw_for_humans(items, *, surrogate: str, size: int, rng: np.random.Generator, stratum_of: Mapping[str, str],
                     waiting: np.ndarray, floor: float = 0.2, objective: str = "strengths") -> DrawForHumans:
-    """Draw ``size`` expected items of ``items`` (:class:`HybridItems` of the ``surrogate`` judge) for
-    human labels, leaving out the ``waiting`` ones; ``stratum_of`` maps a prompt to its stratum."""
+    """Draw ``size`` expected items of ``items`` (:class:`planner.hybrid.items.HybridItems` of the
+    ``surrogate`` judge) for human labels, leaving out the ``waiting`` ones; ``stratum_of`` maps a prompt
+    to its stratum."""
     from planner.batch.items import PlannedComparison
     from planner.hybrid.select import select_for_humans
 

@@ -159,7 +159,7 @@ def select_for_humans(items, expected: float, rng: np.random.Generator, *, floor
                       prior: bool = False) -> HumanSelection:
     """Probabilities for the items without human votes and one seeded Poisson draw.
 
-    ``items``: :class:`planner.workflows.hybrid_report.HybridItems`; ``expected``: the expected number of
+    ``items``: :class:`planner.hybrid.items.HybridItems`; ``expected``: the expected number of
     labels (Σπ over the candidates). Items that already carry human votes, and ``exclude``d ones
     (chosen by an earlier round, votes pending), are not drawn again. Without a pilot the draw is
     uniform (a pilot round) unless ``prior``: then the calibrated-judge guess is used — measured

@@ -302,13 +302,13 @@ def _draw_for_humans(study, humans: HumansDesign, size: int, rng):
     votes, the prompts' strata, read from the study; the draw itself is
     :func:`planner.hybrid.draw.draw_for_humans`."""
     from planner.hybrid.draw import draw_for_humans, waiting_mask
+    from planner.services.study_pilot import items_from_study
     from planner.strata import stratum_of
-    from planner.workflows.hybrid_report import items_from_study
 
     if not humans.surrogate:
         raise UsageError("`for` humans needs `surrogate` JUDGE (the annotator whose verdicts predict the humans)",
                          parameters=('for', 'surrogate'))
-    items = items_from_study(study.path, humans.surrogate)
+    items = items_from_study(study, humans.surrogate)
     chosen = [c for b in study.batches() if not b.voided and b.manifest.get("for_humans") and b.pending
               for c in b.manifest["for_humans"]["chosen"]]
     return draw_for_humans(items, surrogate=humans.surrogate, size=size, rng=rng,
@@ -319,7 +319,7 @@ def _draw_for_humans(study, humans: HumansDesign, size: int, rng):
 def _forecast(study):
     """The forecast saved by ``planner plan``, updated with the judgments now (None when none is saved);
     ``resolved`` is read on the plain Laplace fit, as the forecast's loop reads it."""
-    from planner.workflows.forecast_saved import remaining
+    from planner.services.forecast_saved import remaining
 
     return remaining(study)
 

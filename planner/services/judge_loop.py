@@ -13,8 +13,9 @@ Each round (one function each, reading top to bottom):
 3. **plan + issue** — :func:`planner.services.batch_round.plan_and_issue` plans the round's batch
    (``format="judge"``) sized so its items fit in the budget left: the model is fitted once, and
    smaller plans reuse that fit; the plan is issued as it is, not planned again;
-4. **judge + ingest** — :func:`planner.workflows.judge_run.judge_batch`; the next
-   round's fit sees the new judgments (the study's connection reads what ingest committed).
+4. **judge + ingest** — :func:`planner.services.judging.judge_recorded_batch` on the same open
+   study; the next round's fit sees the new judgments (the study's connection reads what ingest
+   committed through its own).
 
 ``stop`` lets the current step finish: requests in flight are answered, cached and stored; no new
 round starts. A fatal endpoint error stops the loop at once with that error, after storing what
@@ -29,7 +30,7 @@ from dataclasses import dataclass, replace
 
 from planner.services.batch_options import Output
 from planner.services.batch_round import RoundInfo, RoundStart, RunOptions, RunResult, final_top3, plan_and_issue
-from planner.workflows.judge_run import JudgeOptions, JudgeResult, judge_batch
+from planner.services.judging import JudgeOptions, JudgeResult, judge_recorded_batch
 
 # a round of at least this many requests with none answered stops the run at once (smaller: two in a row)
 MIN_DRY_ROUND = 5
@@ -84,7 +85,7 @@ def _start_round(study, judge: JudgeOptions, run: RunOptions, stop, advice: str)
 
 def _judge(study, judge, batch_id, progress, stop, on_answer) -> JudgeResult:
     ev = (lambda e: progress({**e, "batch": batch_id})) if progress is not None else None
-    return judge_batch(study.path, judge, batch=batch_id, progress=ev, stop=stop, on_answer=on_answer)
+    return judge_recorded_batch(study, judge, batch=batch_id, progress=ev, stop=stop, on_answer=on_answer)
 
 
 def _resume(study, judge: JudgeOptions, state: LoopState, progress, stop, on_answer, rounds, notes) -> None:

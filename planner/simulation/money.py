@@ -159,7 +159,8 @@ def simulate_money(budgets, *, human_cost: float, judge_cost: float, win_rate: f
         n_h, split = hb.plan_for_money(budget, rho, human_cost, judge_cost)
         plans = [("humans only", n_h, 0, n_h * human_cost, float(n_h))]
         if split is not None:
-            plans.append(("humans + judge", split.n, split.N, split.cost, split.effective_n))
+            # the integer split's counts are whole (Split types them float for the continuous optimum)
+            plans.append(("humans + judge", int(split.n), int(split.N), split.cost, split.effective_n))
         for method, n, N, cost, eff in plans:
             _check_items(budget, n, N)
             widths, hits, rejects, lams = [], [], [], []
@@ -184,7 +185,7 @@ def simulate_money(budgets, *, human_cost: float, judge_cost: float, win_rate: f
 
 def replay_money(items, budgets, *, human_cost: float, judge_cost: float, reps: int = 200,
                  confidence_level: float = 0.9, rng: np.random.Generator) -> tuple[float, list[MoneyRow]]:
-    """(ρ̂, rows) on real items (:class:`planner.workflows.hybrid_report.HybridItems`; those without human
+    """(ρ̂, rows) on real items (:class:`planner.hybrid.items.HybridItems`; those without human
     votes are left out, since the replay needs each item's human score).
 
     Truth: the human-only fit on all items. ρ̂: :func:`planner.hybrid.budget.rho_from_items` on all
@@ -205,7 +206,8 @@ def replay_money(items, budgets, *, human_cost: float, judge_cost: float, reps: 
         n_h = min(n_h, m)
         plans = [("humans only", n_h, 0, n_h * human_cost, float(n_h))]
         if split is not None:
-            plans.append(("humans + judge", split.n, split.N, split.cost, split.effective_n))
+            # the integer split's counts are whole (Split types them float for the continuous optimum)
+            plans.append(("humans + judge", int(split.n), int(split.N), split.cost, split.effective_n))
         base = None
         for method, n, N, cost, eff in plans:
             _check_items(budget, n, N)

@@ -22,7 +22,7 @@ from planner.errors import DataError
 from planner.stats.clusters import JudgmentArrays
 from planner.store import check as study_check
 from planner.store import scans, schema
-from planner.store.db import CONFIG_NAME, DB_NAME, connect, database_error, db_path, is_open, now, write
+from planner.store.db import CONFIG_NAME, DB_NAME, connect, database_error, db_path, now, write
 from planner.store.judged import judgment_arrays, stratum_lut
 from planner.store.records import (
     AcceptabilityCounts,
@@ -71,8 +71,7 @@ class Study:
         if not cfg_path.is_file() or not db.is_file():
             raise DataError(f"{path}: not a study (expected {CONFIG_NAME} and {DB_NAME}; run `planner init` first)")
         config = study_check.read_config(cfg_path)
-        if not is_open(db):   # checked when first opened; reading the file now would drop live connections' locks
-            study_check.check_database_file(db)
+        study_check.check_database_file(db)
         con = connect(db)
         try:
             version = int(con.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0])

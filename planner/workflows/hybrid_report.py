@@ -14,43 +14,20 @@ The workflow around :mod:`planner.hybrid.ppi`: judgments → items (prompt, unor
 
 from __future__ import annotations
 
-from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from planner.equality import array_eq
-from planner.errors import DataError, UsageError, quote
+from planner.errors import DataError, UsageError
+from planner.hybrid.items import HybridItems
 from planner.hybrid.ppi import HybridComparison, compare_hybrid, human_only_bradley_terry, judge_only_bradley_terry
 from planner.stats.blas import one_blas_thread
 from planner.stats.clusters import check_cluster_by
 
-__all__ = ["TARGETS", "TIES", "HybridItems", "HybridReport", "hybrid_report", "items_from_verdicts", "recorded_design"]
+__all__ = ["TARGETS", "TIES", "HybridReport", "hybrid_report", "recorded_design"]
 
 TARGETS = ("humans",)
-_SCORE = {"A": 1.0, "B": 0.0, "tie": 0.5}
-
-
-@array_eq
-@dataclass(frozen=True)
-class HybridItems:
-    """Items as arrays: ``pairs`` (m, 2) system indices (first < second), ``y`` the target score
-    (NaN where unlabelled), ``yhat`` the judge prediction, ``prompts`` the item prompts."""
-
-    names: tuple[str, ...]
-    pairs: np.ndarray
-    prompts: tuple[str, ...]
-    y: np.ndarray
-    yhat: np.ndarray
-    judge_missing: int
-    y3: np.ndarray | None = None          # (m, 3) human win/tie/loss shares (NaN rows: unlabelled)
-    yhat3: np.ndarray | None = None       # (m, 3) judge shares (1/2, 0, 1/2 where it has none)
-    spread: np.ndarray | None = None      # (m,) max − min of the judge's scores on the item (order disagreement)
-
-    @property
-    def labelled(self) -> np.ndarray:
-        return ~np.isnan(self.y)
 
 
 @dataclass(frozen=True)
@@ -70,87 +47,9 @@ class HybridReport:
     strata: dict | None = None         # {"weights": {stratum: w}, "source": ..., "note": ...}
 
 
-def items_from_verdicts(names, rows, surrogate: str) -> HybridItems:
-    """``rows``: iterable of (prompt, a, b, verdict, annotator) with ``a`` shown first.
-
-    Rows by ``surrogate`` are judge verdicts; every other row (any annotator) is a target vote
-    (:func:`hybrid_report` has already left out other ``planner judge`` models' verdicts).
-    """
-    index = {s: i for i, s in enumerate(names)}
-    target: defaultdict[tuple, list[float]] = defaultdict(list)
-    judge: defaultdict[tuple, list[float]] = defaultdict(list)
-    for prompt, a, b, verdict, annotator in rows:
-        if b is None or a not in index or b not in index:
-            continue
-        i, j = index[a], index[b]
-        key = (prompt, min(i, j), max(i, j))
-        sink = judge if annotator == surrogate else target
-        if verdict in _SCORE:
-            s = _SCORE[verdict]
-            sink[key].append(s if i < j else 1.0 - s)
-        else:
-            sink.setdefault(key, [])                 # invalid: the item exists, no score
-    keys = sorted(set(target) | set(judge))
-    y = np.array([np.mean(target[k]) if target.get(k) else np.nan for k in keys])
-    yhat = np.array([np.mean(judge[k]) if judge.get(k) else 0.5 for k in keys])
-    missing = sum(1 for k in keys if not judge.get(k))
-    pairs = np.array([[k[1], k[2]] for k in keys], dtype=np.int64).reshape(-1, 2)
-    y3 = np.array([_shares(target.get(k)) for k in keys]).reshape(-1, 3)
-    yhat3 = np.array([_shares(judge.get(k)) if judge.get(k) else (0.5, 0.0, 0.5) for k in keys]).reshape(-1, 3)
-    spread = np.array([np.ptp(judge[k]) if judge.get(k) else 0.0 for k in keys])
-    return HybridItems(tuple(names), pairs, tuple(k[0] for k in keys), y, yhat, missing, y3, yhat3, spread)
-
-
-def _shares(scores) -> tuple[float, float, float]:
-    """(win, tie, loss) shares of the first system from half-tie scores; NaN when there are none."""
-    if not scores:
-        return (np.nan, np.nan, np.nan)
-    s = np.asarray(scores)
-    return (float(np.mean(s == 1.0)), float(np.mean(s == 0.5)), float(np.mean(s == 0.0)))
-
-
 TIES = ("half", "davidson")
 
 
-def _collect(study, study_path, surrogate: str):
-    """Items from the study's judgments: ``(items, votes per annotator, verdicts of other judges)``."""
-    from planner.store.study import COUNTED_KINDS
-
-    rows: list[tuple] = []
-    annotators: defaultdict[str, int] = defaultdict(int)
-    other_judges: defaultdict[str, int] = defaultdict(int)
-    for j in study.judgments():
-        if j.kind not in COUNTED_KINDS:        # attention checks, repeats and acceptability are QC, not votes
-            continue
-        if j.annotator != surrogate and j.id.startswith("judge:"):      # another `planner judge` model
-            other_judges[j.annotator] += 1
-            continue
-        annotators[j.annotator] += 1
-        rows.append((j.prompt, j.a, j.b, j.verdict, j.annotator))
-    if surrogate not in annotators:
-        known = ", ".join(sorted(a for a in annotators if a)) or "none"
-        # an option naming nobody in the study is a usage error (exit 2), as `lc_anchor` naming no system is
-        raise UsageError(f"`surrogate`: no judgments by {quote(surrogate)} in {study_path}; "
-                         f"annotators: {known[:200]}", parameters=('surrogate',))
-    return items_from_verdicts(tuple(study.systems), rows, surrogate), annotators, other_judges
-
-
-def items_from_study(study_path, surrogate: str) -> HybridItems:
-    """A study's items and scores exactly as ``report --surrogate`` builds them (counted kinds only,
-    other ``planner judge`` models left out); used by ``size --hybrid --pilot`` and ``simulate --hybrid``."""
-    from planner.store.study import Study
-
-    study = Study.open(study_path)
-    return _collect(study, study_path, surrogate)[0]
-
-
-def rho_from_study(study_path, surrogate: str) -> tuple[float, int]:
-    """ρ̂ (human–judge score correlation within pairs) from a pilot study's items that carry human
-    votes: :func:`planner.hybrid.budget.rho_from_items` on :func:`items_from_study`."""
-    from planner.hybrid.budget import rho_from_items
-
-    items = items_from_study(study_path, surrogate)
-    return rho_from_items(items.pairs, items.y, items.yhat)
 
 
 def _scores(items: HybridItems, davidson: bool) -> tuple[np.ndarray, np.ndarray]:
@@ -295,6 +194,7 @@ def hybrid_report(study_path, surrogate: str, target: str = "humans", confidence
     inclusion probabilities (IPW-PPI); when the prompts fall in several strata, a population
     estimate with the stratum weights is added (``population``).
     """
+    from planner.services.study_pilot import hybrid_votes
     from planner.store.study import Study
 
     if target not in TARGETS:
@@ -309,7 +209,8 @@ def hybrid_report(study_path, surrogate: str, target: str = "humans", confidence
                          "(prompt and pair), whose votes are averaged; use item or prompt", parameters=("cluster",))
     study = Study.open(study_path)
     names = tuple(study.systems)
-    items, annotators, other_judges = _collect(study, study_path, surrogate)
+    votes = hybrid_votes(study, surrogate)
+    items, annotators, other_judges = votes.items, votes.annotators, votes.other_judges
     lab = items.labelled
     if lab.sum() < len(names):
         raise DataError(f"{study_path}: {int(lab.sum())} items carry target (non-{surrogate[:40]}) votes; "

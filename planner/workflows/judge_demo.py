@@ -50,8 +50,8 @@ def run_demo_live(directory, *, n_systems: int = 6, n_prompts: int = 40, budget:
     from planner.services.batch_round import RunOptions, hold_run
     from planner.services.demo_study import build_demo_files, check_demo_target
     from planner.services.judge_loop import run_rounds
+    from planner.services.judging import JudgeOptions
     from planner.store.study import Study, init_study
-    from planner.workflows.judge_run import JudgeOptions
 
     limits.check_int("systems", n_systems, 2, 26)
     limits.check_int("prompts", n_prompts, 4, limits.MAX_DEMO_PROMPTS)

@@ -11,7 +11,7 @@ The method is written out in docs/methods.md, "Forecasting a study".
 The forecast of the first target is saved in the study (artifact
 ``forecast.json``) with the options that made it, so ``status`` and
 ``next-batch`` can show it updated to their data
-(:mod:`planner.workflows.forecast_saved`).
+(:mod:`planner.services.forecast_saved`).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from planner.simulation.costing import Prices
 from planner.simulation.pilot import Assumptions, JudgeOverrides, Pilot
 from planner.vocabulary import ENGINES
 
-__all__ = ["PlanOptions", "PriceOptions", "plan", "read_pilot"]
+__all__ = ["PlanOptions", "PriceOptions", "plan"]
 
 MAX_LEVEL = 0.99
 
@@ -101,60 +101,8 @@ class PriceOptions:
     rho: float | None = None
 
 
-# ------------------------------------------------------------------ reading the pilot
-def _prompts_per_pair(study, systems, codes: dict[str, int]) -> tuple[np.ndarray, str]:
-    """Prompts each pair can be shown on: those with both systems' responses (or every prompt)."""
-    from planner.simulation.study_pool import pair_index
-
-    m = len(systems)
-    keys = study.response_keys()
-    i, j = pair_index(m)
-    if not keys:
-        return np.full(i.size, len(codes), dtype=np.int64), ("the study holds no responses: every pair counts "
-                                                              f"all {len(codes):,} prompts")
-    six = {s: k for k, s in enumerate(systems)}
-    has = np.zeros((m, len(codes)), dtype=bool)
-    for p, s in keys:
-        if p in codes and s in six:
-            has[six[s], codes[p]] = True
-    return (has[i] & has[j]).sum(axis=1).astype(np.int64), ""
-
-
-def read_pilot(study, *, surrogate: str | None = None, prompts: int | tuple | None = None,
-               otherwise: tuple[str, tuple[str, ...]] = ("plan from assumptions (`systems`, `spread`)",
-                                                         ("systems", "spread"))) -> tuple[Pilot, list[str]]:
-    """The pilot in the open ``study`` (counted judgments; a ``surrogate`` judge's left out) and notes.
-
-    ``otherwise``: what the error of a study without judgments advises instead, and its parameters."""
-    from planner.simulation.pilot import pilot_from_records
-    from planner.store.study import COUNTED_KINDS
-
-    notes: list[str] = []
-    systems = tuple(study.systems)
-    if len(systems) < 2:
-        raise DataError(f"{study.path}: a forecast needs at least two systems")
-    records = [{"prompt": j.prompt, "a": j.a, "b": j.b, "verdict": j.verdict, "a_position": j.a_position}
-               for j in study.judgments()
-               if j.kind in COUNTED_KINDS and j.b is not None and (surrogate is None or j.annotator != surrogate)]
-    if not records:
-        raise DataError(f"{study.path}: the study holds no judgments to forecast from; ingest a pilot first, "
-                        f"or {otherwise[0]}", parameters=otherwise[1])
-    codes = {p.id: k for k, p in enumerate(study.prompts())}
-    per_pair, note = _prompts_per_pair(study, systems, codes)
-    if isinstance(prompts, tuple):
-        if len(prompts) != per_pair.size:
-            raise UsageError(f"`prompts` gives {len(prompts)} pairs' pools; the study has {per_pair.size} pairs",
-                             parameters=("prompts",))
-        per_pair = np.asarray(prompts, dtype=np.int64)
-    elif prompts is not None:
-        per_pair = np.full(per_pair.size, int(prompts), dtype=np.int64)
-    elif note:
-        notes.append(note)
-    return pilot_from_records(systems, records, per_pair, codes), notes
-
-
 # ------------------------------------------------------------------ money
-def _prices(study_path, p: PriceOptions, pilot_systems: int) -> tuple[Prices, list[str]]:
+def _prices(study, p: PriceOptions, pilot_systems: int) -> tuple[Prices, list[str]]:
     """:class:`Prices` from the options: the judge's per-judgment cost from token prices and the ledger's
     tokens when asked, ρ from the pilot's surrogate judge when named."""
     from planner import limits
@@ -173,28 +121,28 @@ def _prices(study_path, p: PriceOptions, pilot_systems: int) -> tuple[Prices, li
                              parameters=("judge_cost", "price_in"))
         t_in, t_out = p.tokens_in, p.tokens_out
         if t_in is None or t_out is None:
-            t_in, t_out, note = _ledger_tokens(study_path, t_in, t_out)
+            t_in, t_out, note = _ledger_tokens(study, t_in, t_out)
             notes.append(note)
         judge = (t_in * price_in + t_out * price_out) / 1e6
     rho, rho_source = p.rho, "given (--rho)" if p.rho is not None else ""
     if p.surrogate is not None:
-        if study_path is None:
+        if study is None:
             raise UsageError("`surrogate` needs a pilot study", parameters=("surrogate",))
-        from planner.workflows.hybrid_report import rho_from_study
+        from planner.services.study_pilot import rho_from_study
 
-        rho, n = rho_from_study(study_path, p.surrogate)
+        rho, n = rho_from_study(study, p.surrogate)
         rho_source = f"pilot: {p.surrogate} vs the humans on {n:,} items"
     return Prices(p.human_cost, judge, rho, rho_source), notes
 
 
-def _ledger_tokens(study_path, t_in, t_out) -> tuple[float, float, str]:
+def _ledger_tokens(study, t_in, t_out) -> tuple[float, float, str]:
     """Mean prompt / completion tokens per answer of the study's one judge model (the judge ledger)."""
-    if study_path is None:
+    if study is None:
         raise UsageError("token prices need `tokens_in` and `tokens_out` (tokens per judgment) without a pilot study",
                          parameters=("tokens_in", "tokens_out"))
     from planner.store.ledger import judge_totals
 
-    models = [t for t in judge_totals(study_path) if t["answers"]]
+    models = [t for t in judge_totals(study.path) if t["answers"]]
     if len(models) != 1:
         raise UsageError(f"the study's judge ledger holds {len(models)} judge models with answers; give "
                          "`tokens_in` and `tokens_out` (tokens per judgment)", parameters=("tokens_in", "tokens_out"))
@@ -237,7 +185,7 @@ def _design(pilot: Pilot, o: PlanOptions):
 
 def _run(spec, workers, progress) -> tuple[list, int]:
     """The spec's runs (failed ones left out, counted); all failing raises the first error."""
-    from planner.workflows.simulate_runs import run_tasks
+    from planner.services.simulation_tasks import run_tasks
 
     tasks = [(0, rep) for rep in range(spec.reps)]
     workers = min(2, len(tasks)) if workers is None else workers
@@ -288,6 +236,7 @@ def plan(study_path=None, options: PlanOptions | None = None, *, assumptions: As
     if assumptions is not None:
         return _forecast(assumed_pilot(assumptions), assumed_params(assumptions, o.judge), o, p, [], "assumptions",
                          None, 0, progress)[0]
+    from planner.services.study_pilot import read_pilot
     from planner.simulation.pilot import posterior_params
     from planner.store.study import Study
 
@@ -295,21 +244,22 @@ def plan(study_path=None, options: PlanOptions | None = None, *, assumptions: As
         pilot, notes = read_pilot(study, surrogate=p.surrogate, prompts=o.prompts)
         anchor = pilot.systems.index(study.anchor) if study.anchor in pilot.systems else 0
         result, particles = _forecast(pilot, posterior_params(pilot, o.engine, o.seed), o, p, notes,
-                                      str(study_path), study_path, anchor, progress)
+                                      str(study_path), study, anchor, progress)
         if save:
-            from planner.workflows.forecast_saved import ARTIFACT, artifact
+            from planner.services.forecast_saved import ARTIFACT, artifact
 
             study.save_artifact(ARTIFACT, artifact(o, p, result, particles))
     return result
 
 
 def _forecast(pilot: Pilot, params, o: PlanOptions, p: PriceOptions, notes: list[str], source_text: str,
-              study_path, anchor: int, progress):
-    """Run the forecast of ``pilot`` and assemble the :class:`PlanResult`."""
+              study, anchor: int, progress):
+    """Run the forecast of ``pilot`` and assemble the :class:`PlanResult` (``study``: the open pilot study,
+    None when planning from assumptions)."""
     from planner.simulation.pilot import forecast_source, judge_settings
     from planner.simulation.plan_result import DesignInfo, PlanResult, TradeoffRow
 
-    money, money_notes = _prices(study_path, p, len(pilot.systems))
+    money, money_notes = _prices(study, p, len(pilot.systems))
     notes = notes + money_notes
     design, slots, budget = _design(pilot, o)
     source = forecast_source(pilot, params, o.judge, design, budget)
@@ -331,7 +281,7 @@ def _forecast(pilot: Pilot, params, o: PlanOptions, p: PriceOptions, notes: list
         notes.append(f"{failed} of {o.reps} repetitions failed and are left out")
     info = DesignInfo(o.orders, o.votes, design.reuse, int(pilot.prompts.min()), int(pilot.prompts.max()),
                       slots, budget)
-    settings = judge_settings(pilot, params, o.judge, assumed=study_path is None)
+    settings = judge_settings(pilot, params, o.judge, assumed=study is None)
     result = PlanResult(source_text, pilot.systems, pilot.judgments, spec.strategies[0].name, spec.batch, o.reps,
                         o.confidence_level, o.seed, o.margin, settings, info, targets,
                         tuple(_target_cost(money, f, pairs) for f in targets), money, tuple(tradeoff), tuple(notes),
@@ -341,7 +291,7 @@ def _forecast(pilot: Pilot, params, o: PlanOptions, p: PriceOptions, notes: list
 
 # ------------------------------------------------------------------ the saved forecast
 def _saved(o: PlanOptions, spec, traces, design, pilot: Pilot, result):
-    """The first target's repetitions as particles for :mod:`planner.workflows.forecast_saved`."""
+    """The first target's repetitions as particles for :mod:`planner.services.forecast_saved`."""
     from planner.simulation.loop import truth_rng
     from planner.simulation.remaining import SavedForecast, cell_table
 

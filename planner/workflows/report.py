@@ -249,7 +249,7 @@ def build_report(study_path, *, engine: str = "laplace", by_stratum: bool = Fals
     _check_options(engine, seed, draws, tune, chains, min_pass_rate)
     check_cluster_by(cluster)
     opts = dict(engine=engine, seed=seed, draws=draws, tune=tune, chains=chains)
-    from planner.workflows.forecast_saved import remaining
+    from planner.services.forecast_saved import remaining
 
     with blas_policy(engine), Study.open(study_path) as study, ThreadPoolExecutor(max_workers=1) as pool:
         # one scan of the judgments (Study.report_scan: the counts and every judgment-level figure; a large

@@ -18,7 +18,7 @@ import threading
 from collections.abc import Callable
 
 from planner.services.batch_round import RunOptions, RunResult
-from planner.workflows.judge_run import JudgeOptions
+from planner.services.judging import JudgeOptions
 
 __all__ = ["run_loop"]
 

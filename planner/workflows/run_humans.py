@@ -6,7 +6,7 @@ pending items is pushed again — pushing is idempotent — and waited for) →
 stopping advice of the round's plan) → **plan + issue** on one open study
 (:func:`planner.services.batch_round.plan_round`: one fit a round; ``format="label-studio"``,
 written under ``STUDY/batches/``) → **push** → **wait** for the annotators
-(:func:`planner.workflows.push_pull.wait_for_annotations`: polls, then pulls and ingests
+(:func:`planner.services.labelstudio.wait_for_annotations`: polls, then pulls and ingests
 incrementally). A wait that times out stops the loop with the count of items
 still waiting; rerunning the same command continues where it stopped.
 """
@@ -39,7 +39,7 @@ class HumanOptions:
 
     def __post_init__(self):
         from planner.names import annotator_name_problem
-        from planner.workflows.push_pull import check_wait
+        from planner.services.labelstudio import check_wait
 
         for a in self.annotators:   # before any path or project title is built from a name
             if annotator_name_problem(a):
@@ -82,11 +82,11 @@ def _start_round(study, run: RunOptions, human: HumanOptions, stop, advice: str)
                                          advice=advice)
 
 
-def _round(study_path, batch_id: int, human: HumanOptions, client, on_wait, sleep, clock, stop):
-    from planner.workflows.push_pull import push, wait_for_annotations
+def _round(study, batch_id: int, human: HumanOptions, client, on_wait, sleep, clock, stop):
+    from planner.services.labelstudio import push_batch, wait_for_annotations
 
-    push(study_path, batch=batch_id, per_annotator=human.per_annotator, client=client)
-    return wait_for_annotations(study_path, batch_id, timeout=human.timeout, poll=human.poll, on_wait=on_wait,
+    push_batch(study, batch=batch_id, per_annotator=human.per_annotator, client=client)
+    return wait_for_annotations(study, batch_id, timeout=human.timeout, poll=human.poll, on_wait=on_wait,
                                 accept_changes=human.accept_changes, client=client, sleep=sleep, clock=clock,
                                 stop=stop)
 
@@ -110,10 +110,9 @@ def run_humans_loop(study_path, run: RunOptions, human: HumanOptions, *,
 
 
 def _humans_loop(study, run: RunOptions, human: HumanOptions, progress, stop, client, sleep, clock):
-    """The rounds on the open ``study`` (push and the wait use the study's path: their own connections)."""
+    """The rounds on the open ``study`` (push and the wait read it too; their locks and ingest go by its path)."""
     import time
 
-    study_path = study.path
 
     sleep, clock = sleep or stop.wait, clock or time.monotonic
 
@@ -130,7 +129,7 @@ def _humans_loop(study, run: RunOptions, human: HumanOptions, progress, stop, cl
     for bid in unfinished:  # an earlier run left this batch with annotators
         if stop.is_set():
             break
-        w = _round(study_path, bid, human, client, on_wait(bid), sleep, clock, stop)
+        w = _round(study, bid, human, client, on_wait(bid), sleep, clock, stop)
         rounds.append(RoundInfo(n_round, bid, 0, w.pull.new, 0, None, None, (), True))
         if not w.done and stop.is_set():
             stopped = "interrupted"
@@ -145,7 +144,7 @@ def _humans_loop(study, run: RunOptions, human: HumanOptions, progress, stop, cl
         if stopped or plan is None or issued is None:
             break
         notes.extend(issued.notes)
-        w = _round(study_path, issued.batch_id, human, client, on_wait(issued.batch_id), sleep, clock, stop)
+        w = _round(study, issued.batch_id, human, client, on_wait(issued.batch_id), sleep, clock, stop)
         info = RoundInfo.of(n_round + 1, issued.batch_id, plan, len(plan.items), w.pull.new, 0, None)
         rounds.append(info)
         if progress is not None:

@@ -3,7 +3,7 @@
 The workflow of ``planner simulate``: it reads what the core may not (a replay
 file, a study) and runs every (strategy, repetition) of a
 :class:`~planner.simulation.spec.SimulationSpec`, in worker processes, saving
-each finished run (``--out``/``--resume``, :mod:`planner.workflows.simulate_runs`).
+each finished run (``--out``/``--resume``, :mod:`planner.services.simulation_tasks`).
 The pure pieces live in :mod:`planner.simulation`: the truths
 (:mod:`~planner.simulation.truth`: ``linear``, ``arena``, ``asap``, the truth of
 a fit), the synthetic judge (:mod:`~planner.simulation.judge`), the replay pool
@@ -63,10 +63,10 @@ def study_source(study_path: str | Path, budget: int, seed: int = 0):
     truth from the study's posterior and the verdicts of a fresh study of its design (its prompts per pair,
     one order per prompt) — the study's judgments are the posterior's data, not the runs' start."""
     from planner.counts import Counts
+    from planner.services.study_pilot import read_pilot
     from planner.simulation.pilot import JudgeOverrides, forecast_source, posterior_params
     from planner.simulation.study_pool import PilotVerdicts, PoolDesign
     from planner.store.study import Study
-    from planner.workflows.plan import read_pilot
 
     with Study.open(study_path) as study:
         pilot, _ = read_pilot(study, otherwise=("simulate a `scenario` instead of `from_study`",
@@ -131,11 +131,11 @@ def simulate(spec: SimulationSpec, *, target: str = "tau=0.9", workers: int | No
     results do not depend on ``workers``. ``progress(done, total)`` is called
     as runs finish. ``out``: a JSONL file to which every finished run is
     appended at once; ``resume``: continue ``out``, running only what is
-    missing (see :mod:`planner.workflows.simulate_runs`). A run that fails is left out
+    missing (see :mod:`planner.services.simulation_tasks`). A run that fails is left out
     and said so in the notes; only if every run fails is its error raised.
     """
+    from planner.services.simulation_tasks import open_results, run_tasks
     from planner.simulation.headline import add_ratios
-    from planner.workflows.simulate_runs import open_results, run_tasks
 
     _check(spec, workers)
     metric, value = parse_target(target)

@@ -2,7 +2,7 @@
 
 The counts, batches and annotators come from :func:`planner.store.study.status`;
 when ``planner plan`` saved a forecast in the study, the remaining forecast
-(:func:`planner.workflows.forecast_saved.remaining`: the saved repetitions
+(:func:`planner.services.forecast_saved.remaining`: the saved repetitions
 reweighted by the judgments since, no simulation) is added as ``forecast``.
 """
 
@@ -15,9 +15,9 @@ __all__ = ["status"]
 
 def status(path):
     """:func:`planner.store.study.status` with ``forecast`` filled (see the module docstring)."""
+    from planner.services.forecast_saved import remaining
     from planner.store.study import Study
     from planner.store.study import status as store_status
-    from planner.workflows.forecast_saved import remaining
 
     result = store_status(path)
     with Study.open(path) as study:

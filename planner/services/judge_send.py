@@ -4,7 +4,7 @@ The money rule these steps keep: a paid request is recorded as intended before
 it is sent (a Batch API job's intent row; a direct request is its cache key)
 and as answered before anything else can fail (:func:`record` writes the cache
 first); a rerun finds what was already sent (the cache, the job rows, the
-server's job list by intent token); the batch lock (in :mod:`planner.workflows.judge_run`)
+server's job list by intent token); the batch lock (in :mod:`planner.services.judging`)
 keeps two processes off one batch.
 """
 

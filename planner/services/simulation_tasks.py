@@ -47,7 +47,7 @@ def fingerprint(spec) -> str:
             "n_systems": spec.n_systems, "spread": spec.spread, "arena_gamma": spec.arena_gamma,
             "judge": asdict(spec.judge), "budget": spec.budget, "batch": spec.batch, "seed": spec.seed,
             "engine": spec.engine, "anchor": spec.anchor,
-            "verdicts": "common"}   # per-pair verdict streams shared by the strategies (session 4)
+            "verdicts": "common"}   # per-pair verdict streams shared by the strategies
     h.update(json.dumps(head, sort_keys=True).encode())
     if spec.truth is not None:
         h.update("\x00".join(spec.truth.systems).encode())
