@@ -76,6 +76,21 @@ def test_run_fits_the_model_once_per_round(tmp_path, srv, monkeypatch):
     assert len(fits) == len(res.rounds) + 1, fits     # one per round, and final_top3's
 
 
+def test_run_plans_each_batch_once(tmp_path, srv, monkeypatch):
+    """The batch a round issues is the plan it made, not planned again: a round plans once, plus once
+    per smaller retry while its items overflow the budget left (measured: 8 plans for these 3 rounds when
+    a round planned a dry run and then the batch again, 5 now: 1, then 2, then 2)."""
+    from planner.batch import assemble
+
+    plans = []
+    real = assemble.assemble_batch
+    monkeypatch.setattr(assemble, "assemble_batch", lambda *a, **k: (plans.append(1), real(*a, **k))[1])
+    study = make_study(tmp_path)
+    res = run_loop(study, _judge(srv), RunOptions(budget=30, batch_size=10, until="budget", both_orders=True))
+    assert [r.items for r in res.rounds] == [22, 6, 2]
+    assert len(plans) == 5, plans
+
+
 def test_run_cost_cap(tmp_path, srv):
     study = make_study(tmp_path)
     # $1000 per 1M tokens: ~$0.27 a judgment at the fake's usage; a $3 cap buys roughly ten
