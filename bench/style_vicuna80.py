@@ -30,9 +30,10 @@ def main() -> None:
     args = ap.parse_args()
 
     from planner.formats.markdown import style_section
+    from planner.model.style_control import controlled_fit
+    from planner.services.style_data import read_style_inputs
     from planner.store.study import Study, ingest, init_study
     from planner.workflows.report import build_report
-    from planner.workflows.style_report import controlled_fit
 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "vicuna80-gpt4"
@@ -49,7 +50,7 @@ def main() -> None:
             with Study.open(path) as st:
                 for _ in range(args.repeat):
                     t0 = time.perf_counter()
-                    controlled_fit(st)
+                    controlled_fit(read_style_inputs(st))
                     best = min(best, time.perf_counter() - t0)
             print(f"controlled Laplace fit incl. reading {rep.style_control.n_used:,} judgments and their texts: "
                   f"{best:.3f} s (best of {args.repeat})")

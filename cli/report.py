@@ -381,7 +381,7 @@ def _render_strata(con, r) -> None:
 
 
 def _render_style(sc) -> None:
-    """Raw and controlled leaderboards, style coefficients, LC win rates (planner.workflows.style_report)."""
+    """Raw and controlled leaderboards, style coefficients, LC win rates (planner.services.style_report)."""
     from rich.table import Table
 
     from planner.sentences import lc_sentence, style_cluster_sentence

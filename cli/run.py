@@ -79,8 +79,9 @@ def run_cmd(
 
     Example: planner run my-study --judge-model gpt-4o-mini --budget 500 --batch-size 40 --price-in 0.15 --price-out 0.6 --max-cost 5
     """
+    from planner.services.batch_round import RunOptions
     from planner.services.judging import JudgeOptions, graceful_interrupt
-    from planner.workflows.run import RunOptions, run_loop
+    from planner.workflows.run import run_loop
 
     if annotators_via is not None:
         ropts = call(RunOptions, budget=budget, batch_size=batch_size, until=until, both_orders=both_orders,

@@ -277,7 +277,7 @@ class Report:
         LLM-judge totals per model (``planner.store.ledger.judge_totals``:
         ``model``, ``answers``, ``prompt_tokens``, ``completion_tokens``,
         ``cost_usd`` or None without a price); empty before any judge ran.
-    style_control : planner.workflows.style_report.StyleControlReport or None
+    style_control : planner.services.style_report.StyleControlReport or None
         Raw and style-controlled leaderboards, style coefficients and, for an
         anchor, length-controlled win rates (``style_control=True`` or
         ``lc_anchor``); None otherwise.

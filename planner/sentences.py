@@ -8,7 +8,7 @@ they are touched.
 
 Duck typing: the arguments are the result dataclasses of
 :mod:`planner.diagnostics`, :mod:`planner.model` and
-:mod:`planner.workflows.style_report`; only their attributes are read, so this
+:mod:`planner.services.style_report`; only their attributes are read, so this
 module imports nothing from the rest of the package.
 """
 

@@ -1,6 +1,6 @@
 """next-batch's plan at Arena scale (hundreds of systems): the fast paths against the slow ones they replace.
 
-Each oracle below is the code ``planner/workflows/next_batch_plan.py`` ran before
+Each oracle below is the code ``planner/services/batch_choice.py (was workflows/next_batch_plan.py)`` ran before
 (copied here unchanged): the stratum totals summed cell by cell in Python, the
 prompt choice handing every candidate of the pair to ``choose_prompts`` for each
 stratum tried, and the showable responses read with their texts. The fast paths
@@ -18,9 +18,9 @@ import pytest
 
 from planner.batch.pair_prompts import pair_prompts
 from planner.counts import Counts
+from planner.services import batch_choice as plan
 from planner.store.records import Prompt
 from planner.store.study import Study, init_study
-from planner.workflows import next_batch_plan as plan
 
 
 def _old_received(received) -> Counter:

@@ -8,13 +8,13 @@ import _report_fixture as fx
 import pytest
 
 from planner.batch.textnorm import count_words
+from planner.services.batch_plan import word_limit as _word_limit
 from planner.workflows.next_batch import (
     LEGACY_DEFAULT_MAX_WORDS,
     BatchSelection,
     Output,
     QualityControl,
     TextOptions,
-    _word_limit,
     next_batch,
 )
 

@@ -19,17 +19,17 @@ import pytest
 from typer.testing import CliRunner
 
 from cli.main import app
-from planner.errors import UsageError
-from planner.formats.templates import DEFAULT_PAIRWISE_TEMPLATE
-from planner.workflows.judge_server import (
+from planner.connectors.judge_server import (
     JudgeRule,
     JudgeServer,
     make_rule,
     parse_faults,
     rule_answer,
     rule_faults,
-    start_judge_server,
 )
+from planner.errors import UsageError
+from planner.formats.templates import DEFAULT_PAIRWISE_TEMPLATE
+from planner.workflows.judge_server import start_judge_server
 
 ROOT = Path(__file__).resolve().parents[1]
 runner = CliRunner()
@@ -88,7 +88,7 @@ def test_hidden_strengths_are_a_seeded_even_spread_and_stated():
 
 def test_unplaceable_answers_get_no_verdict_and_cut_texts_are_placed():
     rule = JudgeRule(("alpha", "beta"), (0.0, 0.0))
-    from planner.workflows.judge_server import _system_of as matcher
+    from planner.connectors.judge_server import system_matcher as matcher
 
     answer = rule_answer(rule, matcher(TEXTS))
     assert answer(_request("Q?", "someone else's text", B_TEXT)).endswith("verdict: invalid")

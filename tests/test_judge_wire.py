@@ -23,10 +23,11 @@ from _loopback import second_host
 from fake_openai_server import FakeOpenAI, judge_text
 
 from planner.errors import DataError
+from planner.services.batch_round import RunOptions
 from planner.services.judging import JudgeOptions
 from planner.store.study import Study, status
 from planner.workflows.judge_run import judge_batch
-from planner.workflows.run import RunOptions, run_loop
+from planner.workflows.run import run_loop
 
 KEY = proc.KEY
 

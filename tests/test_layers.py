@@ -41,7 +41,7 @@ def test_the_manifest_check_sees_a_read():
 
 
 def test_the_batch_summary_is_the_manifest_typed():
-    from planner.workflows.next_batch_options import BatchSummary
+    from planner.services.batch_options import BatchSummary
 
     manifest = {"seed": 7, "strategy": "active", "objective": "ranking", "objective_before": 2.5,
                 "objective_after": 1.25, "model": {"warnings": ["w"]}, "forecast": {"sentence": "about 40 more"},

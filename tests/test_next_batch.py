@@ -13,8 +13,8 @@ from typer.testing import CliRunner
 from cli.main import app
 from planner.errors import DataError, UsageError
 from planner.model import bt
+from planner.services.demo_study import answer_rows
 from planner.store.study import Study, ingest, init_study
-from planner.workflows.demo import answer_batch
 from planner.workflows.next_batch import BatchSelection, Output, QualityControl, TextOptions, next_batch
 
 SYSTEMS = ["alpha-model", "beta-model", "gamma-model", "delta-model", "epsilon-model", "zeta-model"]
@@ -182,7 +182,8 @@ def test_full_loop_on_vicuna80_with_real_gpt4_verdicts(vicuna_data, tmp_path):
     for rnd in range(3):
         res = next_batch(path, BatchSelection(size=40), output=Output(out=tmp_path / f"r{rnd}.jsonl"),
                          text=TextOptions(max_words=2000))
-        rows = answer_batch(path, res, lambda k: verdicts[(k.prompt, k.left, k.right)])
+        with Study.open(path) as st:
+            rows = answer_rows(st, res.issued, res.items, lambda k: verdicts[(k.prompt, k.left, k.right)])
         returned.update(r["verdict"] for r in rows)
         f = tmp_path / f"verdicts{rnd}.jsonl"
         f.write_text("".join(json.dumps(r) + "\n" for r in rows))

@@ -13,9 +13,10 @@ pytest.importorskip("openai")
 from _judge_fixture import QUALITY, make_study
 
 from planner.errors import UsageError
+from planner.services.batch_round import RunOptions
 from planner.services.judging import JudgeOptions
 from planner.store.study import Study, status
-from planner.workflows.run import RunOptions, run_loop
+from planner.workflows.run import run_loop
 
 TRUE_ORDER = tuple(sorted(QUALITY, key=lambda s: -QUALITY[s]))
 
@@ -73,6 +74,21 @@ def test_run_fits_the_model_once_per_round(tmp_path, srv, monkeypatch):
     res = run_loop(study, _judge(srv), RunOptions(budget=30, batch_size=10, until="budget", both_orders=True))
     assert res.stopped == "budget" and [r.items for r in res.rounds] == [22, 6, 2]
     assert len(fits) == len(res.rounds) + 1, fits     # one per round, and final_top3's
+
+
+def test_run_plans_each_batch_once(tmp_path, srv, monkeypatch):
+    """The batch a round issues is the plan it made, not planned again: a round plans once, plus once
+    per smaller retry while its items overflow the budget left (measured: 8 plans for these 3 rounds when
+    a round planned a dry run and then the batch again, 5 now: 1, then 2, then 2)."""
+    from planner.batch import assemble
+
+    plans = []
+    real = assemble.assemble_batch
+    monkeypatch.setattr(assemble, "assemble_batch", lambda *a, **k: (plans.append(1), real(*a, **k))[1])
+    study = make_study(tmp_path)
+    res = run_loop(study, _judge(srv), RunOptions(budget=30, batch_size=10, until="budget", both_orders=True))
+    assert [r.items for r in res.rounds] == [22, 6, 2]
+    assert len(plans) == 5, plans
 
 
 def test_run_cost_cap(tmp_path, srv):

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from test_push_pull import ALICE, BOB, FakeLS
 
+from planner.services.batch_round import RunOptions
 from planner.store.study import Study, init_study
-from planner.workflows.run import RunOptions
 from planner.workflows.run_humans import HumanOptions, run_humans_loop
 
 SYSTEMS = ("alpha", "beta", "gamma", "delta")

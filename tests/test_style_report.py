@@ -117,14 +117,16 @@ def test_cli_json_has_style_control_key(synth):
 def test_vicuna80_gpt4_length_preference(tmp_path, vicuna_data):
     import _report_fixture
 
+    from planner.model.style_control import controlled_fit
+    from planner.services.style_data import read_style_inputs
     from planner.store.study import Study
-    from planner.workflows.style_report import controlled_fit
 
     path = _report_fixture.vicuna_study(vicuna_data, tmp_path)
     with Study.open(path) as st:
-        controlled_fit(st)                      # warm: imports and the text scan
+        controlled_fit(read_style_inputs(st))   # warm: imports and the text scan
         t0 = time.perf_counter()
-        sf, inp = controlled_fit(st)
+        inp = read_style_inputs(st)
+        sf = controlled_fit(inp)
         elapsed = time.perf_counter() - t0
     # 4,467 usable GPT-4 judgments (13 invalid of 4,480), all with both responses
     assert inp.a.size == 4467 and inp.n_excluded == 0

@@ -181,12 +181,14 @@ def test_report_style_is_clustered_by_default(synth):
 
 
 def test_decide_style_control_honours_cluster(synth):
+    from planner.model.style_control import controlled_fit_by_stratum
+    from planner.services.style_data import read_style_inputs
     from planner.store.study import Study
     from planner.workflows.decide import decide
-    from planner.workflows.style_report import controlled_fit_by_stratum
 
     with Study.open(synth) as st:
-        fits = {by: controlled_fit_by_stratum(st, ("all",), seed=1, cluster=by) for by in ("none", "item")}
+        inp = read_style_inputs(st)
+    fits = {by: controlled_fit_by_stratum(inp, ("all",), seed=1, cluster=by) for by in ("none", "item")}
     assert fits["none"].clustering is None and fits["item"].clustering.by == "item"
     assert np.linalg.eigvalsh(fits["item"].posterior.cov - fits["none"].posterior.cov).min() > -1e-12
     none = decide(synth, "s0", "s3", seed=1, style_control=True, cluster="none").pooled
@@ -197,9 +199,10 @@ def test_decide_style_control_honours_cluster(synth):
 
 
 def test_style_cluster_ids_match_the_plain_report(synth):
+    from planner.model.style_control import style_cluster_ids
+    from planner.services.style_data import read_style_inputs
     from planner.stats.clusters import cluster_ids as ids_of
     from planner.store.study import Study
-    from planner.workflows.style_report import read_style_inputs, style_cluster_ids
 
     with Study.open(synth) as st:
         inp = read_style_inputs(st)

@@ -25,7 +25,7 @@ def _copies(source: str) -> list[tuple[int, str]]:
 
 
 #: modules another branch is rewriting this session, which still spell a copy (the engines): moved when they land
-NOT_YET = {"planner/workflows/next_batch.py", "planner/workflows/simulate.py"}
+NOT_YET = {"planner/workflows/simulate.py"}
 
 
 def test_imported_not_copied():

@@ -26,8 +26,15 @@ def _not_db(db: Path, why: str) -> DataError:
 
 
 def check_database_file(db: Path) -> None:
-    """Refuse a database file that cannot be a complete SQLite database (nothing is opened)."""
+    """Refuse a database file that cannot be a complete SQLite database (nothing is opened).
+
+    Skipped while this process holds a connection to ``db`` (checked when it was first opened): closing
+    the file read here would drop that connection's SQLite locks (:data:`planner.store.db._live`)."""
+    from planner.store.db import is_open
+
     db = Path(db)
+    if is_open(db):
+        return
     try:
         size = db.stat().st_size
         with open(db, "rb") as fh:

@@ -120,7 +120,7 @@ def init_study(path, systems: Sequence[str] | None = None, anchor: str | None = 
     rates = dict(DEFAULT_QC)
     rates.update(qc or {})
     # planner_study 2: "max_words" is what was asked for (null = no limit); version 1 configs stored 400
-    # whether asked or not, and next-batch reads their 400 as no limit (planner.workflows.next_batch._word_limit)
+    # whether asked or not, and next-batch reads their 400 as no limit (planner.services.batch_plan.word_limit)
     config = {"planner_study": CONFIG_VERSION, "systems": names, "anchor": anchor, "reasons": list(reasons),
               "qc": rates, "tie_convention": tie_convention, "seed": int(seed),
               "max_words": None if max_words is None else int(max_words),

@@ -11,7 +11,9 @@ from __future__ import annotations
 import datetime as _dt
 import os
 import sqlite3
+import threading
 import time
+from collections import Counter
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -77,6 +79,34 @@ def database_error(exc: sqlite3.Error, db: Path | None = None) -> DataError:
     return DataError(f"{where}the study database reported an error ({text})")
 
 
+# Databases this process holds open, counted by connection. SQLite's locks are POSIX advisory locks,
+# which the kernel keeps per process and file: closing ANY descriptor of the file in this process
+# drops them all, live connections' included (sqlite.org/howtocorrupt.html, 2.2), after which another
+# process closing its own connection takes itself for the last one and deletes the WAL under ours.
+# So while a connection is live, nothing here opens the file by other means (`is_open`).
+_live: Counter[str] = Counter()
+_live_lock = threading.Lock()
+
+
+class _Connection(sqlite3.Connection):
+    """A connection that counts itself in :data:`_live` until it is closed."""
+
+    _key = ""
+
+    def close(self) -> None:
+        if self._key:
+            with _live_lock:
+                _live[self._key] -= 1
+            self._key = ""
+        super().close()
+
+
+def is_open(db: Path) -> bool:
+    """Whether this process holds a live connection to ``db``."""
+    with _live_lock:
+        return _live[os.path.realpath(db)] > 0
+
+
 def connect(db: Path, *, threads: bool = False) -> sqlite3.Connection:
     """Open an existing study database (never creates one: ``mode=rw``).
 
@@ -85,9 +115,13 @@ def connect(db: Path, *, threads: bool = False) -> sqlite3.Connection:
     """
     try:
         con = sqlite3.connect(f"{Path(db).absolute().as_uri()}?mode=rw", uri=True, timeout=BUSY_TIMEOUT_S,
-                              isolation_level=None, check_same_thread=not threads)
+                              isolation_level=None, check_same_thread=not threads, factory=_Connection)
     except sqlite3.Error as exc:
         raise DataError(f"{db}: cannot open the study database ({exc})") from None
+    key = os.path.realpath(db)
+    with _live_lock:
+        _live[key] += 1
+    con._key = key
     try:
         con.execute("PRAGMA foreign_keys = ON")
         con.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")

@@ -18,7 +18,7 @@ def decide(path, candidate: str, baseline: str, *, margin: float = 0.05, mode: s
     """Release gate of ``candidate`` against ``baseline`` on a study; see :func:`decide_counts`.
 
     ``style_control``: the posterior columns come from the style-controlled
-    model (:func:`planner.workflows.style_report.controlled_fit_by_stratum`).
+    model (:func:`planner.model.style_control.controlled_fit_by_stratum`).
     ``cluster``: which judgments share a cluster (:func:`planner.stats.clusters.cluster_ids`);
     each stratum's tests and interval use the design effect of the pair's verdicts there, the
     posterior is cluster-robust; ``"none"``: judgments independent.
@@ -54,9 +54,11 @@ def decide(path, candidate: str, baseline: str, *, margin: float = 0.05, mode: s
             seed = int(study.config.get("seed", 0))
         fit = None
         if style_control:
-            from planner.workflows.style_report import controlled_fit_by_stratum
+            from planner.model.style_control import controlled_fit_by_stratum
+            from planner.services.style_data import read_style_inputs
 
-            fit = controlled_fit_by_stratum(study, counts.strata, engine=engine, seed=seed, cluster=cluster)
+            fit = controlled_fit_by_stratum(read_style_inputs(study), counts.strata, engine=engine, seed=seed,
+                                            cluster=cluster)
     deffs, cells = _clustering(judged, cluster, candidate, baseline)
     with blas_policy(engine):
         res = decide_counts(counts, candidate, baseline, stratum_weights=weights, acceptability=acc,

@@ -2,8 +2,9 @@
 
 :func:`run_demo` builds a small synthetic study (prompts in strata, one
 response per system and prompt, no user files), then runs a few annotation
-rounds: ``next-batch`` writes a blinded batch, a simulated judge with known
-system strengths (plus ties and a left-position bias, as real LLM judges have)
+rounds: each plans and writes a blinded batch on the open study
+(:func:`planner.services.batch_plan.plan_batch`, :func:`planner.services.batch_issue.issue_batch`),
+a simulated judge with known system strengths (plus ties and a left-position bias, as real LLM judges have)
 answers it in the position-verdict format annotators return, and ``ingest``
 takes the verdicts back. It ends with the fitted ranking next to the truth.
 
@@ -19,13 +20,9 @@ from pathlib import Path
 import numpy as np
 
 from planner import limits
-from planner.errors import UsageError, quote
 from planner.model import bt
+from planner.services.demo_study import build_demo_files, check_demo_target
 from planner.vocabulary import PAIRWISE_VERDICTS
-
-STRATA = ("everyday", "factual", "coding", "creative")
-_WORDS = ("the", "answer", "explains", "clearly", "because", "data", "result", "step", "first", "then",
-          "finally", "example", "shows", "method", "careful", "simple", "useful", "detail", "reason", "plan")
 
 
 @dataclass(frozen=True)
@@ -54,78 +51,24 @@ class DemoResult:
     judgments: int
 
 
-def _text(rng: np.random.Generator, n_words: int) -> str:
-    words = [_WORDS[int(i)] for i in rng.integers(0, len(_WORDS), n_words)]
-    return " ".join(words).capitalize() + "."
+def _round(study, out: Path, vfile: Path, size: int, verdict_of) -> DemoRound:
+    """One round on the open study: plan, issue to ``out``, answer (simulated), then ingest ``vfile``."""
+    from planner.services.batch_issue import issue_batch
+    from planner.services.batch_options import BatchSelection, Output, QualityControl
+    from planner.services.batch_plan import PlanOptions, plan_batch
+    from planner.services.demo_study import answer_rows
+    from planner.store.study import Study, ingest
 
-
-def build_demo_files(directory: Path, n_systems: int, n_prompts: int, rng: np.random.Generator):
-    """Write ``prompts.jsonl`` and ``responses.jsonl`` for a synthetic study."""
-    systems = [f"model-{chr(ord('a') + i)}" for i in range(n_systems)]
-    prompts = directory / "prompts.jsonl"
-    responses = directory / "responses.jsonl"
-    with open(prompts, "w", encoding="utf-8") as fh:
-        for i in range(n_prompts):
-            fh.write(json.dumps({"id": f"q{i + 1}", "text": f"Demo question {i + 1}: {_text(rng, 8)}",
-                                 "stratum": STRATA[i % len(STRATA)],
-                                 "weight": [4, 3, 2, 1][i % len(STRATA)]}) + "\n")
-    with open(responses, "w", encoding="utf-8") as fh:
-        for i in range(n_prompts):
-            for s in systems:
-                fh.write(json.dumps({"prompt": f"q{i + 1}", "system": s,
-                                     "text": _text(rng, int(rng.integers(30, 120)))}) + "\n")
-    return systems, prompts, responses
-
-
-def answer_batch(study_path, result, verdict_of, *, annotator: str | None = None) -> list[dict]:
-    """Position-verdict rows answering a written batch, as an attentive annotator would.
-
-    ``result`` is the :class:`planner.workflows.next_batch.NextBatchResult`;
-    ``verdict_of(key_item)`` gets the study's key of a pairwise item
-    (:class:`planner.store.study.BatchItem`: prompt, left, right) and returns
-    ``left``/``right``/``tie``/``invalid``. Attention items get their expected
-    verdict. Used by the demo and by loop tests with real judgments.
-    """
-    from planner.store.study import Study
-
-    with Study.open(study_path) as st:
-        key = {it.item_id: it for it in st.items(result.batch_id)}
-    rows = []
-    for it in result.items:
-        verdict = it.expected if it.kind == "attention" else verdict_of(key[it.item_id])
-        row = {"item": it.item_id, "verdict": verdict}
-        if annotator is not None:
-            row["annotator"] = annotator
-        rows.append(row)
-    return rows
-
-
-#: what a demo directory holds; --force replaces only a directory made of these
-DEMO_ENTRIES = ("prompts.jsonl", "responses.jsonl", "study", "batch-*", "verdicts-*")
-
-
-def check_demo_target(directory: Path, force: bool) -> None:
-    """Refuse a file, an existing study, or (without ``--force``) any non-empty directory."""
-    from fnmatch import fnmatch
-
-    name = quote(str(directory))
-    if directory.exists() and not directory.is_dir():
-        raise UsageError(f"DIRECTORY ({name}) is an existing file; expected a new directory for the demo",
-                         parameters=('directory',))
-    from planner.store.db import CONFIG_NAME, DB_NAME
-
-    if (directory / CONFIG_NAME).exists() or (directory / DB_NAME).exists():
-        raise UsageError(f"DIRECTORY ({name}) holds a study; the demo never replaces a study",
-                         parameters=('directory',))
-    if directory.exists() and any(directory.iterdir()):
-        if not force:
-            raise UsageError(f"DIRECTORY ({name}) already exists and is not empty (use `force` to replace a demo)",
-                             parameters=('force',))
-        other = [p.name for p in directory.iterdir() if not any(fnmatch(p.name, g) for g in DEMO_ENTRIES)]
-        if other:
-            raise UsageError(f"DIRECTORY ({name}) holds {quote(other[0])}, which the demo did not write; "
-                             "`force` replaces only a demo directory", parameters=('force',))
-    limits.check_output_dir("DIRECTORY", directory)
+    with Study.open(study) as st:
+        plan = plan_batch(st, PlanOptions(BatchSelection(size=size), QualityControl(attention=0.05, repeat=0.05,
+                                                                                     overlap=0.0, acceptability=0.0)))
+        issued = issue_batch(st, plan, Output(out=out))
+        rows = answer_rows(st, issued.batch_id, plan.items, verdict_of, annotator="simulated-judge")
+    vfile.write_text("".join(json.dumps(x) + "\n" for x in rows), encoding="utf-8")
+    ingest(study, [vfile])
+    verdicts = {v: sum(1 for x in rows if x["verdict"] == v) for v in PAIRWISE_VERDICTS}
+    return DemoRound(issued.batch_id, len(plan.items), verdicts, issued.files, plan.selection.expected_reduction,
+                     plan.advice)
 
 
 def run_demo(directory, *, n_systems: int = 6, n_prompts: int = 40, rounds: int = 3, size: int = 40,
@@ -137,8 +80,7 @@ def run_demo(directory, *, n_systems: int = 6, n_prompts: int = 40, rounds: int 
     from planner.model import fit
     from planner.simulation import Judge, Truth
     from planner.stats.blas import one_blas_thread
-    from planner.store.study import Study, ingest, init_study
-    from planner.workflows.next_batch import BatchSelection, Output, QualityControl, next_batch
+    from planner.store.study import Study, init_study
 
     limits.check_int("systems", n_systems, 2, 26)
     limits.check_int("prompts", n_prompts, 4, limits.MAX_DEMO_PROMPTS)
@@ -162,22 +104,14 @@ def run_demo(directory, *, n_systems: int = 6, n_prompts: int = 40, rounds: int 
     idx = {s: i for i, s in enumerate(systems)}
     done = []
     for r in range(rounds):
-        res = next_batch(study, BatchSelection(size=size),
-                         qc=QualityControl(attention=0.05, repeat=0.05, overlap=0.0, acceptability=0.0),
-                         output=Output(out=directory / f"batch-{r + 1}.jsonl"))
         def verdict_of(k):
             out = judge.judge(truth, np.array([idx[k.left]]), np.array([idx[k.right]]), rng)[0]
             return ("left", "right", "tie")[int(out)]
 
-        rows = answer_batch(study, res, verdict_of, annotator="simulated-judge")
-        vfile = directory / f"verdicts-{r + 1}.jsonl"
-        vfile.write_text("".join(json.dumps(x) + "\n" for x in rows), encoding="utf-8")
-        ingest(study, [vfile])
-        verdicts = {v: sum(1 for x in rows if x["verdict"] == v) for v in PAIRWISE_VERDICTS}
-        done.append(DemoRound(res.issued, len(res.items), verdicts, res.files, res.manifest["expected_reduction"],
-                              res.advice))
+        done.append(_round(study, directory / f"batch-{r + 1}.jsonl", directory / f"verdicts-{r + 1}.jsonl", size,
+                           verdict_of))
         if progress:
-            progress(f"round {r + 1}: {len(res.items)} items issued and judged")
+            progress(f"round {r + 1}: {done[-1].items} items issued and judged")
     with Study.open(study) as st:
         counts = st.counts()
         n = len(list(st.judgments()))

@@ -50,56 +50,6 @@ class HybridReport:
 TIES = ("half", "davidson")
 
 
-def plan_for_humans(study, *, surrogate: str | None, size: int, rng, floor: float = 0.2,
-                    objective: str = "strengths"):
-    """``next-batch --for humans``: the (prompt, pair) items where a human label is worth most.
-
-    Candidates: items the surrogate judged that carry no human vote and were not chosen by an
-    earlier live round. :func:`planner.hybrid.select.select_for_humans` gives every item its
-    probability (``size`` = expected labels) and draws; the design (every item's probability and
-    the chosen ones) goes into the batch manifest as ``for_humans`` for :func:`recorded_design`.
-    Returns ``(planned, selection, design, notes)``.
-    """
-    from planner.batch.items import PlannedComparison
-    from planner.hybrid.select import select_for_humans
-    from planner.services.study_pilot import hybrid_votes
-    from planner.strata import stratum_of
-
-    if not surrogate:
-        raise UsageError("`for` humans needs `surrogate` JUDGE (the annotator whose verdicts predict the humans)",
-                         parameters=('for', 'surrogate'))
-    items = hybrid_votes(study, surrogate).items
-    names = items.names
-    keyed = {(p, int(a), int(b)): k for k, (p, (a, b)) in enumerate(zip(items.prompts, items.pairs))}
-    pending = np.zeros(len(items.y), dtype=bool)
-    for b in study.batches():
-        if b.voided or not b.manifest.get("for_humans") or not b.pending:
-            continue
-        for prompt, a, c in b.manifest["for_humans"]["chosen"]:
-            if a not in names or c not in names:
-                continue
-            k = keyed.get((prompt, names.index(a), names.index(c)))
-            if k is not None and not items.labelled[k]:
-                pending[k] = True
-    sel = select_for_humans(items, size, rng, floor=floor, objective=objective, exclude=pending)
-    of = {p.id: stratum_of(p) for p in study.prompts()}
-    planned = [PlannedComparison(items.prompts[k], names[items.pairs[k, 0]], names[items.pairs[k, 1]],
-                                 of.get(items.prompts[k]))
-               for k in np.flatnonzero(sel.chosen)]
-    notes = [f"--for humans: {len(planned)} item(s) drawn (expected {size}) from {int(sel.candidate.sum()):,} "
-             f"candidates; π from {sel.source}; π ranges {sel.prob[sel.candidate].min():.4f}–"
-             f"{sel.prob[sel.candidate].max():.4f} (floor share {floor:g})"]
-    if pending.any():
-        notes.append(f"{int(pending.sum())} item(s) chosen by an earlier round still wait for votes: not drawn again")
-    if not planned:
-        raise DataError(f"`for` humans: the draw chose no item (expected {size}); raise `size`",
-                        parameters=('for', 'size'))
-    design = {"surrogate": surrogate, "objective": objective, "floor": float(floor), "expected_labels": float(size),
-              "source": sel.source,
-              "probabilities": [[items.prompts[k], names[a], names[b], float(sel.prob[k])]
-                                for k, (a, b) in enumerate(items.pairs)],
-              "chosen": [[c.prompt_id, c.system_i, c.system_j] for c in planned]}
-    return planned, sel, design, notes
 
 
 def _scores(items: HybridItems, davidson: bool) -> tuple[np.ndarray, np.ndarray]:

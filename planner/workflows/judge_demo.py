@@ -1,15 +1,16 @@
 """The demo's loop through the live judge path: a simulated judge behind a local OpenAI-compatible server.
 
 :func:`run_demo_live` builds the same synthetic study as ``planner demo``
-(:func:`planner.workflows.demo.build_demo_files`), starts the local judge of
-``planner judge-server`` (:class:`planner.workflows.judge_server.JudgeServer`, on 127.0.0.1, a
-free port) with the demo's true strengths as its hidden ones, and runs
-:func:`planner.workflows.run.run_loop` against it: next-batch → judge (real HTTP through
-the ``openai`` SDK, cache, ledger) → ingest → refit, until settled or the budget.
+(:func:`planner.services.demo_study.build_demo_files`), starts the local judge of
+``planner judge-server`` (:class:`planner.connectors.judge_server.JudgeServer`, on 127.0.0.1, a
+free port) with the demo's true strengths as its hidden ones, and runs ``planner run``'s rounds
+(:func:`planner.services.judge_loop.run_rounds`, on the study opened once) against it: plan → issue
+→ judge (real HTTP through the ``openai`` SDK, cache, ledger) → ingest → refit, until settled or the
+budget.
 
 The judge knows which system wrote each answer (the demo's texts) and answers
 ``[[A]]``/``[[B]]``/``[[C]]`` with Bradley–Terry–Davidson probabilities, with ties and a
-left-position bias like real LLM judges (the rule of :mod:`planner.workflows.judge_server`). The
+left-position bias like real LLM judges (the rule of :mod:`planner.connectors.judge_server`). The
 ``openai`` package is checked for before anything is written.
 """
 
@@ -23,12 +24,13 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 if TYPE_CHECKING:
-    from planner.workflows.run import RunResult
+    from planner.services.batch_round import RunResult
 
 
 @dataclass(frozen=True)
 class LiveDemoResult:
-    """The study, the loop's result (:class:`planner.workflows.run.RunResult`), HTTP calls served, and the truth."""
+    """The study, the loop's result (:class:`planner.services.batch_round.RunResult`), HTTP calls served,
+    and the truth."""
 
     path: str
     systems: tuple[str, ...]
@@ -43,12 +45,13 @@ def run_demo_live(directory, *, n_systems: int = 6, n_prompts: int = 40, budget:
     import importlib.util
 
     from planner import limits
+    from planner.connectors.judge_server import JudgeRule, JudgeServer, rule_answer
     from planner.errors import UsageError
+    from planner.services.batch_round import RunOptions, hold_run
+    from planner.services.demo_study import build_demo_files, check_demo_target
+    from planner.services.judge_loop import run_rounds
     from planner.services.judging import JudgeOptions
-    from planner.store.study import init_study
-    from planner.workflows.demo import build_demo_files, check_demo_target
-    from planner.workflows.judge_server import JudgeRule, JudgeServer, rule_answer
-    from planner.workflows.run import RunOptions, run_loop
+    from planner.store.study import Study, init_study
 
     limits.check_int("systems", n_systems, 2, 26)
     limits.check_int("prompts", n_prompts, 4, limits.MAX_DEMO_PROMPTS)
@@ -74,8 +77,8 @@ def run_demo_live(directory, *, n_systems: int = 6, n_prompts: int = 40, budget:
     study = directory / "study"
     init_study(study, prompts_file=prompts, responses_file=responses, anchor=systems[0], seed=seed)
     rule = JudgeRule(tuple(systems), tuple(float(x) for x in elo), tie_rate=0.15, position=0.3, seed=seed)
-    with JudgeServer(rule_answer(rule, system_of.get)) as srv:
-        res = run_loop(study, JudgeOptions(model="simulated-judge", base_url=srv.base_url, concurrency=4, seed=seed),
-                       RunOptions(budget=budget, batch_size=batch_size), progress=progress)
+    with JudgeServer(rule_answer(rule, system_of.get)) as srv, hold_run(study), Study.open(study) as st:
+        res = run_rounds(st, JudgeOptions(model="simulated-judge", base_url=srv.base_url, concurrency=4, seed=seed),
+                         RunOptions(budget=budget, batch_size=batch_size), progress=progress)
         calls = srv.calls
     return LiveDemoResult(str(study), tuple(systems), tuple(float(x) for x in elo), res, calls)

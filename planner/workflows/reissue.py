@@ -25,8 +25,8 @@ from planner.services.batch_files import (
 def rewrite_batch(study_path, batch_id: int, *, out=None, force: bool = False):
     """Write a recorded batch's files again (``next-batch --rewrite``); returns a ``NextBatchResult``."""
     from planner.formats.staging import check_output, sha256, write_atomically
+    from planner.services.batch_options import NextBatchResult
     from planner.store.study import Study
-    from planner.workflows.next_batch_options import NextBatchResult
 
     if out is not None:
         check_output(out, "out", exists_ok=True)
@@ -75,8 +75,8 @@ def retry_failed(study_path, *, out=None, force: bool = False, batch: int | None
     the batches were rendered alike; otherwise pick one with ``batch``.
     """
     from planner.formats.staging import check_output, write_atomically
+    from planner.services.batch_options import NextBatchResult
     from planner.store.study import Study
-    from planner.workflows.next_batch_options import NextBatchResult
 
     if out is not None:
         check_output(out, "out", force=force)

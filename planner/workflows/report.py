@@ -338,7 +338,7 @@ def _fits(study, counts_k: Counts, counts: Counts, weights: dict, by_stratum: bo
                     stratum_weights=weights if by_stratum else None, progressbar=progressbar, **opts)
     style = None
     if style_control or lc_anchor is not None:
-        from planner.workflows.style_report import style_control_report
+        from planner.services.style_report import style_control_report
 
         # beside the controlled fit (which pools strata), the raw pooled fit, clustered alike
         raw = fit if not by_stratum else fit_model(counts, **opts)

@@ -3,7 +3,8 @@
 Each round: **resume** (a Label Studio batch of this study that still has
 pending items is pushed again — pushing is idempotent — and waited for) →
 **stop?** (interrupted, the judgment budget, or with ``until="settled"`` the
-stopping advice of a dry-run plan) → **next-batch** (``format="label-studio"``,
+stopping advice of the round's plan) → **plan + issue** on one open study
+(:func:`planner.services.batch_round.plan_round`: one fit a round; ``format="label-studio"``,
 written under ``STUDY/batches/``) → **push** → **wait** for the annotators
 (:func:`planner.services.labelstudio.wait_for_annotations`: polls, then pulls and ingests
 incrementally). A wait that times out stops the loop with the count of items
@@ -18,8 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from planner import limits
-from planner.errors import DataError, UsageError, quote
-from planner.workflows.run import RoundInfo, RunOptions, RunResult, final_top3
+from planner.errors import UsageError, quote
+from planner.services.batch_round import RoundInfo, RunOptions, RunResult, final_top3
 
 STOP_HUMANS = ("settled", "budget", "interrupted", "exhausted", "waiting")
 
@@ -56,42 +57,38 @@ def _ls_batches(study) -> list:
             and (b.manifest.get("rendering") or {}).get("format") == "label-studio"]
 
 
-def _state(study_path) -> tuple[int, list[int], int]:
-    from planner.store.study import Study
-
-    with Study.open(study_path) as study:
-        mine = _ls_batches(study)
+def _state(study) -> tuple[int, list[int], int]:
+    mine = _ls_batches(study)
     return sum(b.issued for b in mine), [b.id for b in mine if b.pending > 0], len(mine)
 
 
-def _plan(study_path, run: RunOptions, human: HumanOptions, size: int, remaining: int):
-    """A dry-run plan whose items fit in ``remaining`` (shrinking ``size``); None if none fits. The round's
-    model is fitted once: the smaller retries and the batch issued reuse the first plan's fit."""
-    from planner.workflows.next_batch import BatchSelection, Output, QualityControl, next_batch
+def _start_round(study, run: RunOptions, human: HumanOptions, stop, advice: str) -> tuple:
+    """``(used, n_round, start)``: the stop checks, the round's plan (one fit; smaller retries reuse it
+    while its items overflow the budget left) and that plan issued as a Label Studio file under
+    ``STUDY/batches/`` (:func:`planner.services.batch_round.plan_and_issue`)."""
+    from planner.services.batch_options import Output
+    from planner.services.batch_round import RoundStart, plan_and_issue
 
-    reuse = None
-    while True:
-        plan = next_batch(study_path,
-                          BatchSelection(size=size, strategy=run.strategy, objective=run.objective, engine=run.engine),
-                          qc=QualityControl(annotators=list(human.annotators) or None, both_orders=run.both_orders),
-                          output=Output(format="label-studio", dry_run=True), reuse=reuse)
-        reuse = plan.plan_fit
-        if len(plan.items) <= remaining or (plan.settled and run.until == "settled"):
-            return plan, size
-        if size == 1:
-            return None, size
-        size = max(1, size - max(1, len(plan.items) - remaining))
+    used, _, n_round = _state(study)
+    remaining = run.budget - used
+    if stop.is_set():
+        return used, n_round, RoundStart("interrupted", advice)
+    if remaining <= 0:
+        return used, n_round, RoundStart("budget", advice)
+    options = run.plan_options(min(run.batch_size, remaining), "label-studio", human.annotators)
+    out = Path(study.path) / "batches" / f"round-{n_round + 1}.json"
+    out.parent.mkdir(exist_ok=True)
+    return used, n_round, plan_and_issue(study, run, options, remaining, Output(format="label-studio", out=out),
+                                         advice=advice)
 
 
-def _round(study_path, batch_id: int, human: HumanOptions, client, on_wait, sleep, clock, stop):
+def _round(study, batch_id: int, human: HumanOptions, client, on_wait, sleep, clock, stop):
     from planner.services.labelstudio import push_batch, wait_for_annotations
-    from planner.store.study import Study
 
-    with Study.open(study_path) as study:
-        push_batch(study, batch=batch_id, per_annotator=human.per_annotator, client=client)
-        return wait_for_annotations(study, batch_id, timeout=human.timeout, poll=human.poll, on_wait=on_wait,
-                                    accept_changes=human.accept_changes, client=client, sleep=sleep, clock=clock,
-                                    stop=stop)
+    push_batch(study, batch=batch_id, per_annotator=human.per_annotator, client=client)
+    return wait_for_annotations(study, batch_id, timeout=human.timeout, poll=human.poll, on_wait=on_wait,
+                                accept_changes=human.accept_changes, client=client, sleep=sleep, clock=clock,
+                                stop=stop)
 
 
 def run_humans_loop(study_path, run: RunOptions, human: HumanOptions, *,
@@ -104,17 +101,18 @@ def run_humans_loop(study_path, run: RunOptions, human: HumanOptions, *,
     ``clock`` are for tests (default: the connection from the environment, real time;
     the pauses wake when ``stop`` is set). The study's ``run`` lock is held throughout.
     """
-    from planner.store.locks import hold
+    from planner.services.batch_round import hold_run
+    from planner.store.study import Study
 
     stop = stop if stop is not None else threading.Event()
-    with hold(study_path, "run", "the study's `planner run` loop"):
-        return _humans_loop(study_path, run, human, progress, stop, client, sleep, clock)
+    with hold_run(study_path), Study.open(study_path) as study:
+        return _humans_loop(study, run, human, progress, stop, client, sleep, clock)
 
 
-def _humans_loop(study_path, run: RunOptions, human: HumanOptions, progress, stop, client, sleep, clock):
+def _humans_loop(study, run: RunOptions, human: HumanOptions, progress, stop, client, sleep, clock):
+    """The rounds on the open ``study`` (push and the wait read it too; their locks and ingest go by its path)."""
     import time
 
-    from planner.workflows.next_batch import BatchSelection, Output, QualityControl, next_batch
 
     sleep, clock = sleep or stop.wait, clock or time.monotonic
 
@@ -127,11 +125,11 @@ def _humans_loop(study_path, run: RunOptions, human: HumanOptions, progress, sto
     rounds: list[RoundInfo] = []
     notes: list[str] = []
     stopped, advice = "", ""
-    used, unfinished, n_round = _state(study_path)
+    used, unfinished, n_round = _state(study)
     for bid in unfinished:  # an earlier run left this batch with annotators
         if stop.is_set():
             break
-        w = _round(study_path, bid, human, client, on_wait(bid), sleep, clock, stop)
+        w = _round(study, bid, human, client, on_wait(bid), sleep, clock, stop)
         rounds.append(RoundInfo(n_round, bid, 0, w.pull.new, 0, None, None, (), True))
         if not w.done and stop.is_set():
             stopped = "interrupted"
@@ -140,47 +138,26 @@ def _humans_loop(study_path, run: RunOptions, human: HumanOptions, progress, sto
             notes.append(f"batch {bid}: {w.waiting} item(s) still waiting for annotators after "
                          f"{human.timeout:g} s; rerun the same command to keep waiting")
     while not stopped:
-        used, _, n_round = _state(study_path)
-        remaining = run.budget - used
-        if stop.is_set():
-            stopped = "interrupted"
+        used, n_round, r = _start_round(study, run, human, stop, advice)
+        stopped, advice = r.stopped, r.advice
+        plan, issued = r.plan, r.issued
+        if stopped or plan is None or issued is None:
             break
-        if remaining <= 0:
-            stopped = "budget"
-            break
-        try:
-            plan, size = _plan(study_path, run, human, min(run.batch_size, remaining), remaining)
-        except DataError as exc:
-            stopped, advice = "exhausted", exc.lines()[0]
-            break
-        if plan is None:
-            stopped = "budget"
-            break
-        advice = plan.advice
-        if plan.settled and run.until == "settled":
-            stopped = "settled"
-            break
-        out = Path(study_path) / "batches" / f"round-{n_round + 1}.json"
-        out.parent.mkdir(exist_ok=True)
-        nb = next_batch(study_path,
-                        BatchSelection(size=size, strategy=run.strategy, objective=run.objective, engine=run.engine),
-                        qc=QualityControl(annotators=list(human.annotators) or None, both_orders=run.both_orders),
-                        output=Output(format="label-studio", out=out), reuse=plan.plan_fit)
-        notes.extend(nb.notes)
-        w = _round(study_path, nb.issued, human, client, on_wait(nb.issued), sleep, clock, stop)
-        info = RoundInfo(n_round + 1, nb.issued, len(nb.items), w.pull.new, 0, None,
-                         plan.summary.objective_before, plan.summary.top3)
+        notes.extend(issued.notes)
+        w = _round(study, issued.batch_id, human, client, on_wait(issued.batch_id), sleep, clock, stop)
+        info = RoundInfo.of(n_round + 1, issued.batch_id, plan, len(plan.items), w.pull.new, 0, None)
         rounds.append(info)
         if progress is not None:
-            progress({"phase": "round", "round": info.round, "batch": nb.batch_id, "used": used + len(nb.items),
-                      "budget": run.budget, "spent": None, "uncertainty": info.uncertainty,
-                      "top3": list(info.top3), "answered": info.answered, "failed": 0})
+            progress({"phase": "round", "round": info.round, "batch": issued.batch_id,
+                      "used": used + len(plan.items), "budget": run.budget, "spent": None,
+                      "uncertainty": info.uncertainty, "top3": list(info.top3), "answered": info.answered,
+                      "failed": 0})
         if not w.done and stop.is_set():
             stopped = "interrupted"
         elif not w.done:
             stopped = "waiting"
-            notes.append(f"batch {nb.batch_id}: {w.waiting} item(s) still waiting for annotators after "
+            notes.append(f"batch {issued.batch_id}: {w.waiting} item(s) still waiting for annotators after "
                          f"{human.timeout:g} s; rerun the same command to keep waiting")
-    used, _, _ = _state(study_path)
-    return RunResult(stopped, advice, tuple(rounds), used, run.budget, None, final_top3(study_path),
+    used, _, _ = _state(study)
+    return RunResult(stopped, advice, tuple(rounds), used, run.budget, None, final_top3(study),
                      tuple(dict.fromkeys(notes)))

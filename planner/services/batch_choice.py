@@ -58,15 +58,16 @@ def _fit(judged_s, pending_s, study, selection, seed: int, notes: list[str], reu
     from planner.model import fit as fit_model
 
     judged, pending = judged_s.pooled(), pending_s.pooled()
-    if selection.style_control:   # the style-controlled strengths (planner.workflows.style_report)
+    if selection.style_control:   # the style-controlled strengths (planner.model.style_control)
         notes.append("style control: pairs chosen on the strengths controlled for length and markdown style")
     if reuse is not None and reuse.serves(judged, selection, seed):
         return judged, pending, reuse.fit
     if selection.style_control:
-        from planner.workflows.style_report import controlled_fit
+        from planner.model.style_control import controlled_fit
+        from planner.services.style_data import read_style_inputs
 
         # model-based like the raw fit below: the selection accounts for clusters itself (_clusters)
-        fit = controlled_fit(study, engine=selection.engine, seed=seed, cluster="none")[0].fit
+        fit = controlled_fit(read_style_inputs(study), engine=selection.engine, seed=seed, cluster="none").fit
     else:
         fit = fit_model(judged, engine=selection.engine, seed=seed, progressbar=False)
     return judged, pending, fit

@@ -1,4 +1,5 @@
-"""The option objects of :func:`planner.workflows.next_batch.next_batch` (re-exported there).
+"""The option objects of :func:`planner.workflows.next_batch.next_batch` (re-exported there);
+`run`, `demo` and `run_humans` build their batches with them too.
 
 Five frozen groups instead of thirty keyword parameters: :class:`BatchSelection`
 (which comparisons), :class:`QualityControl` (QC items and annotators),
@@ -23,7 +24,7 @@ from planner.errors import UsageError
 from planner.vocabulary import ENGINES, OBJECTIVES, QC_KINDS, STUDY_STRATEGIES
 
 if TYPE_CHECKING:
-    from planner.workflows.next_batch_plan import PlanFit
+    from planner.services.batch_choice import PlanFit
 
 DEFAULT_SIZE = 50
 #: who a batch is for: the ranked selection, or human labels where the surrogate judge is least reliable
@@ -167,7 +168,7 @@ class HumansDesign:
     """``for_="humans"``: items for human labels where the ``surrogate`` judge is least reliable.
 
     Drawn with known probabilities (``size`` = expected labels, ``floor`` the
-    uniform share); see :func:`planner.workflows.hybrid_report.plan_for_humans`.
+    uniform share); see :func:`planner.hybrid.draw.draw_for_humans`.
     The design is recorded in the manifest (``for_humans``) for ``report --surrogate``.
     """
 
