@@ -310,3 +310,23 @@ def test_the_hybrid_split_of_a_pilot_with_a_surrogate_judge(tmp_path):
     assert doc["prices"]["rho"] == pytest.approx(rho) and f"{n:,} items" in doc["prices"]["rho_source"]
     want = Prices(1.0, 0.01, rho).of(doc["comparisons_needed"]["median"], 28)
     assert doc["cost"]["median"] == pytest.approx(want.total)
+
+
+def test_a_replan_that_reuses_the_fit_reuses_the_forecast(pilot_study, monkeypatch):
+    """`planner run` re-plans a round smaller while its items overflow the budget, reusing the round's fit;
+    the saved forecast (``resolved`` needs a Laplace fit of the study to read) is updated once per round
+    too, not once per re-plan: two plans, one update, the same forecast in both."""
+    from planner.services import batch_plan, forecast_saved
+    from planner.services.batch_options import BatchSelection
+    from planner.store.study import Study
+
+    _plan_json(str(pilot_study), *QUICK)
+    updates = []
+    real = forecast_saved.remaining
+    monkeypatch.setattr(forecast_saved, "remaining", lambda *a, **k: (updates.append(1), real(*a, **k))[1])
+    with Study.open(pilot_study) as study:
+        first = batch_plan.plan_batch(study, batch_plan.PlanOptions(selection=BatchSelection(size=20)))
+        again = batch_plan.plan_batch(study, batch_plan.PlanOptions(selection=BatchSelection(size=10)),
+                                      reuse=first.plan_fit)
+    assert first.forecast is not None and again.forecast == first.forecast
+    assert len(updates) == 1, updates

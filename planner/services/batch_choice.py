@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -31,7 +31,9 @@ class PlanFit:
     """The model fit a plan was made on, with what it depends on: the engine, the seed, style control
     and the judgments (systems, usable and invalid counts). A later plan of the same study state
     (``planner run``'s smaller retry, then the batch it issues) passes it back instead of fitting again;
-    a plan whose inputs differ in any of these fits afresh."""
+    a plan whose inputs differ in any of these fits afresh. ``forecast`` is the saved forecast updated
+    on the same judgments (None without one): it depends on the judgments alone, so a plan that reuses
+    the fit reuses it too instead of fitting the study again to read ``resolved``."""
 
     fit: Any
     engine: str
@@ -40,11 +42,12 @@ class PlanFit:
     systems: tuple[str, ...]
     usable: int
     invalid: int
+    forecast: Any = field(default=None, compare=False)
 
     @classmethod
-    def of(cls, fit, selection, seed: int) -> PlanFit:
+    def of(cls, fit, selection, seed: int, forecast=None) -> PlanFit:
         return cls(fit, selection.engine, int(seed), bool(selection.style_control), tuple(fit.systems),
-                   int(fit.n_usable), int(fit.n_invalid))
+                   int(fit.n_usable), int(fit.n_invalid), forecast)
 
     def serves(self, judged, selection, seed: int) -> bool:
         return (self.engine, self.seed, self.style_control, self.systems, self.usable, self.invalid) == (

@@ -292,9 +292,11 @@ def plan_batch(study, options: PlanOptions, *, reuse: PlanFit | None = None) -> 
         reasons = Counter(s.reason for s in batch.skipped)
         notes.append("skipped " + "; ".join(f"{n} × {r}" for r, n in reasons.most_common()))
     mentions = _name_mentions(batch, study.systems, options.redact_names, notes)
+    # a reused fit was made on these judgments: so was its forecast (no second fit to read ``resolved``)
+    forecast = reuse.forecast if reuse is not None and fit is not None and fit is reuse.fit else _forecast(study)
     return BatchPlan(options, number, seed, None if fit is None else FitSummary.of(fit), SelectionSummary.of(selection),
                      tuple(planned), batch, tuple(rates.items()), words, tuple(notes), mentions, prompt_choice,
-                     design, _forecast(study), None if fit is None else PlanFit.of(fit, sel, seed))
+                     design, forecast, None if fit is None else PlanFit.of(fit, sel, seed, forecast))
 
 
 def _draw_for_humans(study, humans: HumansDesign, size: int, rng):
