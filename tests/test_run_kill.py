@@ -173,6 +173,9 @@ def test_kill9_while_a_round_is_issued(tmp_path, study, srv, when, budget):
     assert srv.total_calls() == 0
     res = _rerun(study, srv, budget)
     assert res.judgments_used == budget and res.stopped == "budget"
+    said = "rolled back an interrupted run" if when == "before" else "completed batch 1's files after an " \
+        "interrupted run: 1 of 1 put in place"
+    assert sum(said in n for n in res.notes) == 1, res.notes
     check_invariants(study, srv, used=res.judgments_used)
     with _ro(study) as con:
         assert con.execute("SELECT count(*) FROM batches").fetchone()[0] == budget // 4
