@@ -83,16 +83,16 @@ def study(tmp_path):
     return make_study(tmp_path)
 
 
-def _run_args(study, srv, budget: int, *more: str) -> tuple[str, ...]:
+def _run_args(study, srv, budget: int, *more: str, concurrency: int = 1) -> tuple[str, ...]:
     return ("run", str(study), "--judge-model", "judge-x", "--base-url", srv.base_url, "--budget", str(budget),
-            "--batch-size", "4", "--until", "budget", "--concurrency", "1", "--price-in", str(PRICE_IN),
+            "--batch-size", "4", "--until", "budget", "--concurrency", str(concurrency), "--price-in", str(PRICE_IN),
             "--price-out", str(PRICE_OUT), *more)
 
 
-def _rerun(study, srv, budget: int):
+def _rerun(study, srv, budget: int, transport: str = "direct"):
     """The same `planner run` again, in process (its RunResult is checked), to completion."""
-    return run_loop(study, _jf.judge_options(srv, concurrency=1, price_in=PRICE_IN, price_out=PRICE_OUT),
-                    RunOptions(budget=budget, batch_size=4, until="budget"))
+    judge = _jf.judge_options(srv, concurrency=1, price_in=PRICE_IN, price_out=PRICE_OUT, transport=transport)
+    return run_loop(study, judge, RunOptions(budget=budget, batch_size=4, until="budget"))
 
 
 def _ro(study) -> sqlite3.Connection:
@@ -210,20 +210,27 @@ class Hold:
         self.event.set()
 
 
+def _cached(study) -> int:
+    with _ro(study) as con:
+        return con.execute("SELECT count(*) FROM judge_cache").fetchone()[0]
+
+
 def _db_fingerprint(study) -> dict:
     return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in Path(study).glob("study.sqlite*")}
 
 
-def test_kill9_mid_judging_then_a_second_run_is_refused_and_the_rerun_pays_once(study, srv):
-    """Round 2 of 3, its third request held by the server (two answers of the round cached, one in flight):
-    a second `planner run` is refused in one line without touching the study; then SIGKILL. The rerun
-    resumes batch 2 (its cached answers free), finishes the budget, and only the request in flight at the
-    kill is paid twice."""
+@pytest.mark.parametrize("concurrency", [1, 2])
+def test_kill9_mid_judging_then_a_second_run_is_refused_and_the_rerun_pays_once(study, srv, concurrency):
+    """Round 2 of 3, its third request held by the server (two answers of the round cached, one in flight;
+    with two in flight at once the fourth is answered and cached beside it): a second `planner run` is
+    refused in one line without touching the study; then SIGKILL. The rerun resumes batch 2 (its cached
+    answers free), finishes the budget, and only the request in flight at the kill is paid twice."""
     hold = Hold(srv, 4 + 3)
     srv.rule = hold
-    p = proc.start(*_run_args(study, srv, 12))
+    cached = 4 + 2 + (concurrency - 1)
+    p = proc.start(*_run_args(study, srv, 12, concurrency=concurrency))
     try:
-        proc.wait_until(hold.reached, what="the second round's third request")
+        proc.wait_until(lambda: hold.reached() and _cached(study) == cached, what="round 2's third request")
     except AssertionError:
         hold.release()
         raise
@@ -234,11 +241,11 @@ def test_kill9_mid_judging_then_a_second_run_is_refused_and_the_rerun_pays_once(
     assert "the study's `planner run` loop is in use by planner process" in second.stderr
     assert f"process {p.pid} " in second.stderr
     assert _db_fingerprint(study) == before, "the refused run touched the study"
-    assert srv.chat_calls == 7    # the refused run sent nothing
+    assert srv.chat_calls == 4 + 3 + (concurrency - 1)    # the refused run sent nothing
     proc.kill9(p)
     hold.release()
     with _ro(study) as con:
-        assert con.execute("SELECT count(*) FROM judge_cache").fetchone()[0] == 6
+        assert con.execute("SELECT count(*) FROM judge_cache").fetchone()[0] == cached
         assert con.execute("SELECT count(*) FROM batches").fetchone()[0] == 2
     res = _rerun(study, srv, 12)
     assert res.stopped == "budget" and res.judgments_used == 12
@@ -287,4 +294,37 @@ def test_kill9_while_a_batch_job_is_polled_or_downloaded(study, srv, route):
     assert res.answered == 4 and res.new_judgments == 4 and _jobs(study) == [("batch_1", "completed")]
     again = judge_batch(study, _jf.judge_options(srv, transport="batch", price_in=PRICE_IN, price_out=PRICE_OUT))
     assert again.sent == 0 and again.new_judgments == 0 and srv.hits["POST /v1/batches"] == 1
+    check_invariants(study, srv, used=None)
+
+
+def test_kill9_while_a_run_polls_its_batch_job(study, srv):
+    """`planner run --batch-api` killed while round 1's job is polled: the rerun resumes batch 1 with the
+    job it recorded (no second job for it), then runs round 2 with one new job; each answer stored once."""
+    srv.route_faults["GET /v1/batches/{id}"] = [None, "hang"]
+    p = proc.start(*_run_args(study, srv, 8, "--batch-api", "--poll-interval", "0.05"))
+    proc.wait_until(lambda: srv.hits.get("GET /v1/batches", 0) >= 2, what="round 1's second poll to hang")
+    proc.kill9(p)
+    srv.release.set()
+    assert srv.hits["POST /v1/batches"] == 1
+    res = _rerun(study, srv, 8, transport="batch")
+    assert res.stopped == "budget" and res.judgments_used == 8 and res.rounds[0].resumed
+    assert srv.hits["POST /v1/batches"] == 2 and len(srv.batches) == 2     # round 1's job found, not made again
+    assert [s for _, s in _jobs(study)] == ["completed", "completed"]
+    check_invariants(study, srv, used=res.judgments_used)
+
+
+def test_kill9_after_a_batch_job_is_downloaded_before_its_ingest(tmp_path, study, srv):
+    """`planner judge --batch-api` killed with the job's answers cached but not yet ingested: the rerun
+    takes them from the cache (no new job, no download of a new file) and stores each once."""
+    _jf.judge_batch_in(study)
+    p, marker = _start_stalled(tmp_path, "planner.store.study:ingest", 1, "before", "judge", str(study), "--model",
+                               "judge-x", "--base-url", srv.base_url, "--batch-api", "--poll-interval", "0.05",
+                               "--price-in", str(PRICE_IN), "--price-out", str(PRICE_OUT))
+    _wait_marker(p, marker)
+    proc.kill9(p)
+    with _ro(study) as con:
+        assert con.execute("SELECT count(*) FROM judgments").fetchone()[0] == 0 and _cached(study) == 4
+    calls = srv.total_calls()
+    res = judge_batch(study, _jf.judge_options(srv, transport="batch", price_in=PRICE_IN, price_out=PRICE_OUT))
+    assert (res.cached, res.sent, res.new_judgments) == (4, 0, 4) and srv.total_calls() == calls
     check_invariants(study, srv, used=None)
