@@ -10,6 +10,7 @@ invariant is checked against the study's SQLite, the ledger and the server's own
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import sqlite3
 import subprocess
@@ -95,8 +96,20 @@ def _rerun(study, srv, budget: int, transport: str = "direct"):
     return run_loop(study, judge, RunOptions(budget=budget, batch_size=4, until="budget"))
 
 
-def _ro(study) -> sqlite3.Connection:
-    return sqlite3.connect(f"file:{Path(study) / 'study.sqlite'}?mode=ro", uri=True, timeout=10)
+@contextlib.contextmanager
+def _ro(study):
+    """A read-only connection, closed on exit: a connection left open while planner opens and closes the file
+    in this process loses its POSIX locks, and a `planner status` may then take the WAL away under it."""
+    con = sqlite3.connect(f"file:{Path(study) / 'study.sqlite'}?mode=ro", uri=True, timeout=10)
+    try:
+        yield con
+    finally:
+        con.close()
+
+
+def _sql(study, statement: str) -> None:
+    with contextlib.closing(sqlite3.connect(Path(study) / "study.sqlite", timeout=10)) as con, con:
+        con.execute(statement)
 
 
 def _cost(text: str) -> float:
@@ -328,3 +341,25 @@ def test_kill9_after_a_batch_job_is_downloaded_before_its_ingest(tmp_path, study
     res = judge_batch(study, _jf.judge_options(srv, transport="batch", price_in=PRICE_IN, price_out=PRICE_OUT))
     assert (res.cached, res.sent, res.new_judgments) == (4, 0, 4) and srv.total_calls() == calls
     check_invariants(study, srv, used=None)
+
+
+def test_the_invariants_catch_a_flipped_verdict_a_double_payment_and_an_orphan(study, srv):
+    """The checker can fail: a verdict stored against the order shown, a request the server answered twice,
+    and a staging journal left behind are each caught."""
+    _jf.judge_batch_in(study)
+    judge_batch(study, _jf.judge_options(srv, price_in=PRICE_IN, price_out=PRICE_OUT))
+    check_invariants(study, srv)
+    swap = ("UPDATE judgments SET a = b, b = a, a_position = CASE a_position WHEN 'left' THEN 'right' "
+            "ELSE 'left' END WHERE seq = (SELECT min(seq) FROM judgments)")
+    _sql(study, swap)   # the same judgment with its systems and position swapped: its verdict now names the other
+    with pytest.raises(AssertionError, match="the verdict flipped"):
+        check_invariants(study, srv)
+    _sql(study, swap)
+    check_invariants(study, srv)
+    srv.bodies.append(srv.bodies[0])
+    with pytest.raises(AssertionError, match="paid twice"):
+        check_invariants(study, srv)
+    srv.bodies.pop()
+    (Path(study) / ".planner-staging.1.json").write_text("{}")
+    with pytest.raises(AssertionError, match="orphan journal"):
+        check_invariants(study, srv)
