@@ -363,3 +363,38 @@ def test_the_invariants_catch_a_flipped_verdict_a_double_payment_and_an_orphan(s
     (Path(study) / ".planner-staging.1.json").write_text("{}")
     with pytest.raises(AssertionError, match="orphan journal"):
         check_invariants(study, srv)
+
+
+class _Killed(BaseException):
+    """Stands for SIGKILL in process: nothing catches it, no cleanup of planner's runs."""
+
+
+def test_a_human_loop_killed_while_a_round_is_issued_completes_its_files(tmp_path, monkeypatch):
+    """`planner run --annotators-via label-studio` stopped dead between recording a round's batch and putting
+    its file in place (the state a SIGKILL there leaves: journal and temporary on disk, batch recorded):
+    the rerun pushes and waits for that batch and puts its file in place, leaving no journal."""
+    from test_run_humans import FakeLS, _annotators_at_work, _study
+
+    from planner.formats import staging
+    from planner.workflows.run_humans import HumanOptions, run_humans_loop
+
+    study, ls, now = _study(tmp_path), FakeLS(), [0.0]
+    run = RunOptions(budget=8, batch_size=8, until="budget")
+    human = HumanOptions(annotators=("alice", "bob"), timeout=600, poll=30)
+
+    def killed(self):
+        raise _Killed
+
+    with monkeypatch.context() as m:
+        m.setattr(staging.Staged, "commit", killed)
+        with pytest.raises(_Killed):
+            run_humans_loop(study, run, human, client=ls, sleep=_annotators_at_work(study, ls, now),
+                            clock=lambda: now[0])
+    assert list(Path(study).glob(".planner-staging.*")) and not (Path(study) / "batches" / "round-1.json").exists()
+    res = run_humans_loop(study, run, human, client=ls, sleep=_annotators_at_work(study, ls, now),
+                          clock=lambda: now[0])
+    assert res.stopped == "budget" and res.judgments_used == 8 and res.rounds[0].resumed
+    assert any("completed batch 1's files after an interrupted run" in n for n in res.notes), res.notes
+    left_over = [p.name for p in Path(study).rglob("*") if p.name.startswith(".planner-staging.")
+                 or p.name.endswith(".planner.tmp")]
+    assert not left_over and (Path(study) / "batches" / "round-1.json").is_file()
