@@ -90,10 +90,10 @@ def _run_args(study, srv, budget: int, *more: str, concurrency: int = 1) -> tupl
             "--price-out", str(PRICE_OUT), *more)
 
 
-def _rerun(study, srv, budget: int, transport: str = "direct"):
+def _rerun(study, srv, budget: int, transport: str = "direct", both_orders: bool = False):
     """The same `planner run` again, in process (its RunResult is checked), to completion."""
     judge = _jf.judge_options(srv, concurrency=1, price_in=PRICE_IN, price_out=PRICE_OUT, transport=transport)
-    return run_loop(study, judge, RunOptions(budget=budget, batch_size=4, until="budget"))
+    return run_loop(study, judge, RunOptions(budget=budget, batch_size=4, until="budget", both_orders=both_orders))
 
 
 @contextlib.contextmanager
@@ -240,38 +240,44 @@ def _db_fingerprint(study) -> dict:
     return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in Path(study).glob("study.sqlite*")}
 
 
-@pytest.mark.parametrize("concurrency", [1, 2])
-def test_kill9_mid_judging_then_a_second_run_is_refused_and_the_rerun_pays_once(study, srv, concurrency):
+@pytest.mark.parametrize(("concurrency", "both"), [(1, False), pytest.param(2, False, marks=pytest.mark.slow),
+                                                    pytest.param(1, True, marks=pytest.mark.slow)])
+def test_kill9_mid_judging_then_a_second_run_is_refused_and_the_rerun_pays_once(study, srv, concurrency, both):
     """Round 2 of 3, its third request held by the server (two answers of the round cached, one in flight;
     with two in flight at once the fourth is answered and cached beside it): a second `planner run` is
     refused in one line without touching the study; then SIGKILL. The rerun resumes batch 2 (its cached
-    answers free), finishes the budget, and only the request in flight at the kill is paid twice."""
-    hold = Hold(srv, 4 + 3)
+    answers free), finishes the budget, and only the request in flight at the kill is paid twice. With
+    --both-orders each round is 8 items (4 comparisons, each in both positions), each stored as shown."""
+    per = 8 if both else 4
+    hold = Hold(srv, per + 3)
     srv.rule = hold
-    cached = 4 + 2 + (concurrency - 1)
-    p = proc.start(*_run_args(study, srv, 12, concurrency=concurrency))
+    cached = per + 2 + (concurrency - 1)
+    flags = ("--both-orders",) if both else ()
+    p = proc.start(*_run_args(study, srv, 3 * per, *flags, concurrency=concurrency))
     try:
         proc.wait_until(lambda: hold.reached() and _cached(study) == cached, what="round 2's third request")
     except AssertionError:
         hold.release()
         raise
     before = _db_fingerprint(study)
-    second = proc.run(*_run_args(study, srv, 12))
+    second = proc.run(*_run_args(study, srv, 3 * per, *flags))
     assert second.returncode == 1 and "Traceback" not in second.stderr
     assert len(second.stderr.strip().splitlines()) == 1, second.stderr
     assert "the study's `planner run` loop is in use by planner process" in second.stderr
     assert f"process {p.pid} " in second.stderr
     assert _db_fingerprint(study) == before, "the refused run touched the study"
-    assert srv.chat_calls == 4 + 3 + (concurrency - 1)    # the refused run sent nothing
+    assert srv.chat_calls == per + 3 + (concurrency - 1)    # the refused run sent nothing
     proc.kill9(p)
     hold.release()
     with _ro(study) as con:
         assert con.execute("SELECT count(*) FROM judge_cache").fetchone()[0] == cached
         assert con.execute("SELECT count(*) FROM batches").fetchone()[0] == 2
-    res = _rerun(study, srv, 12)
-    assert res.stopped == "budget" and res.judgments_used == 12
+    res = _rerun(study, srv, 3 * per, both_orders=both)
+    assert res.stopped == "budget" and res.judgments_used == 3 * per
     assert res.rounds[0].resumed and res.rounds[0].batch_id == 2
-    assert srv.chat_calls == 13   # 12 requests, and the one in flight at the kill asked again
+    assert srv.chat_calls == 3 * per + 1   # each request, and the one in flight at the kill asked again
+    with _ro(study) as con:
+        assert con.execute("SELECT count(*) FROM items WHERE kind = 'swap'").fetchone()[0] == (12 if both else 0)
     check_invariants(study, srv, in_flight=1, used=res.judgments_used)
 
 
