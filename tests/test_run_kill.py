@@ -295,6 +295,21 @@ def test_kill9_right_after_a_rounds_ingest(tmp_path, study, srv):
     check_invariants(study, srv, used=res.judgments_used)
 
 
+def test_kill9_inside_a_rounds_ingest_transaction(tmp_path, study, srv):
+    """Killed inside round 2's ingest transaction (its rows inserted, not committed): SQLite rolls the
+    transaction back, the rerun resumes batch 2 from the cache (no request sent) and stores each answer once."""
+    p, marker = _start_stalled(tmp_path, "planner.store.ingest:_read_rows", 2, "after", *_run_args(study, srv, 8))
+    _wait_marker(p, marker)
+    proc.kill9(p)
+    assert srv.chat_calls == 8 and _cached(study) == 8
+    with _ro(study) as con:
+        assert con.execute("SELECT count(*) FROM judgments").fetchone()[0] == 4   # round 1's only
+    res = _rerun(study, srv, 8)
+    assert res.stopped == "budget" and res.judgments_used == 8 and res.rounds[0].resumed
+    assert srv.chat_calls == 8
+    check_invariants(study, srv, used=res.judgments_used)
+
+
 # ------------------------------------------------------------------ 4. the Batch API: polling, downloading
 def _jobs(study):
     with _ro(study) as con:
