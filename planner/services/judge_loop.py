@@ -2,9 +2,10 @@
 
 Each round (one function each, reading top to bottom):
 
-1. **resume** — batches this judge model was sent earlier that still have
-   pending items (an interrupted run, transport failures) are judged first;
-   the response cache makes what was already answered free;
+1. **resume** — a batch issue a hard kill interrupted is completed (recorded: its
+   files put in place) or rolled back (not recorded); then batches this judge model
+   was sent earlier that still have pending items (an interrupted run, transport
+   failures) are judged first; the response cache makes what was already answered free;
 2. **stop?** — the judgment budget (items this judge model answered in the
    study, QC items included; pending items hold their share back, but an item
    that failed in transport is not counted as used), the cost cap (the
@@ -28,6 +29,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
+from planner.services.batch_files import recover_interrupted
 from planner.services.batch_options import Output
 from planner.services.batch_round import RoundInfo, RoundStart, RunOptions, RunResult, final_top3, plan_and_issue
 from planner.services.judging import JudgeOptions, JudgeResult, judge_recorded_batch
@@ -114,7 +116,9 @@ def run_rounds(study, judge: JudgeOptions, run: RunOptions, *, progress: Callabl
 def _rounds(study, judge: JudgeOptions, run: RunOptions, progress, stop, on_answer) -> RunResult:
     prices = judge.prices
     rounds: list[RoundInfo] = []
-    notes: list[str] = []
+    # a batch a hard kill left recorded with its files staged is judged by the resume below, and a budget it
+    # uses up issues no round whose issue would complete it: complete (or roll back) its files first
+    notes: list[str] = list(recover_interrupted(study))
     _resume(study, judge, _state(study, judge.model), progress, stop, on_answer, rounds, notes)
     stopped, advice = "", ""
     dry_rounds = 0

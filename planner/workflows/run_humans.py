@@ -113,6 +113,7 @@ def _humans_loop(study, run: RunOptions, human: HumanOptions, progress, stop, cl
     """The rounds on the open ``study`` (push and the wait read it too; their locks and ingest go by its path)."""
     import time
 
+    from planner.services.batch_files import recover_interrupted
 
     sleep, clock = sleep or stop.wait, clock or time.monotonic
 
@@ -123,7 +124,8 @@ def _humans_loop(study, run: RunOptions, human: HumanOptions, progress, stop, cl
         return show
 
     rounds: list[RoundInfo] = []
-    notes: list[str] = []
+    # as for the judge's loop: the resumed batch may be one a hard kill left staged, and no later issue may come
+    notes: list[str] = list(recover_interrupted(study))
     stopped, advice = "", ""
     used, unfinished, n_round = _state(study)
     for bid in unfinished:  # an earlier run left this batch with annotators
