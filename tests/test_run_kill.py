@@ -275,6 +275,9 @@ def test_kill9_mid_judging_then_a_second_run_is_refused_and_the_rerun_pays_once(
     res = _rerun(study, srv, 3 * per, both_orders=both)
     assert res.stopped == "budget" and res.judgments_used == 3 * per
     assert res.rounds[0].resumed and res.rounds[0].batch_id == 2
+    # the rerun says it took over the dead run's lock, as `planner judge` and `push` do for theirs
+    took = f"the study's `planner run` loop: took over the lock left by planner process {p.pid}"
+    assert res.notes[0].startswith(took) and res.notes[0].endswith("which is no longer running"), res.notes
     assert srv.chat_calls == 3 * per + 1   # each request, and the one in flight at the kill asked again
     with _ro(study) as con:
         assert con.execute("SELECT count(*) FROM items WHERE kind = 'swap'").fetchone()[0] == (12 if both else 0)

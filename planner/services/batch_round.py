@@ -139,12 +139,24 @@ def plan_and_issue(study, run: RunOptions, options: PlanOptions, remaining: int,
     return RoundStart("", plan.advice, plan, issue_batch(study, plan, output))
 
 
+RUN_LOCK = "the study's `planner run` loop"
+
+
 def hold_run(study_path):
     """The study's ``run`` lock: a second loop on the same study is refused (it would spend the same
     budget twice). Taken before the study is opened, so a refused loop never touches the study."""
     from planner.store.locks import hold
 
-    return hold(study_path, "run", "the study's `planner run` loop")
+    return hold(study_path, "run", RUN_LOCK)
+
+
+def with_lock_note(result: RunResult, held) -> RunResult:
+    """``result`` with a first note when the run lock was taken over from a process that died holding it
+    (a hard kill): the rerun says so, as ``planner judge`` and ``push`` do for their locks."""
+    from planner.store.locks import holder_note
+
+    note = holder_note(held, RUN_LOCK)
+    return result if note is None else replace(result, notes=(note, *result.notes))
 
 
 def final_top3(study) -> tuple[str, ...]:

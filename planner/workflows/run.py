@@ -34,9 +34,10 @@ def run_loop(study_path, judge: JudgeOptions, run: RunOptions, *,
     study's ``run`` lock is held throughout: a second loop on the same study is
     refused (it would spend the same budget twice).
     """
-    from planner.services.batch_round import hold_run
+    from planner.services.batch_round import hold_run, with_lock_note
     from planner.services.judge_loop import run_rounds
     from planner.store.study import Study
 
-    with hold_run(study_path), Study.open(study_path) as study:
-        return run_rounds(study, judge, run, progress=progress, stop=stop, on_answer=on_answer)
+    with hold_run(study_path) as held, Study.open(study_path) as study:
+        return with_lock_note(run_rounds(study, judge, run, progress=progress, stop=stop, on_answer=on_answer),
+                              held)

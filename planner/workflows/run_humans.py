@@ -101,12 +101,12 @@ def run_humans_loop(study_path, run: RunOptions, human: HumanOptions, *,
     ``clock`` are for tests (default: the connection from the environment, real time;
     the pauses wake when ``stop`` is set). The study's ``run`` lock is held throughout.
     """
-    from planner.services.batch_round import hold_run
+    from planner.services.batch_round import hold_run, with_lock_note
     from planner.store.study import Study
 
     stop = stop if stop is not None else threading.Event()
-    with hold_run(study_path), Study.open(study_path) as study:
-        return _humans_loop(study, run, human, progress, stop, client, sleep, clock)
+    with hold_run(study_path) as held, Study.open(study_path) as study:
+        return with_lock_note(_humans_loop(study, run, human, progress, stop, client, sleep, clock), held)
 
 
 def _humans_loop(study, run: RunOptions, human: HumanOptions, progress, stop, client, sleep, clock):
